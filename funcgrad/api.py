@@ -1,0 +1,202 @@
+"""The pytree-level transforms of autodiff: grad, value_and_grad, vjp, jvp, linearize,
+make_jaxpr. Each flattens pytrees and calls the flat machinery in `interpreters.ad`.
+"""
+
+import functools
+
+from funcgrad import dtypes, errors
+from funcgrad.core import get_aval, trace_to_jaxpr
+from funcgrad.interpreters import ad
+from funcgrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+
+
+def _flat_fun(fun, in_tree, out_store, has_aux=False):
+    """Wrap a pytree function as flat-in/flat-out; the output tree goes to out_store."""
+    def flat(*leaves):
+        args = tree_unflatten(in_tree, list(leaves))
+        out = fun(*args)
+        aux = None
+        if has_aux:
+            if not (isinstance(out, tuple) and len(out) == 2):
+                raise errors.FuncgradTypeError(
+                    "has_aux=True requires the function to return a pair (output, aux), got "
+                    f"{type(out).__name__}\n{errors.where()}")
+            out, aux = out
+        out_leaves, out_tree = tree_flatten(out)
+        out_store["tree"], out_store["aux"] = out_tree, aux
+        return out_leaves
+    return flat
+
+
+def _argnums_tuple(argnums, nargs, name):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not -nargs <= n < nargs:
+            raise errors.FuncgradValueError(
+                f"{name}: argnums={argnums} is out of range for {nargs} positional "
+                f"argument(s)\n{errors.where()}")
+    return tuple(n % nargs for n in nums)
+
+
+def _check_float_inputs(name, args, argnums):
+    for i in argnums:
+        for path, leaf in tree_flatten_with_path(args[i])[0]:
+            aval = get_aval(leaf)
+            if not dtypes.is_inexact(aval.dtype):
+                raise errors.FuncgradTypeError(
+                    f"{name} requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of float), but argument {i}{keystr(path)} has dtype "
+                    f"{aval.dtype} ({aval}).\n{errors.where(errors.user_frame(3))}\n"
+                    "  hint: convert it with .astype(jnp.float32), or differentiate with "
+                    "respect to another argument via argnums.")
+
+
+def vjp(fun, *primals, has_aux=False):
+    """Reverse mode: `(out, vjp_fn)` (plus `aux`); `vjp_fn(ct)` returns one ct per primal.
+
+    Example:
+        >>> out, f_vjp = vjp(fnp.sin, 0.0)
+        >>> f_vjp(1.0)
+        (Array(1., dtype=float32),)
+    """
+    leaves, in_tree = tree_flatten(primals)
+    store = {}
+    outs, _, lin = ad.vjp_flat(_flat_fun(fun, in_tree, store, has_aux), leaves)
+    out_tree = store["tree"]
+    in_avals = [get_aval(x) for x in leaves]
+    out_avals = [get_aval(o) for o in outs]
+
+    def vjp_fn(ct):
+        ct_leaves, ct_tree = tree_flatten(ct)
+        if ct_tree != out_tree:
+            raise errors.FuncgradTypeError(
+                f"vjp function: the cotangent has structure {ct_tree} but the function's "
+                f"output has structure {out_tree}\n{errors.where()}")
+        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
+            ca = get_aval(c)
+            if ca.shape != a.shape:
+                raise errors.FuncgradTypeError(
+                    f"vjp function: cotangent leaf {i} has shape {ca.shape} but the output "
+                    f"has shape {a.shape} ({a})\n{errors.where()}")
+        cts = lin.transpose(ct_leaves)
+        cts = [ad.instantiate(c) if c is not None else ad.instantiate(ad.Zero(a))
+               for c, a in zip(cts, in_avals)]
+        return tuple(tree_unflatten(in_tree, cts))
+    out = tree_unflatten(out_tree, outs)
+    return (out, vjp_fn, store["aux"]) if has_aux else (out, vjp_fn)
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """`(value, grad)` of a scalar function; with has_aux, `((value, aux), grad)`."""
+    @functools.wraps(fun)
+    def vg(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "grad")
+        _check_float_inputs("grad", args, nums)
+
+        def partial(*diff):
+            full = list(args)
+            for n, d in zip(nums, diff):
+                full[n] = d
+            return fun(*full, **kwargs)
+        res = vjp(partial, *[args[n] for n in nums], has_aux=has_aux)
+        out, f_vjp = res[0], res[1]
+        aval = get_aval(out) if not isinstance(out, (tuple, list, dict)) else None
+        if aval is None or aval.shape != () or not dtypes.is_float(aval.dtype):
+            what = (f"a {type(out).__name__}" if aval is None else str(aval))
+            raise errors.FuncgradTypeError(
+                "grad requires a real scalar output (shape () and float dtype), but the "
+                f"function returned {what}.\n{errors.where(errors.user_frame(2))}\n"
+                "  hint: reduce the output (e.g. .sum() or .mean()), or use vjp/jacrev for "
+                "non-scalar outputs.")
+        from funcgrad import lax
+        g = f_vjp(lax.full((), 1.0, aval.dtype))
+        g = g[0] if isinstance(argnums, int) else tuple(g)
+        return ((out, res[2]), g) if has_aux else (out, g)
+    return vg
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """The gradient of a scalar function with respect to the arguments `argnums`.
+
+    Example:
+        >>> grad(lambda x: x ** 3)(2.0)
+        Array(12., dtype=float32)
+    """
+    vg = value_and_grad(fun, argnums, has_aux)
+
+    @functools.wraps(fun)
+    def g(*args, **kwargs):
+        res = vg(*args, **kwargs)
+        return (res[1], res[0][1]) if has_aux else res[1]
+    return g
+
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """Forward mode: `(out, tangent_out)` (plus `aux`) of `fun` at `primals`."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise errors.FuncgradTypeError("jvp: primals and tangents must be tuples or lists, got "
+                                       f"{type(primals).__name__} and "
+                                       f"{type(tangents).__name__}\n{errors.where()}")
+    p_leaves, in_tree = tree_flatten(tuple(primals))
+    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    if t_tree != in_tree:
+        raise errors.FuncgradTypeError(f"jvp: tangents have structure {t_tree} but primals "
+                                       f"have structure {in_tree}\n{errors.where()}")
+    for i, (p, t) in enumerate(zip(p_leaves, t_leaves)):
+        pa, ta = get_aval(p), get_aval(t)
+        if pa.shape != ta.shape:
+            raise errors.FuncgradTypeError(
+                f"jvp: tangent leaf {i} has shape {ta.shape} but its primal has shape "
+                f"{pa.shape}\n{errors.where()}")
+    store = {}
+    jaxpr, known, outs = ad.trace_known(_flat_fun(fun, in_tree, store, has_aux), p_leaves,
+                                        "jvp")
+    ts = [t if dtypes.is_inexact(get_aval(p).dtype) else ad.Zero(get_aval(p))
+          for p, t in zip(p_leaves, t_leaves)]
+    _, t_outs = ad.jvp_eval(jaxpr, [], [known[v] for v in jaxpr.invars], ts, known)
+    t_outs = [ad.instantiate(t) for t in t_outs]
+    out_tree = store["tree"]
+    res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, t_outs))
+    return res + (store["aux"],) if has_aux else res
+
+
+def linearize(fun, *primals):
+    """`(out, f_jvp)`: `f_jvp(*tangents)` evaluates the linearized function (no re-trace)."""
+    leaves, in_tree = tree_flatten(primals)
+    store = {}
+    outs, lin = ad.linearize_flat(_flat_fun(fun, in_tree, store), leaves)
+    out_tree = store["tree"]
+
+    def f_jvp(*tangents):
+        t_leaves, t_tree = tree_flatten(tangents)
+        if t_tree != in_tree:
+            raise errors.FuncgradTypeError(f"linearize: tangents have structure {t_tree}, "
+                                           f"expected {in_tree}\n{errors.where()}")
+        t_outs = lin.apply(t_leaves)
+        return tree_unflatten(out_tree, [ad.instantiate(t) for t in t_outs])
+    return tree_unflatten(out_tree, outs), f_jvp
+
+
+def make_jaxpr(fun, static_argnums=()):
+    """A function returning the traced IR (a ClosedJaxpr) of `fun` at example arguments.
+
+    Example:
+        >>> print(make_jaxpr(fnp.sin)(fnp.zeros(3)))
+        { lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }
+    """
+    static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def make(*args, **kwargs):
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        leaves, in_tree = tree_flatten(dyn)
+        store = {}
+
+        def with_static(*dyn_args):
+            it = iter(dyn_args)
+            full = [a if i in static else next(it) for i, a in enumerate(args)]
+            return fun(*full, **kwargs)
+        flat = _flat_fun(with_static, in_tree, store)
+        return trace_to_jaxpr(flat, [get_aval(x).strip_weak() if False else get_aval(x)
+                                     for x in leaves])
+    return make

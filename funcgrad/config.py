@@ -1,0 +1,55 @@
+"""funcgrad's one options object.
+
+Options are read through `config.<name>` and changed with `config.update(name, value)`.
+Nothing else in funcgrad reads environment variables deep inside core logic.
+"""
+
+
+class Config:
+    """Global options, as in `jax.config`.
+
+    Example:
+        >>> import funcgrad as fg
+        >>> fg.config.update("enable_x64", True)
+        >>> fg.config.enable_x64
+        True
+    """
+
+    _defaults = {
+        "enable_x64": False,  # 64-bit default dtypes (float64/int64), as JAX's jax_enable_x64
+        "debug_nans": False,  # raise at the first primitive that produces a NaN
+        "disable_jit": False,  # run jitted functions op by op
+        "check_jaxprs": False,  # re-derive every type after each transform (on in tests)
+        "retrace_warn_after": 4,  # warn once per jitted function after this many traces
+    }
+
+    def __init__(self):
+        self.__dict__["_values"] = dict(self._defaults)
+        self.__dict__["_listeners"] = []
+
+    def __getattr__(self, name):
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"funcgrad.config has no option {name!r}") from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("use funcgrad.config.update(name, value)")
+
+    def update(self, name, value):
+        """Set option `name` (e.g. "enable_x64", "debug_nans", "disable_jit") to `value`."""
+        if name.startswith("jax_"):
+            name = name[4:]
+        if name not in self._values:
+            known = ", ".join(sorted(self._values))
+            raise ValueError(f"config.update: unknown option {name!r}; known options: {known}")
+        self._values[name] = value
+        for fn in self._listeners:
+            fn(name, value)
+
+    def on_change(self, fn):
+        """Register `fn(name, value)`, called after every update (used by dtype caches)."""
+        self._listeners.append(fn)
+
+
+config = Config()

@@ -1,0 +1,133 @@
+"""Concrete arrays: `Array` wraps a numpy array plus its weak-type bit.
+
+`ArrayBase` is the common base of `Array` and tracers; funcgrad.numpy installs the
+operators and methods (`+`, `@`, `.T`, `.sum()`, `.at[...]`) on it at import time, so
+the same methods work on concrete values and inside every transform.
+"""
+
+import numpy as np
+
+from funcgrad import dtypes
+from funcgrad.core.ir import ShapedArray
+
+
+class ArrayBase:
+    """Base class of funcgrad arrays and tracers (`isinstance(x, ArrayBase)`)."""
+
+    __slots__ = ()
+    __array_priority__ = 100
+
+
+class Array(ArrayBase):
+    """A concrete funcgrad array on the CPU: an immutable numpy array and a weak-type bit.
+
+    Example:
+        >>> import funcgrad.numpy as fnp
+        >>> fnp.arange(3.0) * 2
+        Array([0., 2., 4.], dtype=float32)
+    """
+
+    __slots__ = ("_value", "weak_type", "__weakref__")
+
+    def __init__(self, value, weak_type=False):
+        self._value = value
+        self.weak_type = weak_type
+
+    shape = property(lambda self: self._value.shape)
+    dtype = property(lambda self: self._value.dtype)
+    ndim = property(lambda self: self._value.ndim)
+    size = property(lambda self: self._value.size)
+
+    @property
+    def aval(self):
+        v = self._value
+        return ShapedArray(v.shape, v.dtype, self.weak_type)
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._value.view()
+        v.flags.writeable = False
+        return v if dtype is None else v.astype(dtype)
+
+    def __repr__(self):
+        body = np.array2string(self._value, separator=", ", prefix="Array(")
+        dt = "" if self._value.dtype in (np.float32, np.int32, np.bool_) and self.size else ""
+        return f"Array({body}, dtype={self._value.dtype}{dt})"
+
+    def __str__(self):
+        return str(self._value)
+
+    def __bool__(self):
+        return bool(self._value)
+
+    def __int__(self):
+        return int(self._value)
+
+    def __float__(self):
+        return float(self._value)
+
+    def __complex__(self):
+        return complex(self._value)
+
+    def __index__(self):
+        return self._value.__index__()
+
+    def __len__(self):
+        if self._value.ndim == 0:
+            raise TypeError("len() of a 0-d array")
+        return self._value.shape[0]
+
+    def __hash__(self):
+        raise TypeError("funcgrad arrays are unhashable; pass a Python value as a static "
+                        "argument instead")
+
+    def item(self):
+        return self._value.item()
+
+    def tolist(self):
+        return self._value.tolist()
+
+    def block_until_ready(self):
+        return self
+
+    @property
+    def device(self):
+        return "cpu"
+
+    def __reduce__(self):
+        return (Array, (self._value, self.weak_type))
+
+
+def to_array(x):
+    """Convert an array-like (numpy array, Python scalar, nested list) to an `Array`.
+
+    64-bit numpy inputs are canonicalized (to 32-bit unless x64 is on); Python scalars
+    become weakly typed.
+    """
+    t = type(x)
+    if t is Array:
+        return x
+    if t is bool or t is int or t is float or t is complex:
+        dt, weak = dtypes.scalar_dtype(x)
+        if t is int:
+            _check_int_range(x, dt)
+        return Array(np.asarray(x, dt), weak)
+    if isinstance(x, (np.ndarray, np.generic)):
+        dt = dtypes.canonicalize(x.dtype)
+        v = x if (dt == x.dtype and t is np.ndarray) else np.asarray(x, dt)
+        return Array(v, False)
+    if isinstance(x, ArrayBase):
+        raise TypeError("to_array of a tracer")
+    if hasattr(x, "__array__") or isinstance(x, (list, tuple)):
+        v = np.asarray(x)
+        if v.dtype == object:
+            raise TypeError(f"cannot convert {type(x).__name__} of mixed or non-numeric "
+                            "values to a funcgrad array")
+        return to_array(v)
+    raise TypeError(f"{type(x).__name__} is not a valid funcgrad array type; expected an "
+                    "array, a Python scalar or a (nested) list of numbers")
+
+
+def _check_int_range(x, dt):
+    info = np.iinfo(dt)
+    if not info.min <= x <= info.max:
+        raise OverflowError(f"Python int {x} is too large for {dt} (enable_x64 allows int64)")

@@ -1,0 +1,412 @@
+"""Primitives, tracers and the one current-trace context.
+
+`Primitive.bind` is the single entry point of every operation. With no current trace
+it runs the primitive eagerly on numpy values. Under a `Builder` trace it records an
+equation; when the builder computes known values (the define-by-run traces of grad)
+it also binds the primitive one level up, so a tracer knows its value there.
+Values from enclosing traces or concrete arrays are lifted as constvars (captures).
+"""
+
+import contextlib
+import contextvars
+import itertools
+
+import numpy as np
+
+from funcgrad import dtypes, errors
+from funcgrad.config import config
+from funcgrad.core.array import Array, ArrayBase, to_array
+from funcgrad.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+
+_trace_ctx = contextvars.ContextVar("funcgrad_trace", default=None)
+_source_override = contextvars.ContextVar("funcgrad_source", default=None)
+
+
+def current_trace():
+    """The trace that `bind` records into now, or None when running eagerly."""
+    return _trace_ctx.get()
+
+
+@contextlib.contextmanager
+def set_trace(trace):
+    """Make `trace` (a `Builder` or None for eager) current inside the block."""
+    token = _trace_ctx.set(trace)
+    try:
+        yield trace
+    finally:
+        _trace_ctx.reset(token)
+
+
+@contextlib.contextmanager
+def source_context(source):
+    """Attribute equations made inside the block (e.g. by a backward pass) to `source`."""
+    token = _source_override.set(source)
+    try:
+        yield
+    finally:
+        _source_override.reset(token)
+
+
+def current_source():
+    return _source_override.get() or errors.user_frame(2)
+
+
+class Primitive:
+    """An operation of the IR with rules registered per transform.
+
+    The shape/dtype rule and eager implementation are registered here; transforms keep
+    their own rule tables (`ad.jvp_rules`, `batching.batch_rules`, ...).
+
+    Example:
+        >>> sin_p = Primitive("sin")
+        >>> sin_p.def_impl(np.sin); sin_p.def_abstract_eval(lambda x: x)
+    """
+
+    def __init__(self, name, multiple_results=False):
+        self.name = name
+        self.multiple_results = multiple_results
+        self.impl_rule = None
+        self.raw_impl = True
+        self.abstract_rule = None
+
+    def __repr__(self):
+        return self.name
+
+    def def_impl(self, fn, raw=True):
+        """`fn(*numpy_values, **params)` (raw) or `fn(*arrays, **params)` returning Arrays."""
+        self.impl_rule, self.raw_impl = fn, raw
+        return fn
+
+    def def_abstract_eval(self, fn):
+        """`fn(*avals, **params)` returning the output aval (or a list of them)."""
+        self.abstract_rule = fn
+        return fn
+
+    def abstract_eval(self, *avals, **params):
+        return self.abstract_rule(*avals, **params)
+
+    def bind(self, *args, **params):
+        trace = _trace_ctx.get()
+        if trace is None:
+            return eager_bind(self, args, params)
+        return trace.process(self, args, params)
+
+
+def bind_at(trace, prim, args, params):
+    """Bind `prim` in `trace` (None: eagerly) without changing the current trace."""
+    if trace is None:
+        return eager_bind(prim, args, params)
+    return trace.process(prim, args, params)
+
+
+def eager_bind(prim, args, params):
+    if not prim.raw_impl:
+        for a in args:
+            if isinstance(a, Tracer):
+                _leaked(a, prim)
+        return prim.impl_rule(*args, **params)
+    vals, avals = [], []
+    for a in args:
+        if type(a) is not Array:
+            if isinstance(a, Tracer):
+                _leaked(a, prim)
+            a = to_array(a)
+        v = a._value
+        vals.append(v)
+        avals.append(ShapedArray(v.shape, v.dtype, a.weak_type))
+    out_aval = prim.abstract_rule(*avals, **params)
+    try:
+        out = prim.impl_rule(*vals, **params)
+    except Exception as e:
+        raise errors.FuncgradInternalError(
+            f"{prim.name}: the eager implementation failed on {avals} ({type(e).__name__}: "
+            f"{e}); this is a funcgrad bug\n{errors.where(errors.user_frame(2))}") from e
+    if prim.multiple_results:
+        res = [_wrap(o, a) for o, a in zip(out, out_aval)]
+    else:
+        res = _wrap(out, out_aval)
+    if config._values["debug_nans"]:
+        _check_nans(prim, res)
+    return res
+
+
+def _wrap(v, aval):
+    if type(v) is not np.ndarray or v.dtype != aval.dtype:
+        v = np.asarray(v, aval.dtype)
+    return Array(v, aval.weak_type)
+
+
+def _check_nans(prim, res):
+    for r in res if isinstance(res, list) else [res]:
+        if dtypes.is_inexact(r.dtype) and np.isnan(r._value).any():
+            src = _source_override.get() or errors.user_frame(3)
+            raise FloatingPointError(
+                f"debug_nans: primitive {prim.name} produced a NaN (output {r.aval})\n"
+                f"{errors.where(src)}")
+
+
+def _leaked(tracer, prim):
+    raise errors.TracerLeakError(
+        f"{prim.name}: used a traced value {tracer.aval} created by a `{tracer._trace.name}` "
+        f"transformation that has already finished (a tracer leak).\n"
+        f"{errors.where(errors.user_frame(3))}\n"
+        "  hint: return values from transformed functions instead of storing them in globals"
+        " or object attributes; pass them as arguments to use them later.")
+
+
+def get_aval(x):
+    """The `ShapedArray` of an array, tracer or Python scalar."""
+    t = type(x)
+    if t is Array:
+        return x.aval
+    if isinstance(x, Tracer):
+        return x.aval
+    return to_array(x).aval
+
+
+def is_concrete(x):
+    """True when `x` has a value that Python can inspect now."""
+    return not isinstance(x, Tracer) or x.val is not None and is_concrete(x.val)
+
+
+def concrete_value(x):
+    """The numpy value of `x`, following tracers to their known values, or None."""
+    while isinstance(x, Tracer):
+        x = x.val
+        if x is None:
+            return None
+    return to_array(x)._value
+
+
+class Tracer(ArrayBase):
+    """A value inside a trace: its aval, the IR variable (or literal) it stands for and,
+    when the trace computes known values, its value one level up (else None)."""
+
+    __slots__ = ("_trace", "aval", "var", "val", "__weakref__")
+
+    def __init__(self, trace, aval, var, val=None):
+        self._trace = trace
+        self.aval = aval
+        self.var = var
+        self.val = val
+
+    shape = property(lambda self: self.aval.shape)
+    dtype = property(lambda self: self.aval.dtype)
+    ndim = property(lambda self: len(self.aval.shape))
+    size = property(lambda self: self.aval.size)
+    weak_type = property(lambda self: self.aval.weak_type)
+
+    def __repr__(self):
+        v = "" if self.val is None else f" = {self.val!r}"
+        return f"Traced<{self.aval.str_short()}>with<{self._trace.name}>{v}"
+
+    def _concrete(self, what):
+        v = concrete_value(self)
+        if v is None:
+            raise errors.ConcretizationTypeError(
+                f"{what} needs a concrete value, but got a traced value {self.aval} inside "
+                f"`{self._trace.name}`.\n{errors.where(errors.user_frame(3))}\n"
+                "  hint: Python control flow (if/while/bool/int) cannot depend on values "
+                "traced by jit/vmap/make_jaxpr. Use funcgrad.lax.cond / lax.switch / "
+                "lax.while_loop / fnp.where, or mark the argument static with "
+                "jit(..., static_argnums=...).")
+        return v
+
+    def __bool__(self):
+        return bool(self._concrete("bool() / an `if` or `while` on an array"))
+
+    def __int__(self):
+        return int(self._concrete("int()"))
+
+    def __float__(self):
+        return float(self._concrete("float()"))
+
+    def __complex__(self):
+        return complex(self._concrete("complex()"))
+
+    def __index__(self):
+        return self._concrete("using an array as an index (__index__)").__index__()
+
+    def item(self):
+        return self._concrete(".item()").item()
+
+    def tolist(self):
+        return self._concrete(".tolist()").tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        v = self._concrete("numpy.asarray()")
+        return v if dtype is None else v.astype(dtype)
+
+    def __len__(self):
+        if not self.aval.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.aval.shape[0]
+
+    def __hash__(self):
+        raise TypeError(f"traced values are unhashable ({self!r}); static arguments must be "
+                        "hashable Python values")
+
+
+_builder_ids = itertools.count()
+
+
+class Builder:
+    """A trace that records equations into a jaxpr.
+
+    `parent` is the trace one level up (None: eager). With `compute_known`, every
+    equation whose inputs have known values also binds the primitive in `parent` and
+    the result becomes the output tracer's `val` (define-by-run, as used by grad).
+    """
+
+    def __init__(self, parent, compute_known, name):
+        self.parent = parent
+        self.compute_known = compute_known
+        self.name = name
+        self.alive = True
+        self.eqns = []
+        self.invars = []
+        self.constvars = []
+        self.constvals = []
+        self._captured = {}
+        self.known = {}  # var -> value one level up, for vars whose value is known
+        self.id = next(_builder_ids)
+
+    def new_input(self, aval, val=None):
+        var = Var(aval)
+        self.invars.append(var)
+        if val is not None:
+            self.known[var] = val
+        return Tracer(self, aval, var, val)
+
+    def is_ancestor(self, trace):
+        t = self.parent
+        while t is not None:
+            if t is trace:
+                return True
+            t = t.parent
+        return False
+
+    def lift(self, x):
+        """A tracer of this builder standing for `x` (captures foreign values)."""
+        if isinstance(x, Tracer) and x._trace is self:
+            return x
+        atom, aval, val = self._atom(x)
+        return Tracer(self, aval, atom, val)
+
+    def _atom(self, x):
+        if isinstance(x, Tracer):
+            if x._trace is self:
+                return x.var, x.aval, x.val
+            if not x._trace.alive or not self.is_ancestor(x._trace):
+                _leaked(x, _LiftPrim(self.name))
+            return self._capture(x, x.aval)
+        t = type(x)
+        if t is float or t is int or t is bool or t is complex:
+            arr = to_array(x)
+            v = arr._value
+            return Literal(v[()], arr.aval), arr.aval, arr
+        if t is not Array:
+            x = to_array(x)
+        if x._value.ndim == 0:
+            return Literal(x._value[()], x.aval), x.aval, x
+        return self._capture(x, x.aval)
+
+    def _capture(self, x, aval):
+        hit = self._captured.get(id(x))
+        if hit is not None:
+            return hit[0], aval, x
+        var = Var(aval)
+        self._captured[id(x)] = (var, x)
+        self.constvars.append(var)
+        self.constvals.append(x)
+        self.known[var] = x
+        return var, aval, x
+
+    def process(self, prim, args, params):
+        atoms, avals, vals = [], [], []
+        for a in args:
+            if isinstance(a, Tracer) and a._trace is self:
+                atoms.append(a.var), avals.append(a.aval), vals.append(a.val)
+            else:
+                atom, aval, val = self._atom(a)
+                atoms.append(atom), avals.append(aval), vals.append(val)
+        out_avals = prim.abstract_eval(*avals, **params)
+        multi = prim.multiple_results
+        out_avals_l = out_avals if multi else [out_avals]
+        out_vals = None
+        if self.compute_known and all(v is not None for v in vals):
+            with source_context(_source_override.get() or errors.user_frame(3)):
+                out_vals = bind_at(self.parent, prim, vals, params)
+            out_vals = out_vals if multi else [out_vals]
+        outvars = [Var(a) for a in out_avals_l]
+        self.eqns.append(Eqn(prim, atoms, outvars, params,
+                             _source_override.get() or errors.user_frame(3)))
+        if out_vals is None:
+            outs = [Tracer(self, a, v) for a, v in zip(out_avals_l, outvars)]
+        else:
+            outs = []
+            for a, v, val in zip(out_avals_l, outvars, out_vals):
+                self.known[v] = val
+                outs.append(Tracer(self, a, v, val))
+        return outs if multi else outs[0]
+
+    def to_jaxpr(self, outs):
+        """Close the trace: a `Jaxpr` with captured values as constvars, and those values."""
+        outvars = [self.lift(o).var for o in outs]
+        jaxpr = Jaxpr(list(self.constvars), list(self.invars), outvars, list(self.eqns))
+        if config._values["check_jaxprs"]:
+            from funcgrad.core.ir import typecheck_jaxpr
+            typecheck_jaxpr(jaxpr)
+        return jaxpr, list(self.constvals)
+
+
+class _LiftPrim:
+    def __init__(self, name):
+        self.name = f"lifting into {name}"
+
+
+@contextlib.contextmanager
+def new_builder(name, compute_known=False, parent=None):
+    """Open a `Builder` over the current trace and make it current inside the block."""
+    b = Builder(current_trace() if parent is None else parent, compute_known, name)
+    try:
+        with set_trace(b):
+            yield b
+    finally:
+        b.alive = False
+
+
+def trace_to_jaxpr(fun, in_avals, name="make_jaxpr"):
+    """Trace `fun(*tracers)` (flat lists in and out) abstractly into a ClosedJaxpr."""
+    with new_builder(name) as b:
+        ins = [b.new_input(a) for a in in_avals]
+        outs = fun(*ins)
+        jaxpr, consts = b.to_jaxpr(outs)
+    return ClosedJaxpr(jaxpr, consts)
+
+
+def eval_jaxpr(jaxpr, consts, *args):
+    """Evaluate `jaxpr` by binding each equation in the current trace (re-traceable)."""
+    env = {}
+    for v, x in zip(jaxpr.constvars, consts):
+        env[v] = x
+    for v, x in zip(jaxpr.invars, args):
+        env[v] = x
+
+    def read(a):
+        return a.val if type(a) is Literal else env[a]
+
+    for eqn in jaxpr.eqns:
+        with source_context(eqn.source):
+            outs = eqn.prim.bind(*[read(a) for a in eqn.invars], **eqn.params)
+        if eqn.prim.multiple_results:
+            for v, o in zip(eqn.outvars, outs):
+                env[v] = o
+        else:
+            env[eqn.outvars[0]] = outs
+    return [read(v) for v in jaxpr.outvars]
+
+
+def jaxpr_as_fun(closed):
+    """A Python function evaluating a ClosedJaxpr (flat args in, flat list out)."""
+    return lambda *args: eval_jaxpr(closed.jaxpr, closed.consts, *args)

@@ -1,0 +1,88 @@
+"""funcgrad's exception types and the helper that finds the user's source line.
+
+Every error raised for bad user input is a `FuncgradError` (or a subclass that also
+derives from the matching builtin, e.g. `TypeError`), and names the operation, the
+shapes involved and the user's line. This module imports nothing from funcgrad.
+"""
+
+import os
+import sys
+
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_internal_code = {}
+
+
+def _is_internal(code):
+    r = _internal_code.get(code)
+    if r is None:
+        fn = code.co_filename
+        r = fn.startswith(_PKG_DIR) and os.sep + "tests" + os.sep not in fn
+        r = r or fn.startswith("<funcgrad")
+        _internal_code[code] = r
+    return r
+
+
+def user_frame(skip=1):
+    """The first stack frame outside funcgrad as `(filename, lineno, function)`, or None."""
+    f = sys._getframe(skip)
+    while f is not None:
+        if not _is_internal(f.f_code):
+            return (f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return None
+
+
+def format_frame(frame):
+    if frame is None:
+        return "<unknown location>"
+    filename, lineno, fn = frame
+    return f"{filename}:{lineno} ({fn})"
+
+
+def user_line_text(frame):
+    """The source text of a `user_frame()` result, or '' when it cannot be read."""
+    if frame is None:
+        return ""
+    import linecache
+
+    return linecache.getline(frame[0], frame[1]).strip()
+
+
+def where(frame=None):
+    """'  at FILE:LINE (fn)\n    source' for error messages."""
+    frame = frame if frame is not None else user_frame(2)
+    text = user_line_text(frame)
+    s = f"  at {format_frame(frame)}"
+    return s + (f"\n    {text}" if text else "")
+
+
+class FuncgradError(Exception):
+    """Base class of funcgrad's errors."""
+
+
+class FuncgradTypeError(FuncgradError, TypeError):
+    """A wrong dtype, shape or structure given to a funcgrad operation."""
+
+
+class FuncgradValueError(FuncgradError, ValueError):
+    """A wrong value given to a funcgrad operation (an out-of-range axis, ...)."""
+
+
+class ConcretizationTypeError(FuncgradTypeError):
+    """A traced value was used where Python needs a concrete value (bool, int, if)."""
+
+
+class TracerLeakError(FuncgradError):
+    """A traced value was used after the transformation that made it had finished."""
+
+
+class FuncgradInternalError(FuncgradError):
+    """A bug in funcgrad itself (please report it with the message)."""
+
+
+def op_error(op, message, cls=FuncgradTypeError, hint=None):
+    """Build an error for operation `op` that ends with the user's line and a hint."""
+    text = f"{op}: {message}\n{where(user_frame(2))}"
+    if hint:
+        text += f"\n  hint: {hint}"
+    return cls(text)

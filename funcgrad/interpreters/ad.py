@@ -1,0 +1,364 @@
+"""Automatic differentiation as IR transforms: jvp, linearize, transpose, vjp.
+
+How it works (see DESIGN.md): `vjp` traces the function with a define-by-run
+`Builder` (values computed as it goes, so Python control flow works); `linearize`
+replays that program through the jvp rules inside a second builder whose tangent
+inputs have no value, so every recorded equation with an unknown input is linear and
+every other one is a known residual; `backward_pass` walks the linear equations in
+reverse through the transpose rules. Each step binds primitives in the current trace,
+so the same code runs eagerly, under jit, and under another grad.
+
+Rule tables owned here:
+  jvp_rules[p](primals, outs, tangents, **params) -> tangent out (list if multi-result);
+      `outs` are the already-computed primal outputs, tangents may be `Zero`.
+  transpose_rules[p](ct, *args, **params) -> list with one cotangent (or None) per arg;
+      linear args arrive as `UndefinedPrimal(aval)`, ct may be `Zero` for multi-results.
+"""
+
+import numpy as np
+
+from funcgrad import dtypes, errors
+from funcgrad.core import (
+    ClosedJaxpr, Literal, Primitive, ShapedArray, Tracer, current_trace, get_aval, new_builder,
+    source_context, trace_to_jaxpr,
+)
+
+jvp_rules = {}
+transpose_rules = {}
+
+
+class Zero:
+    """A symbolic zero tangent/cotangent of abstract value `aval` (never materialized)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"Zero({self.aval})"
+
+
+class UndefinedPrimal:
+    """A linear input of an equation being transposed (its value is not known)."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval):
+        self.aval = aval
+
+    def __repr__(self):
+        return f"UndefinedPrimal({self.aval})"
+
+
+def is_undefined(x):
+    return type(x) is UndefinedPrimal
+
+
+def aval_of(x):
+    return x.aval if type(x) in (Zero, UndefinedPrimal) else get_aval(x)
+
+
+def differentiable(aval):
+    return dtypes.is_inexact(aval.dtype)
+
+
+def instantiate(t, aval=None):
+    """A real array for a tangent that may be a symbolic `Zero`."""
+    if type(t) is Zero:
+        from funcgrad import lax
+        return lax.full(t.aval.shape, 0, t.aval.dtype)
+    return t
+
+
+def add_tangents(a, b):
+    if type(a) is Zero:
+        return b
+    if type(b) is Zero:
+        return a
+    return add_any_p.bind(a, b)
+
+
+# --- add_any: accumulation of tangents and cotangents ---------------------------------------
+
+add_any_p = Primitive("add_any")
+add_any_p.def_impl(np.add)
+
+
+@add_any_p.def_abstract_eval
+def _add_any_abstract(x, y):
+    if x.shape != y.shape or x.dtype != y.dtype:
+        raise errors.FuncgradInternalError(f"add_any of {x} and {y}")
+    return ShapedArray(x.shape, x.dtype, x.weak_type and y.weak_type)
+
+
+jvp_rules[add_any_p] = lambda primals, out, tangents: add_tangents(*tangents)
+transpose_rules[add_any_p] = lambda ct, x, y: [ct, ct]
+
+
+# --- definers -------------------------------------------------------------------------------
+
+def defjvp(prim, *fns):
+    """Register a jvp from one function per input: `fn(t, *primals, out=..., **params)`
+    returns that input's contribution to the output tangent (None: not differentiable)."""
+    def rule(primals, out, tangents, **params):
+        acc = Zero(get_aval(out))
+        for fn, t in zip(fns, tangents):
+            if fn is not None and type(t) is not Zero:
+                acc = add_tangents(acc, fn(t, *primals, out=out, **params))
+        return acc
+    jvp_rules[prim] = rule
+
+
+def defjvp_zero(prim):
+    """Outputs of `prim` carry zero tangents (integer, boolean, comparison outputs)."""
+    def rule(primals, out, tangents, **params):
+        if prim.multiple_results:
+            return [Zero(get_aval(o)) for o in out]
+        return Zero(get_aval(out))
+    jvp_rules[prim] = rule
+
+
+def deflinear(prim, transpose_fn):
+    """`prim` is linear in all its inputs: its jvp is itself applied to the tangents."""
+    def rule(primals, out, tangents, **params):
+        if all(type(t) is Zero for t in tangents):
+            return Zero(get_aval(out))
+        return prim.bind(*[instantiate(t) for t in tangents], **params)
+    jvp_rules[prim] = rule
+    transpose_rules[prim] = transpose_fn
+
+
+# --- jvp ------------------------------------------------------------------------------------
+
+def _missing(table, prim, transform):
+    raise errors.FuncgradError(
+        f"{transform} is not implemented for primitive `{prim.name}` (no rule in the "
+        f"{table} table)\n{errors.where()}")
+
+
+def jvp_eval(jaxpr, consts, primals, tangents, known=None):
+    """Push tangents through `jaxpr` with the jvp rules, binding in the current trace.
+
+    With `known` (var -> primal value, e.g. from a define-by-run trace) primal values are
+    read from it instead of recomputed. Returns (primal outs, tangent outs).
+    """
+    penv, tenv = {}, {}
+    known = known or {}
+
+    def read_p(a):
+        if type(a) is Literal:
+            return a.val
+        v = penv.get(a)
+        return known[a] if v is None else v
+
+    def read_t(a):
+        t = None if type(a) is Literal else tenv.get(a)
+        return Zero(a.aval) if t is None else t
+
+    for v, x in zip(jaxpr.constvars, consts):
+        penv[v] = x
+    for v, x, t in zip(jaxpr.invars, primals, tangents):
+        penv[v], tenv[v] = x, t
+    for eqn in jaxpr.eqns:
+        ps = [read_p(a) for a in eqn.invars]
+        ts = [read_t(a) for a in eqn.invars]
+        multi = eqn.prim.multiple_results
+        with source_context(eqn.source):
+            if eqn.outvars[0] in known:
+                outs = [known[v] for v in eqn.outvars]
+            else:
+                outs = eqn.prim.bind(*ps, **eqn.params)
+                outs = outs if multi else [outs]
+            for v, o in zip(eqn.outvars, outs):
+                penv[v] = o
+            if all(type(t) is Zero for t in ts):
+                continue
+            rule = jvp_rules.get(eqn.prim) or _missing("jvp_rules", eqn.prim, "jvp")
+            t_out = rule(ps, outs if multi else outs[0], ts, **eqn.params)
+        for v, t in zip(eqn.outvars, t_out if multi else [t_out]):
+            if type(t) is not Zero:
+                tenv[v] = t
+    return [read_p(v) for v in jaxpr.outvars], [read_t(v) for v in jaxpr.outvars]
+
+
+def jvp_jaxpr(closed, instantiate_zeros=True):
+    """IR -> IR: a ClosedJaxpr mapping (primals..., tangents...) to (outs..., tangent outs...)."""
+    n = len(closed.in_avals)
+
+    def fun(*args):
+        outs, t_outs = jvp_eval(closed.jaxpr, closed.consts, args[:n], args[n:])
+        if instantiate_zeros:
+            t_outs = [instantiate(t) for t in t_outs]
+        return outs + t_outs
+    avals = closed.in_avals + [tangent_aval(a) for a in closed.in_avals]
+    return trace_to_jaxpr(fun, avals, "jvp")
+
+
+def tangent_aval(aval):
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
+
+
+# --- linearize and transpose -----------------------------------------------------------------
+
+def trace_known(fun, primals, name):
+    """Trace `fun` (flat) define-by-run at `primals`: (jaxpr, known values, primal outs)."""
+    with new_builder(name, compute_known=True) as b:
+        ins = [b.new_input(get_aval(p), p) for p in primals]
+        outs = fun(*ins)
+        outs = [b.lift(o) for o in outs]
+        jaxpr, _ = b.to_jaxpr(outs)
+    return jaxpr, b.known, [o.val for o in outs]
+
+
+def linearize_flat(fun, primals):
+    """(primal outs, linear jaxpr, its known values, tangent-out mask) at `primals`."""
+    parent = current_trace()
+    jaxpr, known, outs = trace_known(fun, primals, "linearize")
+    with new_builder("linearize", compute_known=True, parent=parent) as b:
+        t_ins = [b.new_input(tangent_aval(v.aval)) if differentiable(v.aval) else Zero(v.aval)
+                 for v in jaxpr.invars]
+        _, t_outs = jvp_eval(jaxpr, [], [known[v] for v in jaxpr.invars], t_ins, known)
+        nonzero = [type(t) is not Zero for t in t_outs]
+        lin, _ = b.to_jaxpr([b.lift(t) for t, nz in zip(t_outs, nonzero) if nz])
+        lin_invars = [t.var if type(t) is Tracer else None for t in t_ins]
+    return outs, Linearized(lin, b.known, lin_invars, nonzero, [v.aval for v in jaxpr.outvars])
+
+
+class Linearized:
+    """A linear program in tangents plus the known residual values it reads."""
+
+    def __init__(self, jaxpr, known, in_vars, out_nonzero, out_avals):
+        self.jaxpr, self.known, self.in_vars = jaxpr, known, in_vars
+        self.out_nonzero, self.out_avals = out_nonzero, out_avals
+
+    def transpose(self, cts):
+        """Cotangents of the tangent inputs for output cotangents `cts` (flat list)."""
+        cts = [ct for ct, nz in zip(cts, self.out_nonzero) if nz]
+        got = backward_pass(self.jaxpr, self.known, cts)
+        env = dict(zip(self.jaxpr.invars, got))
+        return [env.get(v, Zero(v.aval)) if v is not None else None for v in self.in_vars]
+
+    def apply(self, tangents):
+        """Tangent outputs for tangent inputs (forward evaluation of the linear program)."""
+        env = {v: t for v, t in zip(self.in_vars, tangents) if v is not None}
+        outs = _eval_with_known(self.jaxpr, self.known, env)
+        it = iter(outs)
+        return [next(it) if nz else Zero(a) for nz, a in zip(self.out_nonzero, self.out_avals)]
+
+
+def _eval_with_known(jaxpr, known, env):
+    env = dict(env)
+
+    def read(a):
+        if type(a) is Literal:
+            return a.val
+        v = env.get(a)
+        if v is None:
+            v = known.get(a)
+        if v is None:
+            return Zero(a.aval)
+        return v
+
+    for eqn in jaxpr.eqns:
+        if eqn.outvars[0] in known:
+            continue
+        args = [instantiate(read(a)) for a in eqn.invars]
+        with source_context(eqn.source):
+            outs = eqn.prim.bind(*args, **eqn.params)
+        for v, o in zip(eqn.outvars, outs if eqn.prim.multiple_results else [outs]):
+            env[v] = o
+    return [read(v) for v in jaxpr.outvars]
+
+
+def backward_pass(jaxpr, known, cts_out, consts=(), args=None):
+    """Transpose the linear part of `jaxpr`: cotangents of its inputs.
+
+    A variable is linear when it is not in `known` (var -> value). With `args` (a list with
+    `UndefinedPrimal` for linear inputs) the non-linear equations are evaluated first.
+    """
+    known = dict(known)
+    for v, c in zip(jaxpr.constvars, consts):
+        known[v] = c
+    if args is not None:
+        for v, a in zip(jaxpr.invars, args):
+            if not is_undefined(a):
+                known[v] = a
+        _forward_known(jaxpr, known)
+    ct_env = {}
+
+    def write_ct(v, ct):
+        if type(v) is Literal or v in known or ct is None or type(ct) is Zero:
+            return
+        prev = ct_env.get(v)
+        ct_env[v] = ct if prev is None else add_any_p.bind(prev, ct)
+
+    def read(a):
+        if type(a) is Literal:
+            return a.val
+        return known[a] if a in known else UndefinedPrimal(a.aval)
+
+    for v, ct in zip(jaxpr.outvars, cts_out):
+        write_ct(v, ct)
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.outvars[0] in known:
+            continue
+        cts = [_or_zero(ct_env.pop(v, None), v) for v in eqn.outvars]
+        if all(type(c) is Zero for c in cts):
+            continue
+        rule = transpose_rules.get(eqn.prim) or _missing("transpose_rules", eqn.prim,
+                                                         "reverse-mode differentiation")
+        with source_context(eqn.source):
+            cts_in = rule(cts if eqn.prim.multiple_results else cts[0],
+                          *[read(a) for a in eqn.invars], **eqn.params)
+        for a, ct in zip(eqn.invars, cts_in):
+            write_ct(a, ct)
+    return [_or_zero(ct_env.get(v), v) for v in jaxpr.invars]
+
+
+def _or_zero(x, v):
+    return Zero(v.aval) if x is None else x
+
+
+def _forward_known(jaxpr, known):
+    for eqn in jaxpr.eqns:
+        if all(type(a) is Literal or a in known for a in eqn.invars):
+            args = [a.val if type(a) is Literal else known[a] for a in eqn.invars]
+            with source_context(eqn.source):
+                outs = eqn.prim.bind(*args, **eqn.params)
+            for v, o in zip(eqn.outvars, outs if eqn.prim.multiple_results else [outs]):
+                known[v] = o
+
+
+def transpose_jaxpr(closed, linear_mask):
+    """IR -> IR: (non-linear inputs..., output cts...) -> cotangents of the linear inputs."""
+    jaxpr = closed.jaxpr
+    nonlin_avals = [v.aval for v, lin in zip(jaxpr.invars, linear_mask) if not lin]
+    lin_avals = [v.aval for v, lin in zip(jaxpr.invars, linear_mask) if lin]
+
+    def fun(*args):
+        it = iter(args[:len(nonlin_avals)])
+        prim_args = [UndefinedPrimal(v.aval) if lin else next(it)
+                     for v, lin in zip(jaxpr.invars, linear_mask)]
+        cts = list(args[len(nonlin_avals):])
+        got = backward_pass(jaxpr, {}, cts, closed.consts, prim_args)
+        return [instantiate(c) for c, lin in zip(got, linear_mask) if lin]
+    out = trace_to_jaxpr(fun, nonlin_avals + [v.aval for v in jaxpr.outvars], "transpose")
+    assert [a.shape for a in out.out_avals] == [a.shape for a in lin_avals]
+    return out
+
+
+def vjp_flat(fun, primals):
+    """(outs, vjp_fn) for a flat function; vjp_fn maps output cts to input cts."""
+    outs, lin = linearize_flat(fun, primals)
+
+    def vjp_fn(cts):
+        return lin.transpose(cts)
+    return outs, vjp_fn, lin
+
+
+__all__ = [
+    "ClosedJaxpr", "UndefinedPrimal", "Zero", "add_any_p", "add_tangents", "backward_pass",
+    "defjvp", "defjvp_zero", "deflinear", "instantiate", "is_undefined", "jvp_eval", "jvp_jaxpr",
+    "jvp_rules", "linearize_flat", "transpose_jaxpr", "transpose_rules", "vjp_flat",
+]

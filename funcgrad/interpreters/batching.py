@@ -1,0 +1,122 @@
+"""vmap as an IR transform: batching rules and the batch interpreter.
+
+`batch_eval` walks a jaxpr traced for one example and binds each equation's batched
+form in the current trace, using the rule table owned here:
+  batch_rules[p](args, dims, **params) -> (outs, out_dims)
+where each dim is an int (the mapped axis of that value) or `not_mapped` (None).
+Definers cover the families: `defvectorized` (unary elementwise), `defbroadcasting`
+(n-ary elementwise), `defreducer` (ops with an `axes` parameter).
+"""
+
+from funcgrad import errors
+from funcgrad.core import Literal, get_aval, source_context
+
+batch_rules = {}
+not_mapped = None
+
+
+def moveaxis(x, src, dst):
+    """Move axis `src` of `x` to `dst` with a lax.transpose (no-op when equal)."""
+    from funcgrad import lax
+    if src == dst:
+        return x
+    nd = get_aval(x).ndim
+    perm = [i for i in range(nd) if i != src]
+    perm.insert(dst, src)
+    return lax.transpose(x, tuple(perm))
+
+
+def bdim_at_front(x, dim, size):
+    """`x` with its batch axis first; an unbatched value is broadcast to `size`."""
+    from funcgrad import lax
+    if dim is not_mapped:
+        aval = get_aval(x)
+        return lax.broadcast_in_dim(x, (size,) + aval.shape, tuple(range(1, aval.ndim + 1)))
+    return moveaxis(x, dim, 0)
+
+
+def defvectorized(prim):
+    """Unary elementwise: the batch axis stays where it is."""
+    def rule(args, dims, **params):
+        return prim.bind(*args, **params), dims[0]
+    batch_rules[prim] = rule
+
+
+def _batch_size(args, dims):
+    for x, d in zip(args, dims):
+        if d is not not_mapped:
+            return get_aval(x).shape[d]
+    raise errors.FuncgradInternalError("batching rule called with no batched argument")
+
+
+def _example_shape(x, d):
+    s = list(get_aval(x).shape)
+    if d is not not_mapped:
+        del s[d]
+    return tuple(s)
+
+
+def defbroadcasting(prim):
+    """N-ary elementwise with rank-0 operand broadcasting: batch axes are moved to the front;
+    unbatched full-rank operands are broadcast; unbatched scalars stay scalars."""
+    def rule(args, dims, **params):
+        from funcgrad import lax
+        size = _batch_size(args, dims)
+        shape = max((_example_shape(x, d) for x, d in zip(args, dims)), key=len)
+        full = (size,) + shape
+        out = []
+        for x, d in zip(args, dims):
+            nd = get_aval(x).ndim
+            if d is not_mapped:
+                out.append(x if nd == 0 else lax.broadcast_in_dim(x, full, tuple(range(1, nd + 1))))
+            elif nd == 1 and shape:
+                out.append(lax.broadcast_in_dim(x, full, (0,)))
+            else:
+                out.append(moveaxis(x, d, 0))
+        return prim.bind(*out, **params), 0
+    batch_rules[prim] = rule
+
+
+def defreducer(prim):
+    """Ops with an `axes` parameter over an operand: axes shift past the batch axis (moved
+    to the front)."""
+    def rule(args, dims, *, axes, **params):
+        x = moveaxis(args[0], dims[0], 0)
+        rest = [bdim_at_front(a, d, get_aval(x).shape[0]) for a, d in zip(args[1:], dims[1:])]
+        out = prim.bind(x, *rest, axes=tuple(a + 1 for a in axes), **params)
+        return out, ([0] * len(out) if prim.multiple_results else 0)
+    batch_rules[prim] = rule
+
+
+def batch_eval(jaxpr, consts, args, dims):
+    """Evaluate `jaxpr` on batched `args` (mapped along `dims`): (outs, out_dims)."""
+    env = {}
+
+    def read(a):
+        return (a.val, not_mapped) if type(a) is Literal else env[a]
+
+    for v, c in zip(jaxpr.constvars, consts):
+        env[v] = (c, not_mapped)
+    for v, x, d in zip(jaxpr.invars, args, dims):
+        env[v] = (x, d)
+    for eqn in jaxpr.eqns:
+        xs, ds = zip(*[read(a) for a in eqn.invars]) if eqn.invars else ((), ())
+        with source_context(eqn.source):
+            if all(d is not_mapped for d in ds):
+                outs = eqn.prim.bind(*xs, **eqn.params)
+                o_dims = ([not_mapped] * len(outs) if eqn.prim.multiple_results
+                          else not_mapped)
+            else:
+                rule = batch_rules.get(eqn.prim)
+                if rule is None:
+                    raise errors.FuncgradError(
+                        f"vmap is not implemented for primitive `{eqn.prim.name}` (no rule in "
+                        f"batch_rules)\n{errors.where(eqn.source)}")
+                outs, o_dims = rule(list(xs), list(ds), **eqn.params)
+        if eqn.prim.multiple_results:
+            for v, o, d in zip(eqn.outvars, outs, o_dims):
+                env[v] = (o, d)
+        else:
+            env[eqn.outvars[0]] = (outs, o_dims)
+    res = [read(v) for v in jaxpr.outvars]
+    return [r[0] for r in res], [r[1] for r in res]

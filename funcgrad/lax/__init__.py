@@ -1,0 +1,9 @@
+"""funcgrad.lax: the primitive layer, with JAX's names (`add`, `dot_general`, `cond`, ...).
+
+Each family lives in its own module; this package re-exports their public wrappers.
+"""
+
+from funcgrad.interpreters.ad import add_any_p  # noqa: F401
+from funcgrad.lax.elementwise import *  # noqa: F401,F403
+from funcgrad.lax.reductions import *  # noqa: F401,F403
+from funcgrad.lax.shape import *  # noqa: F401,F403

@@ -1,0 +1,86 @@
+"""Family factories for primitives: a new elementwise op is a few lines.
+
+`unop` and `binop` register the shape/dtype rule, the eager implementation and the
+batching rule; the caller adds the derivative rules next to the primitive.
+"""
+
+import numpy as np
+
+from funcgrad import dtypes, errors
+from funcgrad.core import Primitive, ShapedArray, get_aval
+from funcgrad.interpreters import batching
+
+_KIND_NAMES = {"b": "bool", "i": "signed int", "u": "unsigned int", "f": "float",
+               "c": "complex"}
+
+
+def check_kind(name, aval, kinds):
+    if aval.dtype.kind not in kinds:
+        allowed = ", ".join(_KIND_NAMES[k] for k in kinds)
+        raise errors.op_error(name, f"does not accept dtype {aval.dtype} (operand {aval}); "
+                                    f"it takes {allowed} operands")
+
+
+def unop(name, impl, kinds="fc", out_dtype=None):
+    """An elementwise unary primitive `name_p` over dtype kinds `kinds`."""
+    p = Primitive(name)
+    p.def_impl(impl)
+
+    def abstract(x, **params):
+        check_kind(name, x, kinds)
+        dt = out_dtype(x.dtype) if out_dtype else x.dtype
+        return ShapedArray(x.shape, dt, x.weak_type and dt.kind != "b")
+    p.def_abstract_eval(abstract)
+    batching.defvectorized(p)
+    return p
+
+
+def binary_shape(name, *avals):
+    """Operands must share a shape, except rank-0 operands, which broadcast."""
+    shape = None
+    for a in avals:
+        if a.shape:
+            if shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                raise errors.op_error(name, "operands must have equal shapes (or be rank-0), "
+                                      f"got {', '.join(map(str, avals))}",
+                                      hint="funcgrad.numpy functions broadcast; lax does not")
+    return shape or ()
+
+
+def binop(name, impl, kinds="iufc", out_dtype=None, nargs=2):
+    """An elementwise n-ary primitive whose operands share one dtype."""
+    p = Primitive(name)
+    p.def_impl(impl)
+
+    def abstract(*avals, **params):
+        for a in avals:
+            check_kind(name, a, kinds)
+        if any(a.dtype != avals[0].dtype for a in avals[1:]):
+            raise errors.op_error(name, "operands must have the same dtype, got "
+                                  f"{', '.join(map(str, avals))}",
+                                  hint="convert with .astype() or use funcgrad.numpy, which "
+                                       "promotes dtypes")
+        shape = binary_shape(name, *avals)
+        dt = out_dtype(avals[0].dtype) if out_dtype else avals[0].dtype
+        weak = all(a.weak_type for a in avals) and dt.kind != "b"
+        return ShapedArray(shape, dt, weak)
+    p.def_abstract_eval(abstract)
+    batching.defbroadcasting(p)
+    return p
+
+
+def to_bool(dt):
+    return dtypes.bool_
+
+
+def match_scalars(*args):
+    """Convert Python scalars among `args` to the dtype of the first array argument (weakly)."""
+    ref = next((a for a in args if not isinstance(a, (bool, int, float, complex))), None)
+    if ref is None:
+        return args
+    dt = get_aval(ref).dtype
+    from funcgrad.core import Array
+    return tuple(Array(np.asarray(a, dt), True) if isinstance(a, (bool, int, float, complex))
+                 else a for a in args)
