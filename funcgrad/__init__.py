@@ -5,9 +5,15 @@
     fg.grad(lambda x: fnp.sin(x).sum())(fnp.ones(3))
 """
 
-from funcgrad import lax, tree_util  # noqa: F401
+from funcgrad import debug, lax, tree_util  # noqa: F401
 from funcgrad.api import grad, jvp, linearize, make_jaxpr, value_and_grad, vjp  # noqa: F401
+from funcgrad.batching_api import vmap  # noqa: F401
+from funcgrad.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401
+from funcgrad.compiler import jit  # noqa: F401
 from funcgrad.config import config  # noqa: F401
 from funcgrad.core import Array  # noqa: F401
+from funcgrad.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
+from funcgrad.jacobians import hessian, jacfwd, jacrev  # noqa: F401
+from funcgrad.lax import stop_gradient  # noqa: F401
 
 __version__ = "0.1.0"

@@ -5,9 +5,11 @@ make_jaxpr. Each flattens pytrees and calls the flat machinery in `interpreters.
 import functools
 
 from funcgrad import dtypes, errors
-from funcgrad.core import get_aval, trace_to_jaxpr
+from funcgrad.core import Tracer, get_aval, trace_to_jaxpr
 from funcgrad.interpreters import ad
-from funcgrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from funcgrad.tree_util import (
+    keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten,
+)
 
 
 def _flat_fun(fun, in_tree, out_store, has_aux=False):
@@ -26,6 +28,15 @@ def _flat_fun(fun, in_tree, out_store, has_aux=False):
         out_store["tree"], out_store["aux"] = out_tree, aux
         return out_leaves
     return flat
+
+
+def _lower_aux(aux):
+    """Aux outputs leave the finished define-by-run trace as their known values."""
+    def lower(x):
+        while isinstance(x, Tracer) and not x._trace.alive and x.val is not None:
+            x = x.val
+        return x
+    return tree_map(lower, aux)
 
 
 def _argnums_tuple(argnums, nargs, name):
@@ -83,7 +94,7 @@ def vjp(fun, *primals, has_aux=False):
                for c, a in zip(cts, in_avals)]
         return tuple(tree_unflatten(in_tree, cts))
     out = tree_unflatten(out_tree, outs)
-    return (out, vjp_fn, store["aux"]) if has_aux else (out, vjp_fn)
+    return (out, vjp_fn, _lower_aux(store["aux"])) if has_aux else (out, vjp_fn)
 
 
 def value_and_grad(fun, argnums=0, has_aux=False):
@@ -157,7 +168,7 @@ def jvp(fun, primals, tangents, has_aux=False):
     t_outs = [ad.instantiate(t) for t in t_outs]
     out_tree = store["tree"]
     res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, t_outs))
-    return res + (store["aux"],) if has_aux else res
+    return res + (_lower_aux(store["aux"]),) if has_aux else res
 
 
 def linearize(fun, *primals):

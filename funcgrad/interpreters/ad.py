@@ -164,8 +164,10 @@ def jvp_eval(jaxpr, consts, primals, tangents, known=None):
         ps = [read_p(a) for a in eqn.invars]
         ts = [read_t(a) for a in eqn.invars]
         multi = eqn.prim.multiple_results
+        if not eqn.outvars and known:
+            continue  # an effect already performed by the define-by-run trace
         with source_context(eqn.source):
-            if eqn.outvars[0] in known:
+            if eqn.outvars and eqn.outvars[0] in known:
                 outs = [known[v] for v in eqn.outvars]
             else:
                 outs = eqn.prim.bind(*ps, **eqn.params)
@@ -261,7 +263,7 @@ def _eval_with_known(jaxpr, known, env):
         return v
 
     for eqn in jaxpr.eqns:
-        if eqn.outvars[0] in known:
+        if not eqn.outvars or eqn.outvars[0] in known:
             continue
         args = [instantiate(read(a)) for a in eqn.invars]
         with source_context(eqn.source):
@@ -301,7 +303,7 @@ def backward_pass(jaxpr, known, cts_out, consts=(), args=None):
     for v, ct in zip(jaxpr.outvars, cts_out):
         write_ct(v, ct)
     for eqn in reversed(jaxpr.eqns):
-        if eqn.outvars[0] in known:
+        if not eqn.outvars or eqn.outvars[0] in known:
             continue
         cts = [_or_zero(ct_env.pop(v, None), v) for v in eqn.outvars]
         if all(type(c) is Zero for c in cts):

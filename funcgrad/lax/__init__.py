@@ -4,6 +4,12 @@ Each family lives in its own module; this package re-exports their public wrappe
 """
 
 from funcgrad.interpreters.ad import add_any_p  # noqa: F401
+from funcgrad.lax.conv import *  # noqa: F401,F403
 from funcgrad.lax.elementwise import *  # noqa: F401,F403
+from funcgrad.lax.indexing import *  # noqa: F401,F403
+from funcgrad.lax.linalg import *  # noqa: F401,F403
+from funcgrad.lax.logic import *  # noqa: F401,F403
 from funcgrad.lax.reductions import *  # noqa: F401,F403
 from funcgrad.lax.shape import *  # noqa: F401,F403
+from funcgrad.lax.slicing import *  # noqa: F401,F403
+from funcgrad.lax.sorting import *  # noqa: F401,F403

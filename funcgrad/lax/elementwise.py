@@ -1,30 +1,88 @@
-"""Elementwise primitives: unary math, binary arithmetic, comparisons, logic, bitwise,
-`select_n`, `clamp`, `convert_element_type`.
+"""Elementwise math primitives: arithmetic, rounding, exp/log, trigonometric, roots, special
+functions, complex parts, `convert_element_type` and `stop_gradient`.
 
-Each primitive is one block: wrapper, rules, `foo_p`, one registration per table.
-Binary operands share a dtype and a shape, except that rank-0 operands broadcast.
+Each primitive is one block: wrapper, rules, `foo_p`, one registration per table. Binary
+operands share a dtype and a shape, except that rank-0 operands broadcast. Comparisons,
+bitwise ops, bitcasts, `select_n` and `clamp` live in `funcgrad.lax.logic`.
 """
+
+import enum
+import functools
+import math
 
 import numpy as np
 
-from funcgrad.core import Primitive
+from funcgrad import dtypes, errors
+from funcgrad.core import Array, Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters.ad import defjvp, defjvp_zero
+from funcgrad.lax.logic import eq, ge, select_n
+from funcgrad.lax.shape import broadcast_in_dim, full
 from funcgrad.lax.utils import binop, match_scalars, unop
+
+
+def _quiet(fn):
+    """`fn` with numpy's floating-point warnings off (results follow IEEE, as in XLA)."""
+    @functools.wraps(fn)
+    def impl(*args, **params):
+        with np.errstate(all="ignore"):
+            return fn(*args, **params)
+    return impl
+
+
+def _const(x, c):
+    """A weakly typed rank-0 constant `c` with the dtype of `x`."""
+    return Array(np.asarray(c, get_aval(x).dtype), True)
+
+
+def _full_like(x, c):
+    a = get_aval(x)
+    return full(a.shape, c, a.dtype)
+
+
+def _bcast(x, out):
+    """A rank-0 `x` broadcast to the shape of `out` (unchanged when the shapes agree)."""
+    shape = get_aval(out).shape
+    return x if get_aval(x).shape == shape else broadcast_in_dim(x, shape, ())
+
+
+def _defjvp2(prim, *fns):
+    """`defjvp` for binary ops: each contribution is broadcast to the output's shape."""
+    def wrap(fn):
+        return lambda t, *xs, out, **kw: _bcast(fn(t, *xs, out=out, **kw), out)
+    defjvp(prim, *[None if fn is None else wrap(fn) for fn in fns])
+
+
+def _check_params(prim, check):
+    """Run `check(aval, **params)` (it raises a user error) before `prim`'s shape rule."""
+    shape_rule = prim.abstract_rule
+
+    def rule(x, **params):
+        check(x, **params)
+        return shape_rule(x, **params)
+    prim.def_abstract_eval(rule)
+
+
+def _real_dtype(dt):
+    return np.finfo(dt).dtype if dt.kind == "c" else dt
 
 
 def unbroadcast(ct, aval):
     """Sum a cotangent down to a rank-0 operand's shape (undoing its broadcast)."""
     from funcgrad.lax.reductions import reduce_sum
-    from funcgrad.core import get_aval
     if aval.shape == () and get_aval(ct).shape != ():
         ct = reduce_sum(ct, tuple(range(get_aval(ct).ndim)))
     return ct
 
 
-# --- add ----------------------------------------------------------------------------------
+# --- add / sub / mul / div / rem -----------------------------------------------------------
 def add(x, y):
-    """Elementwise x + y (same dtype; equal shapes or rank-0 operands)."""
+    """Elementwise x + y (same dtype; equal shapes or rank-0 operands).
+
+    Example:
+        >>> add(fnp.ones(2), 1.0)
+        Array([2., 2.], dtype=float32)
+    """
     return add_p.bind(*match_scalars(x, y))
 
 
@@ -33,11 +91,10 @@ def _add_transpose(ct, x, y):
             unbroadcast(ct, y.aval) if ad.is_undefined(y) else None]
 
 
-add_p = binop("add", np.add)
+add_p = binop("add", _quiet(np.add))
 ad.deflinear(add_p, _add_transpose)
 
 
-# --- sub ----------------------------------------------------------------------------------
 def sub(x, y):
     """Elementwise x - y."""
     return sub_p.bind(*match_scalars(x, y))
@@ -48,11 +105,10 @@ def _sub_transpose(ct, x, y):
             unbroadcast(neg(ct), y.aval) if ad.is_undefined(y) else None]
 
 
-sub_p = binop("sub", np.subtract)
+sub_p = binop("sub", _quiet(np.subtract))
 ad.deflinear(sub_p, _sub_transpose)
 
 
-# --- mul ----------------------------------------------------------------------------------
 def mul(x, y):
     """Elementwise x * y."""
     return mul_p.bind(*match_scalars(x, y))
@@ -64,12 +120,114 @@ def _mul_transpose(ct, x, y):
     return [None, unbroadcast(mul(x, ct), y.aval)]
 
 
-mul_p = binop("mul", np.multiply)
+mul_p = binop("mul", _quiet(np.multiply))
 defjvp(mul_p, lambda t, x, y, out: mul(t, y), lambda t, x, y, out: mul(x, t))
 ad.transpose_rules[mul_p] = _mul_transpose
 
 
-# --- neg ----------------------------------------------------------------------------------
+def div(x, y):
+    """Elementwise x / y; integer division rounds toward zero, as in lax (7 / -2 == -3)."""
+    return div_p.bind(*match_scalars(x, y))
+
+
+def _div_impl(x, y):
+    if x.dtype.kind not in "iu":
+        return np.true_divide(x, y)
+    q = np.floor_divide(x, y)
+    if x.dtype.kind == "i":
+        q = q + ((np.remainder(x, y) != 0) & ((x < 0) != (y < 0))).astype(x.dtype)
+    return q
+
+
+def _div_transpose(ct, x, y):
+    return [unbroadcast(div(ct, y), x.aval), None]
+
+
+div_p = binop("div", _quiet(_div_impl))
+defjvp(div_p, lambda t, x, y, out: div(t, y),
+       lambda t, x, y, out: neg(mul(t, div(out, y))))
+ad.transpose_rules[div_p] = _div_transpose
+
+
+def rem(x, y):
+    """Elementwise remainder with the sign of `x` (C's fmod), as lax.rem: rem(-7, 2) == -1."""
+    return rem_p.bind(*match_scalars(x, y))
+
+
+rem_p = binop("rem", _quiet(np.fmod), kinds="iuf")
+# d/dy fmod(x, y) = -trunc(x / y)
+_defjvp2(rem_p, lambda t, x, y, out: t,
+         lambda t, x, y, out: mul(neg(t), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+
+
+# --- pow / integer_pow / square / reciprocal -----------------------------------------------
+def pow(x, y):
+    """Elementwise x ** y for float or complex operands of one dtype."""
+    return pow_p.bind(*match_scalars(x, y))
+
+
+def _replace_zero(x):
+    return select_n(eq(x, _const(x, 0)), x, _full_like(x, 1))
+
+
+def _pow_jvp_x(t, x, y, out):
+    yb = _bcast(y, out)
+    jac = mul(_replace_zero(yb), pow(x, sub(y, _const(y, 1))))
+    return mul(t, select_n(eq(yb, _const(y, 0)), jac, _full_like(out, 0)))
+
+
+def _pow_jvp_y(t, x, y, out):
+    return mul(t, mul(log(_replace_zero(_bcast(x, out))), out))
+
+
+pow_p = binop("pow", _quiet(np.power), kinds="fc")
+_defjvp2(pow_p, _pow_jvp_x, _pow_jvp_y)
+
+
+def integer_pow(x, y):
+    """Elementwise x ** y for a static Python int `y` (negative only for inexact dtypes).
+
+    Example:
+        >>> integer_pow(fnp.array([1.0, 2.0]), 3)
+        Array([1., 8.], dtype=float32)
+    """
+    return integer_pow_p.bind(x, y=int(y))
+
+
+def _integer_pow_jvp(t, x, *, out, y):
+    if y == 0:
+        return ad.Zero(get_aval(out))
+    return mul(t, mul(_const(x, y), integer_pow(x, y - 1)))
+
+
+def _integer_pow_impl(x, *, y):
+    if x.dtype.kind in "iu":  # in 64 bits, then wrapped to x's width (as repeated mul would)
+        return np.power(x.astype(np.dtype(f"{x.dtype.kind}8")), y)
+    return np.power(x, y)
+
+
+def _integer_pow_check(x, *, y):
+    if y < 0 and x.dtype.kind in "iu":
+        raise errors.op_error("integer_pow", f"a negative exponent y={y} needs a float or "
+                              f"complex operand, got {x}", hint="convert x to float first")
+
+
+integer_pow_p = unop("integer_pow", _quiet(_integer_pow_impl), kinds="iufc")
+_check_params(integer_pow_p, _integer_pow_check)
+defjvp(integer_pow_p, _integer_pow_jvp)
+
+
+def square(x):
+    """Elementwise x * x (as `integer_pow(x, 2)`)."""
+    return integer_pow(x, 2)
+
+
+def reciprocal(x):
+    """Elementwise 1 / x (as `integer_pow(x, -1)`)."""
+    return integer_pow(x, -1)
+
+
+# --- neg / sign / max / min / nextafter ----------------------------------------------------
 def neg(x):
     """Elementwise -x."""
     return neg_p.bind(x)
@@ -79,13 +237,192 @@ neg_p = unop("neg", np.negative, kinds="iufc")
 ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
 
 
-# --- sin / cos ------------------------------------------------------------------------------
+def sign(x):
+    """Elementwise sign: -1, 0 or 1 (x / |x| for complex; NaN stays NaN)."""
+    return sign_p.bind(x)
+
+
+sign_p = unop("sign", np.sign, kinds="iufc")
+defjvp_zero(sign_p)
+
+
+def _balanced_eq(x, z, y):
+    # 1 where x attains the result z, 1/2 where y does too (JAX's tie convention)
+    one, zero = _full_like(z, 1), _full_like(z, 0)
+    return div(select_n(eq(x, z), zero, one), select_n(eq(y, z), one, _full_like(z, 2)))
+
+
+def max(x, y):
+    """Elementwise maximum (NaN propagates); on ties the gradient is split 1/2 : 1/2."""
+    return max_p.bind(*match_scalars(x, y))
+
+
+max_p = binop("max", np.maximum, kinds="biuf")
+_defjvp2(max_p, lambda t, x, y, out: mul(t, _balanced_eq(x, out, y)),
+         lambda t, x, y, out: mul(t, _balanced_eq(y, out, x)))
+
+
+def min(x, y):
+    """Elementwise minimum (NaN propagates); on ties the gradient is split 1/2 : 1/2."""
+    return min_p.bind(*match_scalars(x, y))
+
+
+min_p = binop("min", np.minimum, kinds="biuf")
+_defjvp2(min_p, lambda t, x, y, out: mul(t, _balanced_eq(x, out, y)),
+         lambda t, x, y, out: mul(t, _balanced_eq(y, out, x)))
+
+
+def nextafter(x, y):
+    """The next float after x in the direction of y. Not differentiable (as in JAX)."""
+    return nextafter_p.bind(*match_scalars(x, y))
+
+
+nextafter_p = binop("nextafter", np.nextafter, kinds="f")
+
+
+# --- rounding ---------------------------------------------------------------------------------
+class RoundingMethod(enum.IntEnum):
+    """`round`'s tie rule, as `jax.lax.RoundingMethod`."""
+
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def floor(x):
+    """Elementwise floor."""
+    return floor_p.bind(x)
+
+
+floor_p = unop("floor", np.floor, kinds="f")
+defjvp_zero(floor_p)
+
+
+def ceil(x):
+    """Elementwise ceiling."""
+    return ceil_p.bind(x)
+
+
+ceil_p = unop("ceil", np.ceil, kinds="f")
+defjvp_zero(ceil_p)
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
+    """Round to the nearest integer; ties away from zero (0) or to even (1).
+
+    Example:
+        >>> round(fnp.array([0.5, 2.5]), RoundingMethod.TO_NEAREST_EVEN)
+        Array([0., 2.], dtype=float32)
+    """
+    return round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def _round_impl(x, *, rounding_method):
+    if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
+        return np.rint(x)
+    r = np.trunc(x)  # x - trunc(x) is exact, unlike floor(x + 0.5)
+    return np.where(np.abs(x - r) >= 0.5, r + np.sign(x), r)
+
+
+def _round_check(x, *, rounding_method):
+    if rounding_method not in (0, 1):
+        raise errors.op_error("round", f"rounding_method must be 0 (AWAY_FROM_ZERO) or 1 "
+                              f"(TO_NEAREST_EVEN), got {rounding_method}",
+                              cls=errors.FuncgradValueError)
+
+
+round_p = unop("round", _quiet(_round_impl), kinds="f")
+_check_params(round_p, _round_check)
+defjvp_zero(round_p)
+
+
+def is_finite(x):
+    """Elementwise: not inf and not NaN (bool)."""
+    return is_finite_p.bind(x)
+
+
+is_finite_p = unop("is_finite", np.isfinite, kinds="f", out_dtype=lambda dt: dtypes.bool_)
+defjvp_zero(is_finite_p)
+
+
+# --- exp / log family -------------------------------------------------------------------------
+def exp(x):
+    """Elementwise e ** x."""
+    return exp_p.bind(x)
+
+
+exp_p = unop("exp", _quiet(np.exp))
+defjvp(exp_p, lambda t, x, out: mul(t, out))
+
+
+def exp2(x):
+    """Elementwise 2 ** x."""
+    return exp2_p.bind(x)
+
+
+exp2_p = unop("exp2", _quiet(np.exp2))
+defjvp(exp2_p, lambda t, x, out: mul(t, mul(_const(x, math.log(2.0)), out)))
+
+
+def log(x):
+    """Elementwise natural logarithm."""
+    return log_p.bind(x)
+
+
+log_p = unop("log", _quiet(np.log))
+defjvp(log_p, lambda t, x, out: div(t, x))
+
+
+def log1p(x):
+    """Elementwise log(1 + x), accurate near 0."""
+    return log1p_p.bind(x)
+
+
+log1p_p = unop("log1p", _quiet(np.log1p))
+defjvp(log1p_p, lambda t, x, out: div(t, add(x, _const(x, 1))))
+
+
+def expm1(x):
+    """Elementwise e ** x - 1, accurate near 0."""
+    return expm1_p.bind(x)
+
+
+expm1_p = unop("expm1", _quiet(np.expm1))
+defjvp(expm1_p, lambda t, x, out: mul(t, add(out, _const(x, 1))))
+
+
+def tanh(x):
+    """Elementwise hyperbolic tangent."""
+    return tanh_p.bind(x)
+
+
+tanh_p = unop("tanh", np.tanh)
+# (1 + out)(1 - out) is more accurate than 1 - out**2 near |out| = 1
+defjvp(tanh_p, lambda t, x, out: mul(add(t, mul(t, out)), sub(_const(x, 1), out)))
+
+
+def logistic(x):
+    """Elementwise sigmoid 1 / (1 + e ** -x), without overflow for large |x|."""
+    return logistic_p.bind(x)
+
+
+def _logistic_impl(x):
+    if x.dtype.kind == "c":
+        return 1 / (1 + np.exp(-x))
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+
+
+logistic_p = unop("logistic", _quiet(_logistic_impl))
+defjvp(logistic_p, lambda t, x, out: mul(t, mul(out, sub(_const(x, 1), out))))
+
+
+# --- trigonometric and hyperbolic -------------------------------------------------------------
 def sin(x):
     """Elementwise sine."""
     return sin_p.bind(x)
 
 
-sin_p = unop("sin", np.sin)
+sin_p = unop("sin", _quiet(np.sin))
 defjvp(sin_p, lambda t, x, out: mul(t, cos(x)))
 
 
@@ -94,71 +431,395 @@ def cos(x):
     return cos_p.bind(x)
 
 
-cos_p = unop("cos", np.cos)
+cos_p = unop("cos", _quiet(np.cos))
 defjvp(cos_p, lambda t, x, out: neg(mul(t, sin(x))))
 
 
-# --- exp / log --------------------------------------------------------------------------------
-def exp(x):
-    """Elementwise e**x."""
-    return exp_p.bind(x)
+def tan(x):
+    """Elementwise tangent."""
+    return tan_p.bind(x)
 
 
-exp_p = unop("exp", np.exp)
-defjvp(exp_p, lambda t, x, out: mul(t, out))
+tan_p = unop("tan", _quiet(np.tan))
+defjvp(tan_p, lambda t, x, out: mul(t, add(_const(x, 1), mul(out, out))))
 
 
-def log(x):
-    """Elementwise natural logarithm."""
-    return log_p.bind(x)
+def asin(x):
+    """Elementwise arcsine (NaN outside [-1, 1] for floats)."""
+    return asin_p.bind(x)
 
 
-log_p = unop("log", np.log)
-defjvp(log_p, lambda t, x, out: div(t, x))
+asin_p = unop("asin", _quiet(np.arcsin))
+defjvp(asin_p, lambda t, x, out: mul(t, rsqrt(sub(_const(x, 1), mul(x, x)))))
 
 
-# --- div ----------------------------------------------------------------------------------
-def div(x, y):
-    """Elementwise x / y (integer division rounds toward zero, as in lax)."""
-    return div_p.bind(*match_scalars(x, y))
+def acos(x):
+    """Elementwise arccosine."""
+    return acos_p.bind(x)
 
 
-def _div_impl(x, y):
-    if x.dtype.kind in "iu":
-        return np.trunc(np.true_divide(x, y)).astype(x.dtype) if x.size else x.copy()
-    return np.true_divide(x, y)
+acos_p = unop("acos", _quiet(np.arccos))
+defjvp(acos_p, lambda t, x, out: neg(mul(t, rsqrt(sub(_const(x, 1), mul(x, x))))))
 
 
-def _div_transpose(ct, x, y):
-    return [unbroadcast(div(ct, y), x.aval), None]
+def atan(x):
+    """Elementwise arctangent."""
+    return atan_p.bind(x)
 
 
-div_p = binop("div", _div_impl)
-defjvp(div_p, lambda t, x, y, out: div(t, y),
-       lambda t, x, y, out: neg(mul(t, div(out, y))))
-ad.transpose_rules[div_p] = _div_transpose
+atan_p = unop("atan", _quiet(np.arctan))
+defjvp(atan_p, lambda t, x, out: div(t, add(_const(x, 1), mul(x, x))))
 
 
-# --- comparisons -------------------------------------------------------------------------------
-def gt(x, y):
-    """Elementwise x > y (bool)."""
-    return gt_p.bind(*match_scalars(x, y))
+def atan2(x, y):
+    """Elementwise arctangent of x / y with the quadrant from both signs (numpy's
+    `arctan2(x, y)`). Example: ``atan2(1.0, -1.0)`` is ``3*pi/4``."""
+    return atan2_p.bind(*match_scalars(x, y))
 
 
-gt_p = binop("gt", np.greater, kinds="biuf", out_dtype=lambda dt: np.dtype(bool))
-defjvp_zero(gt_p)
+atan2_p = binop("atan2", np.arctan2, kinds="f")
+_defjvp2(atan2_p, lambda t, x, y, out: mul(t, div(y, add(mul(x, x), mul(y, y)))),
+         lambda t, x, y, out: mul(t, div(neg(x), add(mul(x, x), mul(y, y)))))
 
 
-# --- convert_element_type ---------------------------------------------------------------------
+def sinh(x):
+    """Elementwise hyperbolic sine."""
+    return sinh_p.bind(x)
+
+
+sinh_p = unop("sinh", _quiet(np.sinh))
+defjvp(sinh_p, lambda t, x, out: mul(t, cosh(x)))
+
+
+def cosh(x):
+    """Elementwise hyperbolic cosine."""
+    return cosh_p.bind(x)
+
+
+cosh_p = unop("cosh", _quiet(np.cosh))
+defjvp(cosh_p, lambda t, x, out: mul(t, sinh(x)))
+
+
+def asinh(x):
+    """Elementwise inverse hyperbolic sine."""
+    return asinh_p.bind(x)
+
+
+asinh_p = unop("asinh", np.arcsinh)
+defjvp(asinh_p, lambda t, x, out: mul(t, rsqrt(add(mul(x, x), _const(x, 1)))))
+
+
+def acosh(x):
+    """Elementwise inverse hyperbolic cosine (NaN below 1 for floats)."""
+    return acosh_p.bind(x)
+
+
+acosh_p = unop("acosh", _quiet(np.arccosh))
+# (x - 1)(x + 1) rather than x**2 - 1, for accuracy near 1
+defjvp(acosh_p, lambda t, x, out: mul(t, rsqrt(mul(sub(x, _const(x, 1)),
+                                                    add(x, _const(x, 1))))))
+
+
+def atanh(x):
+    """Elementwise inverse hyperbolic tangent."""
+    return atanh_p.bind(x)
+
+
+atanh_p = unop("atanh", _quiet(np.arctanh))
+defjvp(atanh_p, lambda t, x, out: div(div(t, sub(_const(x, 1), x)), add(_const(x, 1), x)))
+
+
+# --- roots and abs ----------------------------------------------------------------------------
+def sqrt(x):
+    """Elementwise square root."""
+    return sqrt_p.bind(x)
+
+
+sqrt_p = unop("sqrt", _quiet(np.sqrt))
+defjvp(sqrt_p, lambda t, x, out: mul(t, div(_const(x, 0.5), out)))
+
+
+def rsqrt(x):
+    """Elementwise 1 / sqrt(x)."""
+    return rsqrt_p.bind(x)
+
+
+rsqrt_p = unop("rsqrt", _quiet(lambda x: 1 / np.sqrt(x)))
+defjvp(rsqrt_p, lambda t, x, out: mul(t, mul(_const(x, -0.5), div(out, x))))
+
+
+def cbrt(x):
+    """Elementwise real cube root (negative for negative x)."""
+    return cbrt_p.bind(x)
+
+
+cbrt_p = unop("cbrt", np.cbrt, kinds="f")
+defjvp(cbrt_p, lambda t, x, out: mul(t, mul(_const(x, 1 / 3), integer_pow(out, -2))))
+
+
+def abs(x):
+    """Elementwise |x|; for complex x the (real) modulus.
+
+    Example:
+        >>> abs(3 + 4j)
+        Array(5., dtype=float32)
+    """
+    return abs_p.bind(x)
+
+
+def _abs_jvp(t, x, out):
+    if get_aval(x).dtype.kind != "c":
+        return select_n(ge(x, _const(x, 0)), neg(t), t)
+    # Re(t * conj(x) / |x|), with |x| = 0 replaced by 1 (gradient 0 at the origin)
+    mod = _replace_zero(convert_element_type(out, get_aval(x).dtype))
+    return real(mul(t, div(conj(x), mod)))
+
+
+abs_p = unop("abs", np.abs, kinds="iufc", out_dtype=_real_dtype)
+defjvp(abs_p, _abs_jvp)
+
+
+# --- special functions ------------------------------------------------------------------------
+def _vectorize(fn):
+    """A numpy function applying the float64 scalar function `fn` elementwise."""
+    ufunc = np.frompyfunc(fn, 1, 1)
+    return lambda x: np.asarray(ufunc(np.asarray(x, np.float64)), np.float64)
+
+
+def _special(fn):
+    """A special function impl, run without numpy warnings and rounded to x's dtype."""
+    @functools.wraps(fn)
+    def impl(x, **params):
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(x, **params), x.dtype)
+    return impl
+
+
+_erf64, _erfc64 = _vectorize(math.erf), _vectorize(math.erfc)
+
+
+def erf(x):
+    """Elementwise error function 2/sqrt(pi) * integral_0^x exp(-t**2) dt."""
+    return erf_p.bind(x)
+
+
+erf_p = unop("erf", _special(_erf64), kinds="f")
+defjvp(erf_p, lambda t, x, out: mul(t, mul(_const(x, 2 / math.sqrt(math.pi)),
+                                           exp(neg(mul(x, x))))))
+
+
+def erfc(x):
+    """Elementwise complementary error function 1 - erf(x), accurate for large x."""
+    return erfc_p.bind(x)
+
+
+erfc_p = unop("erfc", _special(_erfc64), kinds="f")
+defjvp(erfc_p, lambda t, x, out: mul(t, mul(_const(x, -2 / math.sqrt(math.pi)),
+                                            exp(neg(mul(x, x))))))
+
+
+def erf_inv(x):
+    """Elementwise inverse error function on [-1, 1] (+-inf at +-1, NaN outside)."""
+    return erf_inv_p.bind(x)
+
+
+# Giles, "Approximating the erfinv function" (GPU Gems 2012), single precision, as XLA uses
+# for float32 (so funcgrad.random.normal tracks JAX); float64 refines it by Newton steps.
+_GILES_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                  0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _erf_inv_giles(y, dt):
+    y = np.asarray(y, dt)
+    w = -np.log1p(-y * y)  # +inf at |y| = 1, NaN beyond
+    p = np.where(w < 5, np.polyval(np.asarray(_GILES_CENTRAL, dt), w - dt.type(2.5)),
+                 np.polyval(np.asarray(_GILES_TAIL, dt), np.sqrt(w) - dt.type(3)))
+    return np.where(np.abs(y) == 1, y * np.inf, y * p)
+
+
+def _erf_inv_newton(y):
+    a = np.abs(np.asarray(y, np.float64)).ravel()
+    x = np.abs(_erf_inv_giles(a, np.dtype(np.float64)))
+    tail, ok = a >= 0.5, np.isfinite(x)
+    mid, tail = ok & ~tail, ok & tail
+    log1m = np.log1p(-a[tail])  # 1 - a is exact for a >= 0.5
+    for _ in range(4):  # quadratic convergence from a ~1e-7 start
+        d = 2 / math.sqrt(math.pi) * np.exp(-x * x)
+        x[mid] -= (_erf64(x[mid]) - a[mid]) / d[mid]
+        c = _erfc64(x[tail])  # in the tail, on log(erfc(x)) = log(1 - a): nearly linear
+        x[tail] -= (np.log(c) - log1m) * c / -d[tail]
+    return np.copysign(x.reshape(np.shape(y)), y)
+
+
+def _erf_inv_impl(y):
+    if y.dtype.itemsize < 8:
+        return _erf_inv_giles(y, np.dtype(np.float32))
+    return _erf_inv_newton(y)
+
+
+erf_inv_p = unop("erf_inv", _special(_erf_inv_impl), kinds="f")
+defjvp(erf_inv_p, lambda t, x, out: mul(t, mul(_const(x, math.sqrt(math.pi) / 2),
+                                               exp(mul(out, out)))))
+
+
+def _lgamma1(v):
+    try:
+        return math.lgamma(v)
+    except ValueError:  # the poles 0, -1, -2, ...
+        return math.inf
+
+
+def lgamma(x):
+    """Elementwise log |Gamma(x)| (+inf at the poles 0, -1, -2, ...)."""
+    return lgamma_p.bind(x)
+
+
+lgamma_p = unop("lgamma", _special(_vectorize(_lgamma1)), kinds="f")
+defjvp(lgamma_p, lambda t, x, out: mul(t, digamma(x)))
+
+
+def digamma(x):
+    """Elementwise digamma psi(x) = d/dx lgamma(x) (NaN at the poles, as in XLA)."""
+    return digamma_p.bind(x)
+
+
+def _digamma_impl(x):
+    v = np.asarray(x, np.float64)
+    refl = v < 0.5  # psi(x) = psi(1 - x) - pi cot(pi x)
+    z = np.where(refl, 1 - v, v)
+    acc = np.zeros_like(z)
+    for _ in range(10):  # psi(z) = psi(z + 1) - 1/z until z >= 10
+        small = z < 10
+        acc -= np.where(small, 1 / z, 0)
+        z = np.where(small, z + 1, z)
+    iz2 = 1 / (z * z)  # asymptotic series with Bernoulli numbers B2..B14
+    res = np.log(z) - 0.5 / z - iz2 * (1 / 12 - iz2 * (1 / 120 - iz2 * (1 / 252 - iz2 * (
+        1 / 240 - iz2 * (1 / 132 - iz2 * (691 / 32760 - iz2 / 12))))))
+    res = res + acc
+    res = np.where(refl, res - np.pi / np.tan(np.pi * (v - np.rint(v))), res)
+    return np.where((v <= 0) & (v == np.floor(v)), np.nan, res)
+
+
+digamma_p = unop("digamma", _special(_digamma_impl), kinds="f")
+defjvp(digamma_p, lambda t, x, out: mul(t, polygamma(1, x)))
+
+
+def polygamma(m, x):
+    """Elementwise m-th derivative of digamma, for m >= 1.
+
+    Unlike JAX, `m` must be a concrete integer (a Python int or a concrete array).
+    """
+    return polygamma_p.bind(x, m=int(m))
+
+
+_B2K = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6)
+
+
+def _cot_derivative(m, c):
+    """The m-th derivative of cot, as a polynomial in c = cot(u) (cot' = -(1 + cot**2))."""
+    p = np.polynomial.Polynomial([0, 1])
+    for _ in range(m):
+        p = p.deriv() * np.polynomial.Polynomial([-1, 0, -1])
+    return p(c)
+
+
+def _polygamma_impl(x, *, m):
+    v = np.asarray(x, np.float64)
+    refl = v < 0.5  # psi_m(x) = (-1)^m psi_m(1 - x) - pi^(m+1) cot^(m)(pi x)
+    z = np.where(refl, 1 - v, v)
+    sgn, fact = (-1) ** (m + 1), math.factorial(m)
+    acc = np.zeros_like(z)
+    for _ in range(20):  # psi_m(z) = psi_m(z + 1) + (-1)^(m+1) m! / z^(m+1) until z >= 20
+        small = z < 20
+        acc += np.where(small, sgn * fact / z ** (m + 1), 0)
+        z = np.where(small, z + 1, z)
+    res = math.factorial(m - 1) / z ** m + fact / (2 * z ** (m + 1))
+    for k, b in enumerate(_B2K, 1):
+        res = res + b * math.factorial(2 * k + m - 1) / math.factorial(2 * k) / z ** (2 * k + m)
+    res = sgn * res + acc
+    cot = 1 / np.tan(np.pi * (v - np.rint(v)))
+    res = np.where(refl, (-1) ** m * res - np.pi ** (m + 1) * _cot_derivative(m, cot), res)
+    return np.where((v <= 0) & (v == np.floor(v)), np.nan, res)
+
+
+def _polygamma_check(x, *, m):
+    if m < 1:
+        raise errors.op_error("polygamma", f"m must be >= 1 (use digamma for m=0), got {m}",
+                              cls=errors.FuncgradValueError)
+
+
+polygamma_p = unop("polygamma", _special(_polygamma_impl), kinds="f")
+_check_params(polygamma_p, _polygamma_check)
+defjvp(polygamma_p, lambda t, x, out, m: mul(t, polygamma(m + 1, x)))
+
+
+# --- complex parts ---------------------------------------------------------------------------
+def real(x):
+    """Elementwise real part of a complex array (a real array)."""
+    return real_p.bind(x)
+
+
+real_p = unop("real", np.real, kinds="c", out_dtype=_real_dtype)
+ad.deflinear(real_p, lambda ct, x: [complex(ct, _const(ct, 0))])
+
+
+def imag(x):
+    """Elementwise imaginary part of a complex array (a real array)."""
+    return imag_p.bind(x)
+
+
+imag_p = unop("imag", np.imag, kinds="c", out_dtype=_real_dtype)
+ad.deflinear(imag_p, lambda ct, x: [complex(_const(ct, 0), neg(ct))])
+
+
+def _complex_dtype(dt):
+    return np.result_type(dt, np.complex64)
+
+
+def conj(x):
+    """Elementwise complex conjugate; a real input gives a complex result, as in lax."""
+    return conj_p.bind(x)
+
+
+def _conj_transpose(ct, x):
+    return [conj(ct) if x.aval.dtype.kind == "c" else real(ct)]
+
+
+conj_p = unop("conj", lambda x: np.conj(x.astype(_complex_dtype(x.dtype))), kinds="fc",
+              out_dtype=_complex_dtype)
+ad.deflinear(conj_p, _conj_transpose)
+
+
+def complex(x, y):
+    """Elementwise x + i*y from two real arrays of one dtype."""
+    return complex_p.bind(*match_scalars(x, y))
+
+
+def _complex_impl(x, y):
+    out = np.empty(np.broadcast_shapes(x.shape, y.shape), _complex_dtype(x.dtype))
+    out.real, out.imag = x, y  # not x + 1j*y, which turns inf into nan
+    return out
+
+
+def _complex_transpose(ct, x, y):
+    return [unbroadcast(real(ct), x.aval) if ad.is_undefined(x) else None,
+            unbroadcast(imag(neg(ct)), y.aval) if ad.is_undefined(y) else None]
+
+
+complex_p = binop("complex", _complex_impl, kinds="f", out_dtype=_complex_dtype)
+ad.deflinear(complex_p, _complex_transpose)
+
+
+# --- convert_element_type ----------------------------------------------------------
 def convert_element_type(x, new_dtype, weak_type=False):
     """Cast `x` to `new_dtype` (canonicalized); float->int truncates toward zero."""
-    from funcgrad import dtypes
     return convert_element_type_p.bind(x, new_dtype=dtypes.canonicalize(new_dtype),
                                        weak_type=bool(weak_type))
 
 
 def _convert_abstract(x, *, new_dtype, weak_type):
-    from funcgrad.core import ShapedArray
     return ShapedArray(x.shape, new_dtype, weak_type)
 
 
@@ -172,8 +833,6 @@ def _convert_impl(x, *, new_dtype, weak_type):
 
 
 def _convert_jvp(primals, out, tangents, *, new_dtype, weak_type):
-    from funcgrad import dtypes
-    from funcgrad.core import get_aval
     if not (dtypes.is_inexact(new_dtype) and dtypes.is_inexact(get_aval(primals[0]).dtype)):
         return ad.Zero(get_aval(out))
     return convert_element_type_p.bind(tangents[0], new_dtype=new_dtype, weak_type=weak_type)
@@ -189,3 +848,39 @@ convert_element_type_p.def_abstract_eval(_convert_abstract)
 ad.jvp_rules[convert_element_type_p] = _convert_jvp
 ad.transpose_rules[convert_element_type_p] = _convert_transpose
 batching.defvectorized(convert_element_type_p)
+
+
+# --- stop_gradient --------------------------------------------------------------------------
+def stop_gradient(x):
+    """The identity on a pytree, whose derivative is zero: float leaves go through
+    `stop_gradient_p` (visible in the IR); integer and bool leaves are returned as they are.
+
+    Example:
+        >>> funcgrad.grad(lambda x: x * stop_gradient(x))(3.0)
+        Array(3., dtype=float32)
+    """
+    from funcgrad.tree_util import tree_map
+
+    def stop(leaf):
+        return stop_gradient_p.bind(leaf) if dtypes.is_inexact(get_aval(leaf).dtype) else leaf
+    return tree_map(stop, x)
+
+
+stop_gradient_p = unop("stop_gradient", lambda x: x, kinds="fc")
+defjvp_zero(stop_gradient_p)
+
+__all__ = [
+    "RoundingMethod", "abs", "abs_p", "acos", "acos_p", "acosh", "acosh_p", "add", "add_p",
+    "asin", "asin_p", "asinh", "asinh_p", "atan", "atan2", "atan2_p", "atan_p", "atanh",
+    "atanh_p", "cbrt", "cbrt_p", "ceil",
+    "ceil_p", "complex", "complex_p", "conj", "conj_p", "convert_element_type",
+    "convert_element_type_p", "cos", "cos_p", "cosh", "cosh_p", "digamma", "digamma_p", "div",
+    "div_p", "erf", "erf_inv", "erf_inv_p", "erf_p", "erfc", "erfc_p", "exp", "exp2", "exp2_p",
+    "exp_p", "expm1", "expm1_p", "floor", "floor_p", "imag", "imag_p", "integer_pow",
+    "integer_pow_p", "is_finite", "is_finite_p", "lgamma", "lgamma_p", "log", "log1p",
+    "log1p_p", "log_p", "logistic", "logistic_p", "max", "max_p", "min", "min_p", "mul",
+    "mul_p", "neg", "neg_p", "nextafter", "nextafter_p", "polygamma", "polygamma_p", "pow",
+    "pow_p", "real", "real_p", "reciprocal", "rem", "rem_p", "round", "round_p", "rsqrt",
+    "rsqrt_p", "sign", "sign_p", "sin", "sin_p", "sinh", "sinh_p", "sqrt", "sqrt_p", "square",
+    "stop_gradient", "stop_gradient_p", "sub", "sub_p", "tan", "tan_p", "tanh", "tanh_p",
+]

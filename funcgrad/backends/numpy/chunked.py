@@ -1,0 +1,250 @@
+"""Large fused kernels as a loop over row chunks that stay in the CPU caches.
+
+A kernel over a big iteration space, rendered op by op, streams every intermediate through
+main memory. Rendered here instead, it runs over blocks of `rows` leading rows: the chunk's
+intermediates live in a few preallocated chunk-sized buffers (L2-resident), so only the
+inputs and outputs travel to and from memory once. Work that does not depend on the rows
+(operations on broadcast operands only) is hoisted out of the loop.
+
+    b0 = np.empty((4096, 1024), np.float32)          # the kernel's output
+    t0 = np.empty((64, 1024), np.float32)            # chunk buffers, reused by every chunk
+    for r in range(0, 4096, 64):
+        x0 = a0[r:r + 64]                            # the chunk of each input and output
+        o0 = b0[r:r + 64]
+        np.multiply(x0, a1, out=t0)                  # mul  model.py:3 (f)
+        np.tanh(t0, out=o0)                          # tanh model.py:3 (f)
+    del t0, x0, o0
+
+The whole loop is one step of the program's memory plan: it reads its inputs and defines
+its outputs; an output may take the buffer of an input that the chunk no longer reads
+after writing that output (donated Adam states are updated in place).
+"""
+
+import math
+
+import numpy as np
+
+from funcgrad.backends.numpy import ops
+from funcgrad.backends.numpy.runtime import LibCall
+from funcgrad.compiler import memory
+
+CHUNK_ELEMENTS = 1 << 16  # elements per chunk buffer (256 KiB of float32)
+MIN_CHUNKS = 4
+
+
+def chunk_rows(spec):
+    """Rows per chunk for a kernel worth chunking, else None."""
+    S = tuple(spec.iter_shape)
+    if not S or 0 in spec.reduce_axes:
+        return None
+    inner = math.prod(S[1:])
+    if inner == 0 or inner > 4 * CHUNK_ELEMENTS:
+        return None
+    rows = max(1, CHUNK_ELEMENTS // inner)
+    if S[0] < MIN_CHUNKS * rows:
+        return None
+    return rows
+
+
+class _Chunked:
+    """The rendering of one chunked kernel (see the module docstring)."""
+
+    def __init__(self, r, node, rows):
+        self.r, self.node, self.rows = r, node, rows
+        self.spec = spec = node.spec
+        self.S = tuple(spec.iter_shape)
+        self.vals = {}  # spec name -> (key, shape, direct, KernelInput or None)
+        self.sliced = set()
+        self.invariant = set()
+        for inp, var in zip(spec.inputs, node.inputs):
+            vs = ops.view_shape(inp, self.S)
+            self.vals[inp.name] = (var, vs, inp.is_direct(self.S) and inp.shape == self.S, inp)
+            if len(vs) == len(self.S) and vs[0] == self.S[0]:
+                self.sliced.add(inp.name)
+            else:
+                self.invariant.add(inp.name)
+        self.outs = {o.value: (o, v) for o, v in zip(spec.outputs, node.outputs)
+                     if o.reduce is None}
+        for instr in spec.body:  # hoisted: row-independent values that are not outputs
+            if instr.dst not in self.outs and all(
+                    not isinstance(a, str) or a in self.invariant for a in instr.args):
+                self.invariant.add(instr.dst)
+        self.reds = [(o, v, e) for o, v, e in zip(spec.outputs, node.outputs, node.out_eqns)
+                     if o.reduce is not None]
+
+    def possible(self):
+        return not any(o.value in self.invariant for o, _, _ in self.reds)
+
+    def build(self):
+        """Hoisted instructions become ordinary steps; the loop becomes one more step."""
+        r, spec = self.r, self.spec
+        self.loop = []
+        for instr, eqn in zip(spec.body, self.node.eqns):
+            if instr.dst in self.invariant:
+                r._instr(instr, eqn, self.vals, {}, self.S, self.node)
+            else:
+                self.loop.append((instr, eqn))
+        order = {}
+        for k, (instr, _) in enumerate(self.loop):
+            for a in instr.args:
+                if isinstance(a, str):
+                    order[a] = k
+        defs, inplace = [], {}
+        for k, (instr, _) in enumerate(self.loop):
+            if instr.dst in self.outs:
+                o, var = self.outs[instr.dst]
+                defs.append(r._value(var, o.shape, o.dtype, "ufunc"))
+                inplace[var] = tuple(self.vals[a][0] for a in self.sliced
+                                     if self.vals[a][2] and order.get(a, -1) <= k)
+        for o, var, _ in self.reds:
+            defs.append(r._value(var, o.shape, o.dtype, "out"))
+        uses = [self.vals[a][0] for a in self._loop_reads()]
+        eqn = self.loop[0][1] if self.loop else self.node.out_eqns[0]
+        r._add(defs, uses, self.emit, spec.name, eqn, inplace)
+
+    def _loop_reads(self):
+        names = [a for instr, _ in self.loop for a in instr.args if isinstance(a, str)]
+        names += [o.value for o, _, _ in self.reds]
+        return [a for a in dict.fromkeys(names) if a in self.vals]
+
+    # --- emission (after the program's memory plan) -----------------------------------------
+
+    def emit(self):
+        r, S, rows = self.r, self.S, self.rows
+        lines = []
+        outs = {}  # spec value name -> chunk view name of the output it is written to
+        views = []
+        for o, var in list(self.outs.values()) + [(o, v) for o, v, _ in self.reds]:
+            slot = r.plan.slots[var]
+            if slot.action == "new":
+                lines.append(f"{r.name_of(var)} = np.empty({ops._shape(o.shape)}, "
+                             f"np.{np.dtype(o.dtype).name})")
+            name = r.fresh_name("o")
+            views.append((name, r.name_of(var)))
+            outs[o.value if o.reduce is None else (o.value, o.reduce, var)] = name
+        local = {}
+        for a in sorted(self.sliced & set(self._loop_reads())):
+            name = r.fresh_name("x")
+            key, _, _, inp = self.vals[a]
+            views.append((name, ops.view_text(r.name_of(key), inp, S)))
+            local[a] = name
+        body, temps = self._plan_body(local, outs)
+        chunk_bytes = sum(math.prod(shape) * dt.itemsize for _, shape, dt in temps)
+        r.plan.analysis.temp_bytes += chunk_bytes  # conservatively: live during the loop
+        r.plan.analysis.peak_bytes += chunk_bytes
+        for name, shape, dt in temps:
+            lines.append(f"{name} = np.empty({ops._shape(shape)}, np.{dt.name})")
+        lines.append(f"for r in range(0, {S[0]}, {rows}):  # kernel {self.spec.name}, "
+                     f"{-(-S[0] // rows)} chunks of {rows} rows")
+        lines += [f"    {name} = {base}[r:r + {rows}]" for name, base in views]
+        if S[0] % rows and temps:
+            n = ", ".join(t for t, _, _ in temps)
+            trimmed = ", ".join(f"{t}[:{S[0]} - r]" for t, _, _ in temps)
+            lines.append(f"    if r + {rows} > {S[0]}:")
+            lines.append(f"        {n} = {trimmed}")
+        lines += [(f"    {text}", eqn) for text, eqn in body]
+        dead = [t for t, _, _ in temps] + [name for name, _ in views]
+        lines.append(f"del {', '.join(dead)}")
+        return lines
+
+    def _plan_body(self, local, outs):
+        """Statements of one chunk, with intermediates in chunk buffers (planned by
+        liveness like the program itself); returns (lines, [(buffer name, shape, dtype)])."""
+        r, rows = self.r, self.rows
+        shapes, steps, todo = {}, [], []
+        for a in local:
+            shapes[a] = (rows,) + self.vals[a][1][1:]
+        for o, var, e in self.reds:
+            if o.value in local:
+                steps.append(memory.Step([], []))
+                todo.append((o, e, var, None))
+        for instr, eqn in self.loop:
+            dts = [np.dtype(a.dtype) if not isinstance(a, str) else self._dtype(a)
+                   for a in instr.args]
+            arg_shapes = [shapes.get(a, self.vals[a][1] if a in self.vals else ())
+                          if isinstance(a, str) else () for a in instr.args]
+            shape = tuple(np.broadcast_shapes(*arg_shapes)) if arg_shapes else ()
+            rule = ops.ELEMENTWISE.get(instr.op)
+            found = rule([f"{{{k}}}" for k in range(len(instr.args))], dts,
+                         instr.param_dict) if rule is not None else None
+            kind = "ufunc" if found and found[1] == "ufunc" else "alias"
+            key = ("chunk", instr.dst)
+            if instr.dst in self.outs:
+                kind = "view"  # written into the output's chunk, not planned here
+            shapes[instr.dst] = shape
+            uses = [("chunk", a) for a in instr.args if isinstance(a, str) and a not in
+                    self.invariant and a not in local]
+            inplace = [("chunk", a) for a in instr.args if isinstance(a, str)
+                       and ("chunk", a) in uses and a not in self.outs and shapes[a] == shape]
+            steps.append(memory.Step([memory.Value(key, shape, instr.dtype, kind)], uses,
+                                     tuple(inplace)))
+            todo.append((instr, eqn, found, dts))
+            for o, var, e in self.reds:
+                if o.value == instr.dst:
+                    steps.append(memory.Step([], [key]))
+                    todo.append((o, e, var, None))
+        plan = memory.plan_memory(steps, [])
+        names = {b: r.fresh_name("t") for b in range(len(plan.buffers))}
+        temps = [(names[b], shape, dt) for b, (shape, dt) in enumerate(plan.buffers)]
+        values = {}
+
+        def arg(a, args, dts):
+            if not isinstance(a, str):
+                typed = dts is None or not any(isinstance(b, str) and dt == np.dtype(a.dtype)
+                                               for b, dt in zip(args, dts))
+                return ops.literal(a.value, a.dtype, typed)
+            if a in local:
+                return local[a]
+            if a in outs:
+                return outs[a]
+            if a in values:
+                return values[a]
+            return r._arg_text(a, (a,), self.vals, self.S)
+
+        lines = []
+        for item in todo:
+            if item[3] is None:  # a reduction of the chunk into its output's chunk
+                o, eqn, var, _ = item
+                text = ops.reduce_expr(o.reduce, arg(o.value, (), None), self.spec.reduce_axes,
+                                       np.dtype(o.dtype))
+                lines.append((text.format(out=f", out={outs[(o.value, o.reduce, var)]}"), eqn))
+                continue
+            instr, eqn, found, dts = item
+            args = [arg(a, instr.args, dts) for a in instr.args]
+            if found is None:
+                fn = LibCall(eqn.prim, eqn.params, [v.aval for v in eqn.outvars])
+                f = r.constant(fn, f"_{ops.ident(instr.op)}_")
+                expr, kind = f"{f}({', '.join(args)})", "alias"
+            else:
+                expr, kind = found[0].format(*args, out="{out}"), found[1]
+            if instr.dst in outs:
+                out = outs[instr.dst]
+                text = (expr.format(out=f", out={out}") if kind == "ufunc"
+                        else f"np.copyto({out}, {expr.format(out='')})")
+            else:
+                slot = plan.slots.get(("chunk", instr.dst))
+                if kind == "ufunc" and slot is not None and slot.buffer is not None:
+                    values[instr.dst] = names[slot.buffer]
+                    text = expr.format(out=f", out={names[slot.buffer]}")
+                else:
+                    values[instr.dst] = r.fresh_name("u")
+                    text = f"{values[instr.dst]} = {expr.format(out='')}"
+            lines.append((text, eqn))
+        return lines, temps
+
+    def _dtype(self, a):
+        if a in self.vals:
+            inp = self.vals[a][3]
+            return np.dtype(inp.dtype if inp is not None else self.r.values[self.vals[a][0]].dtype)
+        instr = next(i for i in self.spec.body if i.dst == a)
+        return np.dtype(instr.dtype)
+
+
+def render(r, node, rows):
+    """Add the steps of `node` (a KernelNode) to renderer `r` as a chunked loop; False when
+    the kernel cannot be chunked."""
+    c = _Chunked(r, node, rows)
+    if not c.possible():
+        return False
+    c.build()
+    return True

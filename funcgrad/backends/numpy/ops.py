@@ -1,0 +1,220 @@
+"""The numpy renderer's tables: how one primitive becomes one numpy expression.
+
+`ELEMENTWISE[name](args, dtypes, params)` returns `(expression, kind)` for a scalar op of a
+fused kernel, with `{out}` where the output buffer goes (`, out=b3`, or nothing). Kinds are
+the memory planner's: "ufunc" (writes into `out=`, may run in place), "fresh" (allocates).
+`CALLS[name](r, eqn, args)` does the same for equations run outside kernels, with kinds
+"out" (writes into `out=` that is not an operand), "fresh" or "view". A primitive in neither
+table runs through its eager implementation as a library call bound into the program.
+"""
+
+import math
+import re
+
+import numpy as np
+
+_UFUNCS = {
+    "add": "add", "add_any": "add", "sub": "subtract", "mul": "multiply", "neg": "negative",
+    "max": "maximum", "min": "minimum", "atan2": "arctan2", "nextafter": "nextafter",
+    "exp": "exp", "exp2": "exp2", "log": "log", "log1p": "log1p", "expm1": "expm1",
+    "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin",
+    "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "asinh": "arcsinh",
+    "acosh": "arccosh", "atanh": "arctanh", "sqrt": "sqrt", "cbrt": "cbrt", "abs": "absolute",
+    "sign": "sign", "floor": "floor", "ceil": "ceil", "is_finite": "isfinite",
+    "square": "square", "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+    "gt": "greater", "ge": "greater_equal", "and": "bitwise_and", "or": "bitwise_or",
+    "xor": "bitwise_xor", "not": "invert",
+}
+
+# Ufuncs whose numpy semantics equal lax's only for inexact (float/complex) operands.
+_FLOAT_ONLY = {"div": "divide", "rem": "fmod", "pow": "power"}
+
+
+def _ufunc(fn):
+    return lambda args, dts, p: (f"np.{fn}({', '.join(args)}{{out}})", "ufunc")
+
+
+def _float_ufunc(fn):
+    def rule(args, dts, p):
+        if dts[0].kind not in "fc":
+            return None
+        return f"np.{fn}({', '.join(args)}{{out}})", "ufunc"
+    return rule
+
+
+def _integer_pow(args, dts, p):
+    y = p["y"]
+    if y == 2:
+        return f"np.square({args[0]}{{out}})", "ufunc"
+    if y >= 1 or dts[0].kind in "fc":
+        return f"np.power({args[0]}, {y}{{out}})", "ufunc"
+    return None
+
+
+def _rsqrt(args, dts, p):
+    if dts[0].kind != "f":
+        return None
+    return f"np.divide(1.0, np.sqrt({args[0]}{{out}}){{out}})", "ufunc"
+
+
+def _select_n(args, dts, p):
+    if len(args) != 3 or dts[0].kind != "b":
+        return None
+    return f"np.where({args[0]}, {args[2]}, {args[1]})", "fresh"
+
+
+def _clamp(args, dts, p):
+    lo, x, hi = args
+    return f"np.minimum(np.maximum({x}, {lo}{{out}}), {hi}{{out}})", "ufunc"
+
+
+def _convert(args, dts, p):
+    src, dst = dts[0], np.dtype(p["new_dtype"])
+    if src.kind == "c" or (src.kind == "f" and dst.kind in "iub"):
+        return None
+    return f"{args[0]}.astype(np.{dst.name})", "fresh"
+
+
+ELEMENTWISE = {name: _ufunc(fn) for name, fn in _UFUNCS.items()}
+ELEMENTWISE.update({name: _float_ufunc(fn) for name, fn in _FLOAT_ONLY.items()})
+ELEMENTWISE.update(integer_pow=_integer_pow, rsqrt=_rsqrt, select_n=_select_n, clamp=_clamp,
+                   convert_element_type=_convert)
+
+REDUCE = {"sum": "np.sum", "max": "np.max", "min": "np.min"}
+_NATIVE_SUM = (np.dtype("float32"), np.dtype("float64"))
+
+
+def reduce_expr(op, arg, axes, dtype):
+    """`np.sum(x, axis=(1,), ...{out})` for a kernel's reduction output."""
+    ax = str(axes[0]) if len(axes) == 1 else str(tuple(axes))
+    dt = f", dtype=np.{dtype.name}" if op == "sum" and dtype not in _NATIVE_SUM else ""
+    return f"{REDUCE[op]}({arg}, axis={ax}{dt}{{out}})"
+
+
+# --- calls ----------------------------------------------------------------------------------
+
+def _shape(s):
+    return f"({s[0]},)" if len(s) == 1 else str(tuple(s))
+
+
+def reshape_args(s):
+    """Arguments of `.reshape`: `(128, 512)`, `((5,))`... and `(())` for a scalar."""
+    return "(())" if len(s) == 0 else f"(({s[0]},))" if len(s) == 1 else str(tuple(s))
+
+
+def _perm_expr(x, perm, ndim):
+    if perm == tuple(range(ndim)):
+        return x
+    if ndim == 2:
+        return f"{x}.T"
+    return f"{x}.transpose{tuple(perm)}"
+
+
+def _matmul_operand(x, shape, batch, first, second):
+    """`x` transposed to (batch, first, second) and, when needed, reshaped to 2 or 3 axes."""
+    perm = tuple(batch) + tuple(first) + tuple(second)
+    expr = _perm_expr(x, perm, len(shape))
+    size = lambda axes: math.prod(shape[a] for a in axes)
+    flat = ((size(batch),) if batch else ()) + (size(first), size(second))
+    if len(batch) <= 1 and len(first) == 1 and len(second) == 1:
+        return expr, False
+    return f"{expr}.reshape{flat}", True
+
+
+def _dot_general(r, eqn, args):
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    x, y = eqn.invars
+    out = eqn.outvars[0].aval
+    pref = eqn.params.get("preferred_element_type")
+    if (x.aval.dtype != out.dtype or y.aval.dtype != out.dtype or out.dtype.kind == "b"
+            or (pref is not None and np.dtype(pref) != out.dtype)):
+        return None
+    lf = [i for i in range(x.aval.ndim) if i not in lc and i not in lb]
+    rf = [i for i in range(y.aval.ndim) if i not in rc and i not in rb]
+    lhs, l_re = _matmul_operand(args[0], x.aval.shape, lb, lf, lc)
+    rhs, r_re = _matmul_operand(args[1], y.aval.shape, rb, rc, rf)
+    if not (l_re or r_re):
+        return f"np.matmul({lhs}, {rhs}{{out}})", "out"
+    return f"np.matmul({lhs}, {rhs}).reshape{reshape_args(out.shape)}", "fresh"
+
+
+def _reshape(r, eqn, args):
+    return f"{args[0]}.reshape{reshape_args(eqn.outvars[0].aval.shape)}", "view"
+
+
+def _transpose(r, eqn, args):
+    perm = tuple(eqn.params["permutation"])
+    return _perm_expr(args[0], perm, len(perm)), "view"
+
+
+def _broadcast_in_dim(r, eqn, args):
+    x = eqn.invars[0].aval
+    shape, dims = eqn.outvars[0].aval.shape, eqn.params["broadcast_dimensions"]
+    n = len(shape)
+    src = args[0]
+    if tuple(dims) != tuple(range(n - x.ndim, n)) and x.ndim:
+        expanded = [1] * (n - dims[0])
+        for i, d in enumerate(dims):
+            expanded[d - dims[0]] = x.shape[i]
+        src = f"{src}.reshape{reshape_args(expanded)}"
+    return f"np.broadcast_to({src}, {_shape(shape)})", "view"
+
+
+CALLS = {"dot_general": _dot_general, "reshape": _reshape, "squeeze": _reshape,
+         "transpose": _transpose, "broadcast_in_dim": _broadcast_in_dim}
+
+
+def view_shape(inp, S):
+    """The shape numpy sees for a kernel input's view (broadcast axes have size 1)."""
+    mapped = [ax for ax in inp.axes if ax >= 0]
+    if inp.is_direct(S):
+        return tuple(inp.shape)
+    if not mapped:
+        return ()
+    start = min(mapped)
+    shape = [1] * (len(S) - start)
+    for size, ax in zip(inp.shape, inp.axes):
+        if ax >= 0:
+            shape[ax - start] = size
+    return tuple(shape)
+
+
+def view_text(name, inp, S):
+    """Source of the numpy view of kernel input `inp` (base array `name`) over `S`: at most
+    a transpose and a reshape, nothing when numpy's broadcasting already lines it up."""
+    mapped = [(ax, size) for ax, size in zip(inp.axes, inp.shape) if ax >= 0]
+    order = [ax for ax, _ in mapped]
+    perm = tuple(sorted(range(len(order)), key=lambda i: order[i]))
+    expanded = list(view_shape(inp, S))
+    if perm == tuple(range(len(perm))):
+        if len(inp.shape) <= len(S) and _pad(inp.shape, len(S)) == _pad(expanded, len(S)):
+            return name  # numpy's right-aligned broadcasting reads it as it is
+        return f"{name}.reshape{reshape_args(expanded)}"
+    expr = name
+    if len(mapped) != len(inp.shape):
+        expr = f"{expr}.reshape{reshape_args([size for _, size in mapped])}"
+    expr = _perm_expr(expr, perm, len(order))
+    if expanded != [size for _, size in sorted(mapped)]:
+        expr = f"{expr}.reshape{reshape_args(expanded)}"
+    return expr
+
+
+def _pad(shape, n):
+    return (1,) * (n - len(shape)) + tuple(shape)
+
+
+def ident(name):
+    """A primitive name as part of a Python identifier (`scatter-add` -> `scatter_add`)."""
+    return re.sub(r"\W", "_", name)
+
+
+def literal(value, dtype, typed):
+    """Source text of a scalar constant: a Python literal, or `np.float32(...)` if `typed`."""
+    dtype = np.dtype(dtype)
+    v = np.asarray(value, dtype).item()
+    if isinstance(v, float):
+        text = ("np.nan" if v != v else "np.inf" if v == float("inf")
+                else "-np.inf" if v == float("-inf") else repr(v))
+    else:
+        text = repr(v)
+    return f"np.{dtype.name}({text})" if typed else text

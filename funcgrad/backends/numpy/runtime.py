@@ -1,0 +1,193 @@
+"""What a compiled numpy program needs at run time: the `Executable`, library calls bound
+into the generated function, ownership checks for donated buffers, error reports that point
+at the generated line and the IR equation, and the optional per-statement profiler.
+"""
+
+import linecache
+import time
+import traceback
+
+import numpy as np
+
+from funcgrad import errors
+from funcgrad.core import Array, Jaxpr, Literal, pp_jaxpr, set_trace
+
+
+class LibCall:
+    """A primitive's eager implementation with its params bound, called by generated code.
+
+    Results are cast to the IR's dtypes, as eager `bind` does. Higher-order primitives (whose
+    implementation takes and returns Arrays) run with no current trace.
+    """
+
+    def __init__(self, prim, params, out_avals):
+        self.prim, self.params = prim, params
+        self.dtypes = [a.dtype for a in out_avals]
+        self.__name__ = prim.name
+
+    def __call__(self, *args):
+        if self.prim.raw_impl:
+            out = self.prim.impl_rule(*args, **self.params)
+        else:
+            with set_trace(None):
+                out = self.prim.impl_rule(*[Array(np.asarray(a)) for a in args], **self.params)
+            out = [o._value for o in out] if self.prim.multiple_results else out._value
+        if self.prim.multiple_results:
+            return [np.asarray(o, dt) for o, dt in zip(out, self.dtypes)]
+        return np.asarray(out, self.dtypes[0])
+
+
+def own(args, which):
+    """The arguments `args[i]` for `i` in `which` (donated), each as is when the program may
+    overwrite it (a writeable, contiguous array owning its memory, which no other argument
+    is or views), else as a copy."""
+    refs = {}
+    for a in args:
+        for r in (a, getattr(a, "base", None)):
+            if r is not None:
+                refs[id(r)] = refs.get(id(r), 0) + 1
+    out = []
+    for i in which:
+        x = args[i]
+        ok = (type(x) is np.ndarray and x.base is None and x.flags.writeable
+              and x.flags.c_contiguous and refs[id(x)] == 1)
+        out.append(x if ok else np.array(x, copy=True))
+    return out
+
+
+def unalias(x, *roots):
+    """`x`, or a copy of it when it may share memory with one of `roots` (arguments the
+    caller keeps, consts), so that results never alias them."""
+    if any(np.may_share_memory(x, r) for r in roots):
+        return np.array(x, copy=True)
+    return x
+
+
+def readonly(value):
+    """A read-only view of a bound constant, so no program ever writes into it."""
+    v = np.asarray(value).view()
+    v.flags.writeable = False
+    return v
+
+
+def register_source(filename, source):
+    """Make `source` visible to tracebacks and `inspect` under `filename`."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+
+class Profile:
+    """Per-statement timings of a compiled program (`Executable.profile`).
+
+    `rows` are `(seconds per call, label, source line, user line)`, slowest first;
+    `by_label()` sums them per kernel or primitive.
+    """
+
+    def __init__(self, rows, calls):
+        self.rows = sorted(rows, key=lambda r: -r[0])
+        self.calls = calls
+
+    @property
+    def total(self):
+        return sum(r[0] for r in self.rows)
+
+    def by_label(self):
+        acc = {}
+        for sec, label, _, _ in self.rows:
+            acc[label] = acc.get(label, 0.0) + sec
+        return sorted(acc.items(), key=lambda kv: -kv[1])
+
+    def __str__(self):
+        total = self.total or 1.0
+        lines = [f"{'us/call':>9} {'%':>5}  {'kernel/op':<28} generated line"]
+        for sec, label, text, _ in self.rows:
+            lines.append(f"{sec * 1e6:9.1f} {100 * sec / total:5.1f}  {label:<28} {text}")
+        lines.append(f"{total * 1e6:9.1f} 100.0  total over {self.calls} calls (per call)")
+        return "\n".join(lines)
+
+
+class Executable:
+    """A compiled program: `exe(*numpy_arrays) -> list of numpy arrays`.
+
+    Example:
+        >>> exe = compile_jaxpr(make_jaxpr(lambda x: fnp.sin(x) * 2)(np.ones(3)))
+        >>> print(exe.as_text())  # the generated Python source
+    """
+
+    def __init__(self, fn, source, filename, ir, memory, steps, line_eqns, profiled):
+        self._fn = fn
+        self._source = source
+        self._filename = filename
+        self._ir = ir
+        self._memory = memory
+        self._steps = steps  # (first line, last line, label, eqn) per timed statement group
+        self._line_eqns = line_eqns  # generated line -> the IR equation it computes
+        self._profiled = profiled  # () -> (profiled function, accumulator), built lazily
+
+    def __call__(self, *args):
+        try:
+            with np.errstate(all="ignore"):  # IEEE results without warnings, as eager lax
+                return self._fn(*args)
+        except errors.FuncgradError:
+            raise
+        except Exception as e:
+            raise self._internal_error(e) from e
+
+    def as_text(self):
+        """The generated Python source."""
+        return self._source
+
+    def ir_text(self):
+        """The optimized IR that was compiled."""
+        return str(self._ir)
+
+    def memory_analysis(self):
+        """The `MemoryAnalysis` predicted by the memory plan."""
+        return self._memory
+
+    def profile(self, *args, repeat=10):
+        """Run the program `repeat` times with a timer around every statement.
+
+        Returns:
+            A `Profile`; `print(profile)` shows microseconds per statement.
+        """
+        fn, acc = self._profiled()
+        acc[:] = [0.0] * len(acc)
+        with np.errstate(all="ignore"):
+            for _ in range(repeat):
+                fn(*args)
+        rows = []
+        for k, (first, _, label, eqn) in enumerate(self._steps):
+            text = linecache.getline(self._filename, first).split("#")[0].strip()
+            src = errors.format_frame(eqn.source) if eqn is not None else ""
+            rows.append((acc[k] / repeat, label, text, src))
+        return Profile(rows, repeat)
+
+    def _internal_error(self, exc):
+        lineno = None
+        for frame, line in traceback.walk_tb(exc.__traceback__):
+            if frame.f_code.co_filename == self._filename:
+                lineno = line
+        eqn = self._line_eqns.get(lineno)
+        if eqn is None:
+            eqn = next((s[3] for s in self._steps
+                        if lineno is not None and s[0] <= lineno <= s[1]), None)
+        text = linecache.getline(self._filename, lineno).rstrip() if lineno else "?"
+        msg = [f"the compiled program raised {type(exc).__name__}: {exc}",
+               f"  at generated line {self._filename}:{lineno}", f"    {text.strip()}"]
+        if eqn is not None:
+            msg.append(f"  while computing the IR equation\n    {eqn_text(eqn)}")
+            if eqn.source is not None:
+                msg.append(f"  traced from {errors.format_frame(eqn.source)}")
+        msg.append("This is a funcgrad bug (the program type-checked when it was traced); "
+                   "please report it with this message.")
+        return errors.FuncgradInternalError("\n".join(msg))
+
+
+def eqn_text(eqn):
+    """One equation in the IR's printed form (names local to the equation)."""
+    ins = list(dict.fromkeys(a for a in eqn.invars if type(a) is not Literal))
+    return pp_jaxpr(Jaxpr([], ins, list(eqn.outvars), [eqn]))
+
+
+def clock():
+    return time.perf_counter()

@@ -1,0 +1,736 @@
+"""`jit`: trace a function once per input signature, compile it, cache it, call it fast.
+
+A jitted function's cache is keyed on (pytree structure, shapes, dtypes, weak types, static
+argument values, enable_x64); the backend is fixed per jitted function. A miss traces the
+function abstractly into a jaxpr whose closed-over arrays become leading inputs (closure
+conversion), and the eager call compiles it through `funcgrad.compiler.pipeline`. Under
+another trace (grad, vmap, an outer jit) the call is recorded as one `jit` equation
+(`call.jit_p`) that the transforms keep compiled. The hot path (cache hit, no trace)
+flattens, builds the key from the leaves, looks it up and calls the executable.
+This module owns the user-facing API only; the primitive lives in `compiler/call.py`.
+"""
+
+import functools
+import inspect
+import types
+import warnings
+import weakref
+from collections import deque, namedtuple
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from funcgrad import errors
+from funcgrad.compiler import call
+from funcgrad.config import config
+from funcgrad.core import (
+    Array,
+    ArrayBase,
+    ClosedJaxpr,
+    Jaxpr,
+    ShapedArray,
+    Tracer,
+    Var,
+    current_trace,
+    new_builder,
+    to_array,
+)
+from funcgrad.tree_util import (
+    SequenceKey,
+    _flatten,
+    first_mismatch,
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+)
+
+__all__ = ["CacheInfo", "Compiled", "Jitted", "Lowered", "RetraceWarning", "jit"]
+
+_cfg = config._values
+_FAST = True  # no option forces the slow path (disable_jit, debug_nans)
+_X64 = False
+_KWARGS = object()  # marks keys of calls with dynamic keyword arguments
+
+
+class _NotPassed:
+    def __repr__(self):
+        return "<not passed>"
+
+
+_NOT_PASSED = _NotPassed()
+_SCALARS = (bool, int, float, complex)
+
+
+def _on_config_change(name, value):
+    global _FAST, _X64
+    _FAST = not (_cfg["disable_jit"] or _cfg["debug_nans"])
+    _X64 = bool(_cfg["enable_x64"])
+
+
+config.on_change(_on_config_change)
+_on_config_change(None, None)
+
+
+class RetraceWarning(UserWarning):
+    """A jitted function keeps being traced again (its cache keeps missing)."""
+
+
+CacheInfo = namedtuple("CacheInfo", "hits misses traces size last_miss")
+
+
+def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), backend=None):
+    """Compile `fun` on first call per input signature; later calls reuse the compiled code.
+
+    Args:
+        fun: a function of arrays (and pytrees of arrays) returning arrays.
+        static_argnums: positions of arguments passed as Python values (hashable); each
+            new value traces and compiles again. `static_argnames`: the same by name.
+        donate_argnums: positions of arguments whose buffers the compiled code may reuse for
+            its outputs. A donated Array cannot be used after the call (using it raises
+            `DonatedArrayError`); a donated argument returned unchanged passes its buffer
+            through; a donated buffer that is shared (a view, a NumPy array) is copied first.
+        backend: "cpu" (default) or "cuda" (needs CuPy).
+
+    Returns:
+        A `Jitted` function with `.lower(*args)`, `.trace_count` and `.cache_info()`.
+
+    Raises:
+        FuncgradValueError: for an unknown backend or static/donated argument conflicts.
+
+    Example:
+        >>> f = jit(lambda x: fnp.sin(x) * 2)
+        >>> f(fnp.zeros(3))
+        Array([0., 0., 0.], dtype=float32)
+        >>> print(f.lower(fnp.zeros(3)).as_text())
+        { lambda ; a:f32[3]. let
+            b:f32[3] = sin a
+            c:f32[3] = mul b 2.0:f32[]
+          in (c,) }
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums, backend=backend)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend)
+
+
+class _Entry:
+    """One cached trace: the program, its closed-over values and how to call it."""
+
+    __slots__ = ("jaxpr", "consts", "const_vals", "out_tree", "build_outputs", "params",
+                 "traced_params", "donated", "exe", "cacheable", "hits")
+
+    def __init__(self, jaxpr, consts, out_tree, donated, name, backend):
+        self.jaxpr, self.consts, self.out_tree = jaxpr, consts, out_tree
+        self.cacheable = not any(isinstance(c, Tracer) for c in consts)
+        self.const_vals = [c._value for c in consts] if self.cacheable else None
+        self.build_outputs = _output_builder(out_tree, [a.weak_type for a in jaxpr.out_avals])
+        self.donated = any(donated)
+        self.params = dict(jaxpr=jaxpr, name=name, donated=donated, backend=backend)
+        self.traced_params = dict(self.params, donated=(False,) * len(donated))
+        self.exe = None
+        self.hits = 0  # hits on the fast path (the others are counted by the cache)
+
+
+def _output_builder(out_tree, out_weak):
+    """A function from the executable's numpy outputs to the output pytree of Arrays.
+
+    For trees of tuples, lists, dicts and None it is generated as one expression, e.g.
+    `lambda o: {K0: (A(o[0], False), A(o[1], True))}`, which is several times faster than
+    wrapping and unflattening leaf by leaf; other trees use `unflatten`.
+    """
+    names = {"A": Array}
+    try:
+        body = _build_expr(out_tree._node, iter(range(out_tree.num_leaves)), out_weak, names)
+    except TypeError:
+        return lambda outs: out_tree.unflatten([Array(o, w) for o, w in zip(outs, out_weak)])
+    return eval(f"lambda o: {body}", names)  # source built from the tree structure only
+
+
+def _build_expr(node, leaf_ids, out_weak, names):
+    if node is None:
+        i = next(leaf_ids)
+        return f"A(o[{i}], {out_weak[i]})"
+    t, aux, children = node
+    parts = [_build_expr(c, leaf_ids, out_weak, names) for c in children]
+    if t is tuple:
+        return "(" + "".join(p + ", " for p in parts) + ")"
+    if t is list:
+        return "[" + ", ".join(parts) + "]"
+    if t is dict:
+        keys = []
+        for k in aux:
+            keys.append(f"K{len(names)}")
+            names[keys[-1]] = k
+        return "{" + ", ".join(f"{k}: {p}" for k, p in zip(keys, parts)) + "}"
+    if t is type(None):
+        return "None"
+    raise TypeError(f"no generated builder for {t.__name__} nodes")
+
+
+class _FunCache:
+    """The traces of one function (shared by every `jit` of it with the same options)."""
+
+    def __init__(self):
+        self.entries = {}  # full key -> _Entry
+        self.fast = {}  # (tree node, x64, leaf signatures...) -> _Entry, for the hot path
+        self.hits = self.misses = self.traces = 0
+        self.recent = deque(maxlen=16)  # (key, leaf names) of recent traces
+        self.last_miss = None
+        self.warned = False
+
+    def explain(self, key, names):
+        """Why `key` missed: the differences from the closest recently traced key."""
+        if not self.recent:
+            return "first call: nothing was cached yet"
+        diffs = min((_key_diff(old, key, names) for old, _ in reversed(self.recent)), key=len)
+        if not diffs:
+            return ("the key is unchanged, but the function closes over values traced by an "
+                    "enclosing transformation, so its traces cannot be cached")
+        return "; ".join(diffs)
+
+
+_shared_caches = weakref.WeakKeyDictionary()  # function -> {options: _FunCache}
+
+
+def _cache_for(fun, options):
+    """The cache of `fun` for `options`: shared between `jit(f)` objects of one plain
+    function (so `jit(f)(x)` in a loop does not re-trace), private otherwise."""
+    if not isinstance(fun, types.FunctionType):
+        return _FunCache()
+    per_fun = _shared_caches.setdefault(fun, {})
+    return per_fun.setdefault(options, _FunCache())
+
+
+class _CallInfo(NamedTuple):
+    """How a call's arguments split: the dynamic pytree, static positions, kwargs or not."""
+
+    dyn: Any
+    static_pos: list
+    with_kwargs: bool
+
+
+class Jitted:
+    """A jitted function (see `jit`). Calling it runs compiled code."""
+
+    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend):
+        if not callable(fun):
+            raise errors.FuncgradTypeError(f"jit: expected a function, got {type(fun).__name__}"
+                                           f"\n{errors.where()}")
+        functools.update_wrapper(self, fun, updated=())
+        self._fun = fun
+        self._name = getattr(fun, "__name__", type(fun).__name__)
+        self._backend = call.check_backend(backend)
+        self._signature = _signature_of(fun)
+        self._static_nums, self._static_names = _static_args(
+            self._signature, _ints(static_argnums, "static_argnums"),
+            _strs(static_argnames), self._name)
+        self._donate = _ints(donate_argnums, "donate_argnums")
+        both = sorted(set(self._donate) & set(self._static_nums))
+        if both:
+            raise errors.FuncgradValueError(
+                f"jit({self._name}): argument(s) {both} are both static and donated; static "
+                f"arguments are Python values and cannot be donated\n{errors.where()}")
+        self._cache = _cache_for(fun, (self._static_nums, self._static_names, self._donate,
+                                       self._backend))
+
+    def __repr__(self):
+        return f"<jitted function {self._name}>"
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else types.MethodType(self, obj)
+
+    # --- calling ----------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if kwargs or not _FAST or current_trace() is not None:
+            return self._call(args, kwargs)
+        fast = self._fast_key(args)
+        if fast is None:
+            return self._call(args, kwargs)
+        key, leaves, vals = fast
+        try:
+            entry = self._cache.fast.get(key)
+        except TypeError:  # an unhashable static argument: the slow path explains it
+            return self._call(args, kwargs)
+        if entry is None:
+            return self._call(args, kwargs)
+        entry.hits += 1
+        if entry.donated:
+            return self._call_donating(entry, leaves, args, kwargs)
+        try:  # the executable reports its own failures; anything else is wrapped
+            outs = entry.exe(*entry.const_vals, *vals)
+        except Exception as e:
+            call.reraise(e, entry.exe, self._name)
+        return entry.build_outputs(outs)
+
+    def _fast_key(self, args):
+        """`(key, leaves, values)` for the hot path, or None when a leaf is not an Array."""
+        statics = ()
+        nums = self._static_nums
+        if nums:
+            if nums[0] < 0 or len(args) <= nums[-1]:
+                return None
+            statics = tuple([(type(args[i]), args[i]) for i in nums])
+            args = tuple([a for i, a in enumerate(args) if i not in nums])
+        leaves = []
+        sig, vals = [_flatten(args, leaves), _X64, statics], []
+        for x in leaves:
+            if type(x) is not Array:
+                return None
+            v = x._value
+            vals.append(v)
+            sig.append((v.shape, v.dtype, x.weak_type))
+        return tuple(sig), leaves, vals
+
+    def _call(self, args, kwargs):
+        if _cfg["disable_jit"]:
+            return self._fun(*args, **kwargs)
+        key, leaves, info = self._key(args, kwargs)
+        entry = self._lookup(key, info, args, kwargs)
+        if current_trace() is not None:
+            outs = call.jit_p.bind(*entry.consts, *leaves, **entry.traced_params)
+            return entry.out_tree.unflatten(outs)
+        if entry.exe is None and entry.cacheable and _FAST:
+            entry.exe = call.executable(entry.jaxpr, self._backend, entry.params["donated"],
+                                        self._name)
+        if entry.exe is not None and not kwargs:
+            fast = self._fast_key(args)
+            if fast is not None:
+                self._cache.fast[fast[0]] = entry
+        if entry.donated:
+            return self._call_donating(entry, leaves, args, kwargs)
+        outs = call.jit_p.bind(*entry.consts, *leaves, **entry.params)
+        return entry.out_tree.unflatten(outs)
+
+    def _call_donating(self, entry, leaves, args, kwargs):
+        self._check_donation(entry, leaves, args, kwargs)
+        outs = call.jit_p.bind(*entry.consts, *leaves, **entry.params)
+        return entry.out_tree.unflatten(outs)
+
+    def _key(self, args, kwargs):
+        """`(key, leaves, info)`: the cache key of a call, its array leaves, its split."""
+        info, statics = self._split(args, kwargs)
+        leaves, tree = tree_flatten(info.dyn)
+        sig = []
+        for i, x in enumerate(leaves):
+            s = _leaf_signature(x)
+            if s is None:
+                self._bad_leaf(info, i, x)
+            sig.append(s)
+        return (tree, tuple(sig), statics, _X64), leaves, info
+
+    def _split(self, args, kwargs):
+        """(`_CallInfo`, static part of the key) of a call."""
+        n = len(args)
+        static_pos = sorted({i % n for i in self._static_nums if -n <= i < n}) if n else []
+        statics = [(self._arg_label(i), args[i]) for i in static_pos]
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self._static_names:
+                statics.append((k, v))
+            else:
+                dyn_kwargs[k] = v
+        for label, v in statics:
+            _check_hashable(self._name, label, v)
+        statics = tuple((label, type(v), v) for label, v in statics)
+        dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos) if static_pos \
+            else args
+        if dyn_kwargs:
+            return _CallInfo((dyn_args, dyn_kwargs), static_pos, True), statics + (_KWARGS,)
+        return _CallInfo(dyn_args, static_pos, False), statics
+
+    def _lookup(self, key, info, args, kwargs):
+        """The cache entry for `key`, tracing the function on a miss."""
+        cache = self._cache
+        entry = cache.entries.get(key)
+        if entry is not None:
+            cache.hits += 1
+            return entry
+        cache.misses += 1
+        names = self._leaf_names(info)
+        reason = cache.explain(key, names)
+        entry = self._trace(key, info, names, args, kwargs)
+        cache.traces += 1
+        cache.recent.append((key, names))
+        cache.last_miss = reason
+        if entry.cacheable:
+            cache.entries[key] = entry
+        if cache.traces > _cfg["retrace_warn_after"] and not cache.warned:
+            cache.warned = True
+            self._warn_retrace(cache.traces, reason)
+        return entry
+
+    def _warn_retrace(self, traces, reason):
+        frame = errors.user_frame() or ("<unknown>", 0, "")
+        warnings.warn_explicit(
+            f"jit: `{self._name}` has been traced {traces} times "
+            f"(config.retrace_warn_after={_cfg['retrace_warn_after']}); tracing and compiling "
+            f"again is slow. The latest re-trace was caused by: {reason}\n"
+            "  hint: keep argument shapes and dtypes fixed (pad or drop a short last batch), "
+            "pass changing Python numbers as arrays, and keep static arguments fixed; "
+            "`.cache_info()` shows the counts.", RetraceWarning, frame[0], frame[1])
+
+    # --- tracing ----------------------------------------------------------------------------
+    def _trace(self, key, info, names, args, kwargs):
+        tree, sig = key[0], key[1]
+        with new_builder(f"jit({self._name})") as b:
+            ins = tree.unflatten([b.new_input(ShapedArray(*s)) for s in sig])
+            full_args, full_kwargs = _merge(ins, info, args, kwargs)
+            try:
+                out = self._fun(*full_args, **full_kwargs)
+            except errors.ConcretizationTypeError as e:
+                self._explain_concretization(e, b, names)
+                raise
+            out_leaves, out_tree = tree_flatten(out)
+            self._check_outputs(out, out_leaves)
+            jaxpr, consts = b.to_jaxpr(out_leaves)
+        closed = ClosedJaxpr(Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars,
+                                   jaxpr.eqns), [])
+        donated = (False,) * len(consts) + self._donated_leaves(info, len(sig))
+        entry = _Entry(closed, consts, out_tree, donated, self._name, self._backend)
+        if entry.donated:
+            self._warn_unusable_donations(closed, donated, [""] * len(consts) + names)
+        return entry
+
+    def _check_outputs(self, out, out_leaves):
+        for x in out_leaves:
+            if not isinstance(x, (ArrayBase, np.ndarray, np.generic) + _SCALARS):
+                path = next(p for p, y in tree_flatten_with_path(out)[0] if y is x)
+                raise errors.FuncgradTypeError(
+                    f"jit({self._name}): the function returned a {type(x).__name__} at output "
+                    f"{keystr(path) or '(the whole output)'}; a jitted function must return "
+                    f"arrays (or pytrees of arrays)\n{errors.where()}\n"
+                    "  hint: return Python values from a separate, un-jitted function.")
+
+    def _explain_concretization(self, e, builder, names):
+        """Add to the error which arguments the concrete value depended on."""
+        tracer = _failed_tracer(e)
+        if tracer is None or tracer._trace is not builder:
+            return
+        deps = [names[i] for i in _depends_on(builder, tracer.var)][:6]
+        tops = tuple(sorted({_top_name(n) for n in deps}))
+        e.args = (f"{e.args[0]}\n  while tracing `{self._name}` for jit, this value depends on "
+                  f"argument(s) {', '.join(f'`{a}`' for a in deps)}, which jit traces as "
+                  f"abstract arrays. If Python control flow needs their values, mark them "
+                  f"static: jit({self._name}, static_argnames={tops!r}).",)
+
+    # --- donation ---------------------------------------------------------------------------
+    def _donated_leaves(self, info, num_leaves):
+        """One bool per leaf: does it belong to a donated positional argument?"""
+        if not self._donate:
+            return (False,) * num_leaves
+        dyn_args = info.dyn[0] if info.with_kwargs else info.dyn
+        n = len(dyn_args) + len(info.static_pos)
+        donate = {i % n for i in self._donate if -n <= i < n}
+        positions = [i for i in range(n) if i not in info.static_pos]
+        mask = []
+        for pos, a in zip(positions, dyn_args):
+            mask += [pos in donate] * len(tree_flatten(a)[0])
+        return tuple(mask) + (False,) * (num_leaves - len(mask))
+
+    def _check_donation(self, entry, leaves, args, kwargs):
+        """A donated buffer must not also be read through another argument."""
+        donated = entry.params["donated"][len(entry.consts):]
+        readers = {}
+        for i, x in enumerate(leaves):
+            if type(x) is Array and not donated[i]:
+                readers[id(x._value)] = i
+                if getattr(x._value, "base", None) is not None:
+                    readers[id(x._value.base)] = i
+        for i, x in enumerate(leaves):
+            if not donated[i] or type(x) is not Array:
+                continue
+            j = readers.get(id(x._value))
+            if j is None:  # the same Array twice, both donated
+                j = next((k for k, y in enumerate(leaves) if k != i and y is x), None)
+            if j is not None:
+                names = self._leaf_names(self._split(args, kwargs)[0])
+                raise errors.FuncgradValueError(
+                    f"jit({self._name}): argument `{names[i]}` is donated, but the same buffer "
+                    f"is also passed as argument `{names[j]}`; donating it would overwrite a "
+                    f"value that is still read\n{errors.where()}\n"
+                    "  hint: pass a copy (fnp.array(x)) or do not donate this argument.")
+
+    def _warn_unusable_donations(self, closed, donated, names):
+        passthrough = set(closed.jaxpr.outvars)
+        free = [(a.shape, a.dtype) for a in closed.out_avals]
+        unusable = []
+        for v, d, name in zip(closed.jaxpr.invars, donated, names):
+            if not d or v in passthrough:
+                continue
+            if (v.aval.shape, v.aval.dtype) in free:
+                free.remove((v.aval.shape, v.aval.dtype))
+            else:
+                unusable.append(f"`{name}` {v.aval}")
+        if unusable:
+            frame = errors.user_frame() or ("<unknown>", 0, "")
+            warnings.warn_explicit(
+                f"jit({self._name}): some donated buffers were not usable (no output has "
+                f"their shape and dtype): {', '.join(unusable)}", UserWarning, frame[0],
+                frame[1])
+
+    # --- naming arguments -------------------------------------------------------------------
+    def _arg_label(self, pos):
+        params = self._signature.parameters.values() if self._signature else ()
+        positional = [p for p in params
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        if pos < len(positional):
+            return positional[pos].name
+        varargs = [p.name for p in params if p.kind == p.VAR_POSITIONAL]
+        return f"{varargs[0]}[{pos - len(positional)}]" if varargs else f"args[{pos}]"
+
+    def _leaf_names(self, info):
+        """A readable name per leaf of a call: `batch['x']`, `params[0]`, `n`."""
+        dyn_args = info.dyn[0] if info.with_kwargs else info.dyn
+        positions = [i for i in range(len(dyn_args) + len(info.static_pos))
+                     if i not in info.static_pos]
+        names = []
+        for path, _ in tree_flatten_with_path(info.dyn)[0]:
+            if info.with_kwargs:
+                head, path = path[0], path[1:]
+                if head == SequenceKey(1):
+                    names.append(f"{path[0].key}{keystr(path[1:])}")
+                    continue
+            names.append(f"{self._arg_label(positions[path[0].idx])}{keystr(path[1:])}")
+        return names
+
+    def _bad_leaf(self, info, i, x):
+        name = self._leaf_names(info)[i]
+        what = f"{type(x).__name__} ({x!r:.40})"
+        if isinstance(x, np.ndarray):
+            what = f"NumPy array of unsupported dtype {x.dtype}"
+        raise errors.FuncgradTypeError(
+            f"jit({self._name}): argument `{name}` is a {what}, not an array; jit traces every "
+            f"argument leaf as an array\n{errors.where()}\n"
+            f"  hint: pass non-array values as static arguments, e.g. "
+            f"jit({self._name}, static_argnames=({_top_name(name)!r},)) (static values must "
+            "be hashable), or convert them with fnp.asarray.")
+
+    # --- introspection ----------------------------------------------------------------------
+    @property
+    def trace_count(self):
+        """How many times the function has been traced."""
+        return self._cache.traces
+
+    def cache_info(self):
+        """`CacheInfo(hits, misses, traces, size, last_miss)`; `last_miss` explains why the
+        latest call missed the cache (which argument's shape, dtype or static value changed)."""
+        c = self._cache
+        hits = c.hits + sum(e.hits for e in c.entries.values())
+        return CacheInfo(hits, c.misses, c.traces, len(c.entries), c.last_miss)
+
+    def explain_last_miss(self):
+        """Why the latest trace happened, e.g. "argument `x`: f32[128,784] -> f32[100,784]"."""
+        return self._cache.last_miss
+
+    def clear_cache(self):
+        """Forget every trace (the compiled code goes with its programs)."""
+        self._cache.entries.clear()
+        self._cache.fast.clear()
+
+    def lower(self, *args, **kwargs):
+        """Trace for these arguments: a `Lowered` whose `.as_text()` is the optimized IR."""
+        key, _, info = self._key(args, kwargs)
+        return Lowered(self, self._lookup(key, info, args, kwargs), key)
+
+
+def _top_name(name):
+    """The parameter name in a leaf name: `batch` for `batch['x']`."""
+    return name.split("[")[0].split(".")[0]
+
+
+def _merge(ins, info, args, kwargs):
+    """The full (args, kwargs) of a call from the traced dynamic part and the statics."""
+    dyn_args, dyn_kwargs = ins if info.with_kwargs else (ins, {})
+    it = iter(dyn_args)
+    full_args = [args[i] if i in info.static_pos else next(it) for i in range(len(args))]
+    return full_args, {k: dyn_kwargs.get(k, v) for k, v in kwargs.items()}
+
+
+# --- lowering ---------------------------------------------------------------------------------
+
+class Lowered:
+    """A traced jitted function for one input signature (`jitted.lower(*args)`)."""
+
+    def __init__(self, jitted, entry, key):
+        self._jitted, self._entry, self._key = jitted, entry, key
+
+    @property
+    def jaxpr(self):
+        """The traced program (closed-over arrays are its leading inputs)."""
+        return self._entry.jaxpr
+
+    def as_text(self):
+        """The optimized IR, as printed by the compiler's `optimize`."""
+        from funcgrad.compiler import pipeline
+        return str(pipeline.optimize(self._entry.jaxpr))
+
+    def compile(self):
+        """Compile (or fetch the compiled code): a `Compiled`."""
+        e, j = self._entry, self._jitted
+        return Compiled(self, call.executable(e.jaxpr, j._backend, e.params["donated"], j._name))
+
+
+class Compiled:
+    """Compiled code for one input signature (`jitted.lower(*args).compile()`)."""
+
+    def __init__(self, lowered, exe):
+        self._lowered, self._exe = lowered, exe
+
+    def as_text(self):
+        """The generated source (Python/numpy or CUDA C)."""
+        return self._exe.as_text()
+
+    def ir_text(self):
+        """The optimized IR the code was generated from."""
+        return self._exe.ir_text()
+
+    def memory_analysis(self):
+        """The compiler's memory plan summary."""
+        return self._exe.memory_analysis()
+
+    def __call__(self, *args, **kwargs):
+        low = self._lowered
+        j = low._jitted
+        key, _, info = j._key(args, kwargs)
+        if key != low._key:
+            diffs = _key_diff(low._key, key, j._leaf_names(info))
+            raise errors.FuncgradTypeError(
+                f"jit({j._name}): this Compiled was built for other arguments: "
+                f"{'; '.join(diffs)}\n{errors.where()}")
+        return j._call(args, kwargs)
+
+
+# --- keys -------------------------------------------------------------------------------------
+
+def _leaf_signature(x):
+    """(shape, dtype, weak_type) of an argument leaf, or None if it is not an array."""
+    t = type(x)
+    if t is Array:
+        v = x._value
+        return (v.shape, v.dtype, x.weak_type)
+    if isinstance(x, Tracer):
+        a = x.aval
+        return (a.shape, a.dtype, a.weak_type)
+    if t in _SCALARS or isinstance(x, (np.ndarray, np.generic)):
+        try:
+            a = to_array(x).aval
+        except TypeError:
+            return None
+        return (a.shape, a.dtype, a.weak_type)
+    return None
+
+
+def _fmt_sig(s):
+    return ShapedArray(s[0], s[1]).str_short() + (" (weakly typed)" if s[2] else "")
+
+
+def _key_diff(old, new, names):
+    """Readable differences between two cache keys."""
+    (ot, osig, ost, ox), (nt, nsig, nst, nx) = old, new
+    diffs = []
+    if ox != nx:
+        diffs.append(f"config enable_x64: {ox} -> {nx}")
+    if ot != nt:
+        diffs.append(f"argument pytree structure {first_mismatch(ot, nt)}")
+    else:
+        diffs += [f"argument `{n}`: {_fmt_sig(a)} -> {_fmt_sig(b)}"
+                  for n, a, b in zip(names, osig, nsig) if a != b]
+    if ost != nst:
+        old_s = {s[0]: s[2] for s in ost if s is not _KWARGS}
+        new_s = {s[0]: s[2] for s in nst if s is not _KWARGS}
+        for label in sorted(set(old_s) | set(new_s), key=str):
+            a, b = old_s.get(label, _NOT_PASSED), new_s.get(label, _NOT_PASSED)
+            if type(a) is not type(b) or a != b:
+                diffs.append(f"static argument `{label}`: {a!r:.60} -> {b!r:.60}")
+    return diffs
+
+
+def _check_hashable(name, label, value):
+    try:
+        hash(value)
+    except TypeError as e:
+        raise errors.FuncgradTypeError(
+            f"jit({name}): static argument `{label}` has an unhashable value of type "
+            f"{type(value).__name__} ({e}); static arguments must be hashable because they "
+            f"are part of the cache key\n{errors.where()}\n"
+            "  hint: use a tuple instead of a list, a frozen dataclass, or pass arrays as "
+            "non-static arguments.") from None
+
+
+# --- argument specs -----------------------------------------------------------------------------
+
+def _signature_of(fun):
+    try:
+        return inspect.signature(fun)
+    except (TypeError, ValueError):
+        return None
+
+
+def _ints(x, what):
+    nums = (x,) if isinstance(x, int) else tuple(x or ())
+    if not all(isinstance(i, int) for i in nums):
+        raise errors.FuncgradTypeError(f"jit: {what} must be an int or a tuple of ints, got "
+                                       f"{x!r}\n{errors.where()}")
+    return nums
+
+
+def _strs(x):
+    return (x,) if isinstance(x, str) else tuple(x or ())
+
+
+def _static_args(sig, nums, names, fun_name):
+    """Complete static positions and names from each other through the signature."""
+    if sig is None:
+        return tuple(sorted(set(nums))), frozenset(names)
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    var_pos = any(p.kind == p.VAR_POSITIONAL for p in params)
+    var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
+    for i in nums:
+        if not var_pos and not -len(positional) <= i < len(positional):
+            raise errors.FuncgradValueError(
+                f"jit({fun_name}): static_argnums={nums} refers to argument {i}, but "
+                f"`{fun_name}` takes {len(positional)} positional argument(s)\n{errors.where()}")
+    by_name = {p.name: i for i, p in enumerate(positional)}
+    for n in names:
+        if n not in sig.parameters and not var_kw:
+            raise errors.FuncgradValueError(
+                f"jit({fun_name}): static_argnames={names} names `{n}`, which is not a "
+                f"parameter of `{fun_name}`{sig}\n{errors.where()}")
+    nums = {i % len(positional) if i < 0 and not var_pos else i for i in nums}
+    nums |= {by_name[n] for n in names if n in by_name}
+    names = set(names) | {positional[i].name for i in nums if i < len(positional)
+                          and positional[i].kind != positional[i].POSITIONAL_ONLY}
+    return tuple(sorted(nums)), frozenset(names)
+
+
+# --- explaining concretization errors -----------------------------------------------------------
+
+def _failed_tracer(e):
+    """The tracer whose concrete value was requested (found in the traceback)."""
+    code, tracer = Tracer._concrete.__code__, None
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code is code:
+            tracer = tb.tb_frame.f_locals.get("self")
+        tb = tb.tb_next
+    return tracer
+
+
+def _depends_on(builder, var):
+    """Indices of the builder's inputs that `var` depends on."""
+    producer = {v: eqn for eqn in builder.eqns for v in eqn.outvars}
+    inputs = {v: i for i, v in enumerate(builder.invars)}
+    found, stack, seen = set(), [var], set()
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if v in inputs:
+            found.add(inputs[v])
+        elif v in producer:
+            stack += [a for a in producer[v].invars if type(a) is Var]
+    return sorted(found)
+

@@ -1,0 +1,256 @@
+"""Liveness-based buffer planning for a compiled program.
+
+A backend describes its program as a list of `Step`s: each step reads values and defines
+values. A defined value says how the backend can produce it (its `kind`):
+
+- "ufunc": writes into any buffer of its shape and dtype, also one of its own operands that
+  dies at this step (in place); allocates when given none;
+- "out": writes into a free buffer (never an operand's); allocates when given none;
+- "fresh": always allocates a new array that nothing else references;
+- "alias": may share memory with the values in `aliases` (a library call, a view); counted
+  as allocated, never reused;
+- "view": shares memory with `aliases`; costs nothing;
+- "scalar": a rank-0 value, never planned.
+
+`plan_memory` assigns buffers by a linear scan: a buffer is free once the value it holds
+and every value that may alias it are dead. Donated arguments join the free pool once dead.
+The plan also predicts the peak bytes. This module knows nothing about IR or numpy source.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+_OWNING = ("ufunc", "out", "fresh")
+
+
+@dataclass
+class Value:
+    """A value of a program: shape, dtype, how it is produced, what it may alias."""
+
+    key: object
+    shape: tuple
+    dtype: object
+    kind: str
+    aliases: tuple = ()
+
+    @property
+    def nbytes(self):
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+
+@dataclass
+class Step:
+    """One statement: the values it defines and reads; `inplace` lists read values whose
+    buffer a "ufunc" definition may take when they die here (read with their own layout),
+    or maps each definition's key to such a list."""
+
+    defs: list
+    uses: list
+    inplace: tuple = ()
+
+
+@dataclass
+class Slot:
+    """Where a value lives: `action` is "new" (the op allocates buffer `buffer`), "reuse"
+    (write into the free buffer `buffer`), "inplace" (into its operand's buffer `buffer`) or
+    "none" (not planned: args, consts, aliases, views, scalars)."""
+
+    action: str
+    buffer: int = None
+
+
+@dataclass
+class MemoryAnalysis:
+    """Predicted memory use of one call, in bytes (library calls' own scratch excluded).
+
+    Attributes:
+        argument_bytes: the inputs (and bound consts).
+        output_bytes: the results.
+        temp_bytes: the most bytes held at once by values that are not results.
+        peak_bytes: the most bytes live at once, arguments included.
+        alias_bytes: bytes of donated arguments reused for other values.
+        buffers: how many arrays the program allocates.
+    """
+
+    argument_bytes: int
+    output_bytes: int
+    temp_bytes: int
+    peak_bytes: int
+    alias_bytes: int = 0
+    buffers: int = 0
+
+    def __str__(self):
+        mb = lambda b: f"{b / 2**20:.2f} MiB"
+        return (f"peak {mb(self.peak_bytes)} = arguments {mb(self.argument_bytes)} + "
+                f"temporaries/results; temp {mb(self.temp_bytes)}, outputs "
+                f"{mb(self.output_bytes)}, donated reuse {mb(self.alias_bytes)}, "
+                f"{self.buffers} allocations")
+
+
+@dataclass
+class MemoryPlan:
+    """The result of `plan_memory`.
+
+    Attributes:
+        slots: value key -> `Slot`.
+        buffers: buffer id -> (shape, dtype).
+        releases: step index -> buffer ids and value keys whose last use is that step
+            (a backend may drop its references there).
+        copies: indices into `outputs` of results the program must copy before returning
+            (non-donated arguments, consts, repeated values).
+        donated_used: donated argument keys whose buffer holds another value later.
+        analysis: the `MemoryAnalysis`.
+        holders: buffer id -> the keys of the values it holds, in order (a donated
+            argument's buffer starts with the argument).
+    """
+
+    slots: dict
+    buffers: list
+    releases: dict
+    copies: set
+    donated_used: set
+    analysis: MemoryAnalysis
+    holders: list
+
+
+def _last_uses(steps, outputs):
+    end = len(steps)
+    last = {}
+    for i, step in enumerate(steps):
+        for d in step.defs:
+            last.setdefault(d.key, i)
+        for k in step.uses:
+            last[k] = i
+    for k in outputs:
+        last[k] = end
+    for step in reversed(steps):  # a value lives as long as anything that may alias it
+        for d in step.defs:
+            for a in d.aliases:
+                last[a] = max(last.get(a, 0), last[d.key])
+    return last
+
+
+def plan_memory(steps, args, consts=(), outputs=(), donated=()):
+    """Assign buffers to the values of `steps` by liveness.
+
+    Args:
+        steps: the program's `Step`s in execution order.
+        args: `Value`s of the inputs (kind "arg"); consts: `Value`s of bound consts.
+        outputs: keys of the returned values, in order (repeats allowed).
+        donated: keys of arguments whose buffers the program may overwrite once dead.
+
+    Returns:
+        A `MemoryPlan`.
+    """
+    values = {v.key: v for v in list(args) + list(consts)}
+    for s in steps:
+        values.update((d.key, d) for d in s.defs)
+    last = _last_uses(steps, outputs)
+    out_set, donated = set(outputs), set(donated)
+    buffers, holders, born, buf_of, slots, pool = [], [], [], {}, {}, {}
+    for a in args:
+        if a.key in donated and a.shape != () and a.key not in out_set:
+            buffers.append((tuple(a.shape), np.dtype(a.dtype)))
+            holders.append([a.key])
+            born.append(-1)
+            buf_of[a.key] = len(buffers) - 1
+    for i, step in enumerate(steps):
+        taken = set()
+        for d in step.defs:
+            slot = _place(d, step, i, last, buf_of, buffers, holders, pool, taken, out_set)
+            if slot.action == "new":
+                buffers.append((tuple(d.shape), np.dtype(d.dtype)))
+                holders.append([])
+                born.append(i)
+                slot.buffer = len(buffers) - 1
+            if slot.buffer is not None:
+                buf_of[d.key] = slot.buffer
+                holders[slot.buffer].append(d.key)
+                taken.add(slot.buffer)
+            slots[d.key] = slot
+        for k in dict.fromkeys(list(step.uses) + [d.key for d in step.defs]):
+            b = buf_of.get(k)
+            if last.get(k) == i and b is not None and holders[b][-1] == k:
+                pool.setdefault((buffers[b][0], buffers[b][1].str), []).append(b)
+    releases, analysis = _account(steps, values, last, buffers, holders, born, slots,
+                                  out_set, donated, args, consts, outputs)
+    donated_used = {h[0] for h in holders if h and h[0] in donated and len(h) > 1}
+    analysis.alias_bytes = sum(values[k].nbytes for k in donated_used)
+    return MemoryPlan(slots, buffers, releases, _copies(outputs, values, donated),
+                      donated_used, analysis, holders)
+
+
+def _place(d, step, i, last, buf_of, buffers, holders, pool, taken, out_set):
+    if d.kind not in _OWNING or tuple(d.shape) == ():
+        return Slot("none")
+    shape, dt = tuple(d.shape), np.dtype(d.dtype)
+    if d.kind == "ufunc":
+        cands = step.inplace.get(d.key, ()) if isinstance(step.inplace, dict) else step.inplace
+        for u in cands:
+            b = buf_of.get(u)
+            if (b is not None and b not in taken and last.get(u) == i and u not in out_set
+                    and holders[b][-1] == u and buffers[b] == (shape, dt)):
+                return Slot("inplace", b)
+    if d.kind in ("ufunc", "out"):
+        free = pool.get((shape, dt.str))
+        if free:
+            return Slot("reuse", free.pop())
+    return Slot("new")
+
+
+def _account(steps, values, last, buffers, holders, born, slots, out_set, donated, args,
+             consts, outputs):
+    """Release points of buffers and aliasing values, and the predicted byte counts."""
+    end = len(steps)
+    def_step = {d.key: i for i, s in enumerate(steps) for d in s.defs}
+    events, releases = [], {}  # events: (alloc step, release step, bytes, is a result)
+    for b, hs in enumerate(holders):
+        if born[b] < 0:
+            continue
+        final = hs[-1]
+        rel = end if final in out_set else last.get(final, born[b])
+        events.append((born[b], rel, _nbytes(buffers[b]), final in out_set))
+        if rel < end:
+            releases.setdefault(rel, []).append(("buffer", b))
+    for k, v in values.items():
+        if v.kind in ("alias", "view") and k in slots:
+            rel = end if k in out_set else last.get(k, def_step[k])
+            if v.kind == "alias":
+                events.append((def_step[k], rel, v.nbytes, k in out_set))
+            if rel < end:
+                releases.setdefault(rel, []).append(("value", k))
+    delta_all, delta_tmp = [0] * (end + 2), [0] * (end + 2)
+    for start, stop, nb, is_out in events:
+        delta_all[start] += nb
+        delta_all[stop + 1] -= nb
+        if not is_out:
+            delta_tmp[start] += nb
+            delta_tmp[stop + 1] -= nb
+    peak = temp = live = live_tmp = 0
+    for i in range(end + 1):
+        live += delta_all[i]
+        live_tmp += delta_tmp[i]
+        peak, temp = max(peak, live), max(temp, live_tmp)
+    base = sum(v.nbytes for v in list(args) + list(consts))
+    out_bytes = sum(values[k].nbytes for k in dict.fromkeys(outputs) if k in values)
+    return releases, MemoryAnalysis(base, out_bytes, temp, base + peak, 0, len(events))
+
+
+def _nbytes(buffer):
+    shape, dt = buffer
+    return math.prod(shape) * dt.itemsize
+
+
+def _copies(outputs, values, donated):
+    """Outputs the program must copy: arguments and consts (unless donated), and repeats."""
+    copies, seen = set(), set()
+    for idx, k in enumerate(outputs):
+        v = values.get(k)
+        if v is None:
+            continue
+        if (v.kind == "arg" and k not in donated) or v.kind == "const" or k in seen:
+            copies.add(idx)
+        seen.add(k)
+    return copies

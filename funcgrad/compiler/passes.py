@@ -1,0 +1,468 @@
+"""IR-to-IR optimization passes run by jit before fusion.
+
+Each pass is a pure function `ClosedJaxpr -> ClosedJaxpr` that can be tested alone and
+returns its argument unchanged (the same object) when it has nothing to do:
+
+- `inline_calls`: splice the bodies of nested `jit` calls into the caller;
+- `dce`: drop equations whose results are unused (effectful ones are kept);
+- `cse`: merge equations that apply the same primitive to the same operands;
+- `fold_constants`: evaluate equations whose operands are all literals or small consts;
+- `simplify`: algebraic identities (`x*1`, `x+0`, `neg(neg(x))`, transpose of transpose...).
+
+This module reads primitives only through their names, params and eager implementations.
+"""
+
+import numpy as np
+
+from funcgrad.core import Array, ClosedJaxpr, Eqn, Jaxpr, Literal, Var, bind_at, set_trace
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def has_effects(eqn):
+    """True when `eqn` must run even if its results are unused (e.g. `debug.print`),
+    including a higher-order equation whose sub-program contains such an equation."""
+    if getattr(eqn.prim, "effectful", False):
+        return True
+    return bool(eqn.params) and any(has_effects(e) for j in _subjaxprs(eqn) for e in j.eqns)
+
+
+def _subjaxprs(eqn):
+    for v in eqn.params.values():
+        for x in v if isinstance(v, tuple) else (v,):
+            if isinstance(x, ClosedJaxpr):
+                yield x.jaxpr
+            elif isinstance(x, Jaxpr):
+                yield x
+
+
+def _is_higher_order(eqn):
+    return next(_subjaxprs(eqn), None) is not None
+
+
+class _Subst(dict):
+    """var -> replacement atom; `read` follows chains of replacements."""
+
+    def read(self, a):
+        while type(a) is not Literal and a in self:
+            a = self[a]
+        return a
+
+    def eqn(self, eqn):
+        if not self:
+            return eqn
+        ins = [self.read(a) for a in eqn.invars]
+        if all(x is y for x, y in zip(ins, eqn.invars)):
+            return eqn
+        return eqn._replace(invars=ins)
+
+
+def _rebuild(closed, eqns, subst, constvars=None, consts=None):
+    j = closed.jaxpr
+    outs = [subst.read(v) for v in j.outvars]
+    cvars = j.constvars if constvars is None else constvars
+    jaxpr = Jaxpr(list(cvars), list(j.invars), outs, list(eqns))
+    return ClosedJaxpr(jaxpr, list(closed.consts if consts is None else consts))
+
+
+def _unchanged(closed, eqns, subst):
+    old = closed.jaxpr.eqns
+    return (not subst and len(eqns) == len(old) and all(a is b for a, b in zip(eqns, old)))
+
+
+# --- inlining --------------------------------------------------------------------------------
+
+
+def _is_call(eqn):
+    return eqn.prim.name == "jit" and isinstance(eqn.params.get("jaxpr"), (ClosedJaxpr, Jaxpr))
+
+
+def inline_calls(closed, should_inline=None):
+    """Replace each `jit` call equation (param `jaxpr`) by the equations of its body.
+
+    Inner variables are renamed, so one body can be inlined at several call sites; inner
+    consts (normally none: jit turns them into inputs) become consts of the result.
+
+    Args:
+        closed: the ClosedJaxpr to rewrite.
+        should_inline: optional predicate on a call equation; by default every call.
+
+    Example:
+        { lambda ; a. let b = jit[jaxpr={ lambda ; c. let d = sin c in (d,) }] a in (b,) }
+        becomes { lambda ; a. let b = sin a in (b,) }
+    """
+    pred = should_inline or (lambda eqn: True)
+    if not any(_is_call(e) and pred(e) for e in closed.jaxpr.eqns):
+        return closed
+    constvars, consts = list(closed.jaxpr.constvars), list(closed.consts)
+    eqns = []
+
+    def splice(jaxpr, args, inner_consts, env):
+        for v, c in zip(jaxpr.constvars, inner_consts):
+            env[v] = Var(v.aval)
+            constvars.append(env[v])
+            consts.append(c)
+        env.update(zip(jaxpr.invars, args))
+        for eqn in jaxpr.eqns:
+            ins = [a if type(a) is Literal else env.get(a, a) for a in eqn.invars]
+            if _is_call(eqn) and pred(eqn):
+                sub = eqn.params["jaxpr"]
+                sj, sc = (sub.jaxpr, sub.consts) if isinstance(sub, ClosedJaxpr) else (sub, [])
+                outs = splice(sj, ins, sc, {})
+                env.update(zip(eqn.outvars, outs))
+                continue
+            if env is top:
+                outs = eqn.outvars
+            else:
+                outs = [Var(v.aval) for v in eqn.outvars]
+                env.update(zip(eqn.outvars, outs))
+            eqns.append(Eqn(eqn.prim, ins, outs, eqn.params, eqn.source))
+        return [a if type(a) is Literal else env.get(a, a) for a in jaxpr.outvars]
+
+    top = {}
+    outs = splice(closed.jaxpr, closed.jaxpr.invars, [], top)
+    jaxpr = Jaxpr(constvars, list(closed.jaxpr.invars), outs, eqns)
+    return ClosedJaxpr(jaxpr, consts)
+
+
+# --- dead code elimination -------------------------------------------------------------------
+
+
+def dce(closed):
+    """Drop equations none of whose results is used (unless they have effects) and unused
+    consts. Inputs are kept: the signature does not change."""
+    j = closed.jaxpr
+    live = {v for v in j.outvars if type(v) is not Literal}
+    kept = []
+    for eqn in reversed(j.eqns):
+        if any(v in live for v in eqn.outvars) or has_effects(eqn):
+            kept.append(eqn)
+            live.update(a for a in eqn.invars if type(a) is not Literal)
+    kept.reverse()
+    used = [i for i, v in enumerate(j.constvars) if v in live]
+    if len(kept) == len(j.eqns) and len(used) == len(j.constvars):
+        return closed
+    jaxpr = Jaxpr([j.constvars[i] for i in used], list(j.invars), list(j.outvars), kept)
+    return ClosedJaxpr(jaxpr, [closed.consts[i] for i in used])
+
+
+# --- common subexpression elimination --------------------------------------------------------
+
+
+def _atom_key(a):
+    if type(a) is Literal:
+        v = np.asarray(a.val, a.aval.dtype)
+        return ("lit", v.dtype.str, v.tobytes(), a.aval.weak_type)
+    return a
+
+
+def _param_key(params):
+    return tuple(sorted((k, type(v).__name__, v) for k, v in params.items()))
+
+
+def cse(closed):
+    """Merge equations that apply one primitive, with equal params, to the same operands
+    (literals compare by dtype and bits), and consts bound to the same array object."""
+    j = closed.jaxpr
+    subst = _Subst()
+    first_const = {}
+    for v, c in zip(j.constvars, closed.consts):
+        prev = first_const.setdefault(id(c), v)
+        if prev is not v:
+            subst[v] = prev
+    seen, eqns = {}, []
+    for eqn in j.eqns:
+        eqn = subst.eqn(eqn)
+        if not has_effects(eqn):
+            key = (eqn.prim, tuple(_atom_key(a) for a in eqn.invars), _param_key(eqn.params))
+            try:
+                prev = seen.get(key)
+            except TypeError:  # an unhashable param: never merged
+                prev, key = None, None
+            if prev is not None:
+                subst.update(zip(eqn.outvars, prev))
+                continue
+            if key is not None:
+                seen[key] = eqn.outvars
+        eqns.append(eqn)
+    if _unchanged(closed, eqns, subst):
+        return closed
+    return dce(_rebuild(closed, eqns, subst))
+
+
+# --- constant folding ------------------------------------------------------------------------
+
+
+def fold_constants(closed, max_input_size=64, max_output_size=1 << 16):
+    """Evaluate, at compile time, equations whose operands are all literals or consts of at
+    most `max_input_size` elements, through the primitive's eager implementation.
+
+    A rank-0 result becomes a literal; a larger one (at most `max_output_size` elements)
+    becomes a new const, never a literal. Broadcasts are not folded: a kernel reads a
+    broadcast scalar for free, while a folded broadcast would be a large const.
+    """
+    j = closed.jaxpr
+    known = {v: c for v, c in zip(j.constvars, closed.consts)
+             if np.size(_value(c)) <= max_input_size}
+    subst = _Subst()
+    constvars, consts, eqns = list(j.constvars), list(closed.consts), []
+    for eqn in j.eqns:
+        eqn = subst.eqn(eqn)
+        outs = _fold(eqn, known, max_output_size)
+        if outs is None:
+            eqns.append(eqn)
+            continue
+        for v, out in zip(eqn.outvars, outs):
+            val = out._value
+            if val.ndim == 0:
+                subst[v] = Literal(val[()], v.aval)
+            else:
+                nv = Var(v.aval)
+                constvars.append(nv)
+                consts.append(out)
+                subst[v] = nv
+                if val.size <= max_input_size:
+                    known[nv] = out
+    if _unchanged(closed, eqns, subst):
+        return closed
+    return dce(_rebuild(closed, eqns, subst, constvars, consts))
+
+
+def _value(c):
+    return c._value if isinstance(c, Array) else np.asarray(c)
+
+
+def _fold(eqn, known, max_output_size):
+    if not all(type(a) is Literal or a in known for a in eqn.invars):
+        return None
+    if (eqn.prim.name == "broadcast_in_dim" or eqn.prim.impl_rule is None
+            or has_effects(eqn) or _is_higher_order(eqn)
+            or any(v.aval.size > max_output_size for v in eqn.outvars)):
+        return None
+    args = []
+    for a in eqn.invars:
+        if type(a) is Literal:
+            args.append(Array(np.asarray(a.val, a.aval.dtype), a.aval.weak_type))
+        else:
+            c = known[a]
+            args.append(c if isinstance(c, Array) else Array(np.asarray(c), a.aval.weak_type))
+    try:
+        with set_trace(None):
+            out = bind_at(None, eqn.prim, args, eqn.params)
+    except Exception:  # an error at run time stays an error at run time
+        return None
+    return out if eqn.prim.multiple_results else [out]
+
+
+# --- algebraic simplification ----------------------------------------------------------------
+
+# Binary primitives whose rank-0 operands broadcast (lax's rule), so that a broadcast scalar
+# operand can be replaced by the scalar itself.
+_SCALAR_BROADCASTING = frozenset(
+    "add sub mul div rem pow max min atan2 nextafter eq ne lt le gt ge and or xor".split())
+
+
+def _scalar_value(a, defs):
+    """The value of `a` when it is one scalar everywhere (a literal, or a broadcast or cast
+    of one), else None."""
+    while True:
+        if type(a) is Literal:
+            return np.asarray(a.val, a.aval.dtype)
+        d = defs.get(a)
+        if d is None:
+            return None
+        if d.prim.name == "broadcast_in_dim":
+            a = d.invars[0]
+        elif d.prim.name == "convert_element_type":
+            v = _scalar_value(d.invars[0], defs)
+            return None if v is None else v.astype(d.params["new_dtype"])
+        else:
+            return None
+
+
+def _is(a, value, defs):
+    v = _scalar_value(a, defs)
+    return v is not None and v.dtype.kind != "c" and bool(v == value)
+
+
+def _same_type(a, out):
+    return a.aval.shape == out.aval.shape and a.aval.dtype == out.aval.dtype
+
+
+def _as_result(eqn, x):
+    """`x` standing for `eqn`'s result: x itself, or a broadcast of a rank-0 x."""
+    out = eqn.outvars[0]
+    if _same_type(x, out):
+        return x
+    if x.aval.shape == () and x.aval.dtype == out.aval.dtype:
+        from funcgrad.lax.shape import broadcast_in_dim_p
+        params = {"shape": out.aval.shape, "broadcast_dimensions": ()}
+        return Eqn(broadcast_in_dim_p, [x], [out], params, eqn.source)
+    return None
+
+
+def _identity_operand(eqn, defs):
+    name, ins = eqn.prim.name, eqn.invars
+    if name == "mul":
+        if _is(ins[1], 1, defs):
+            return ins[0]
+        if _is(ins[0], 1, defs):
+            return ins[1]
+    elif name in ("add", "add_any"):
+        if _is(ins[1], 0, defs):
+            return ins[0]
+        if _is(ins[0], 0, defs):
+            return ins[1]
+    elif name == "sub" and _is(ins[1], 0, defs):
+        return ins[0]
+    elif name == "div" and _is(ins[1], 1, defs) and eqn.outvars[0].aval.dtype.kind in "fc":
+        return ins[0]
+    return None
+
+
+def _select_as_cast(eqn, defs):
+    """select_n(p, 0, 1) with a boolean p is p cast to the cases' dtype."""
+    if (eqn.prim.name != "select_n" or len(eqn.invars) != 3
+            or eqn.invars[0].aval.dtype.kind != "b" or eqn.invars[0].aval.shape == ()
+            or not (_is(eqn.invars[1], 0, defs) and _is(eqn.invars[2], 1, defs))):
+        return None
+    from funcgrad.lax.elementwise import convert_element_type_p
+    out = eqn.outvars[0]
+    params = {"new_dtype": out.aval.dtype, "weak_type": out.aval.weak_type}
+    return Eqn(convert_element_type_p, [eqn.invars[0]], [out], params, eqn.source)
+
+
+def _producer(a, defs, name):
+    d = defs.get(a) if type(a) is not Literal else None
+    return d if d is not None and d.prim.name == name else None
+
+
+def _swapped_dot(eqn, defs, uses):
+    """transpose(dot_general(a, b)) that swaps the two free-axis groups, where the product
+    has no other use -> dot_general(b, a): the product comes out in the wanted layout."""
+    d = _producer(eqn.invars[0], defs, "dot_general")
+    if d is None or uses.get(eqn.invars[0], 0) != 1:
+        return None
+    (lc, rc), (lb, rb) = d.params["dimension_numbers"]
+    a, b = d.invars
+    nb = len(lb)
+    nl = a.aval.ndim - len(lc) - nb
+    nr = b.aval.ndim - len(rc) - nb
+    want = (tuple(range(nb)) + tuple(range(nb + nl, nb + nl + nr))
+            + tuple(range(nb, nb + nl)))
+    if tuple(eqn.params["permutation"]) != want:
+        return None
+    params = {**d.params, "dimension_numbers": ((tuple(rc), tuple(lc)), (tuple(rb), tuple(lb)))}
+    return Eqn(d.prim, [b, a], eqn.outvars, params, d.source)
+
+
+def _simplify_view(eqn, defs):
+    name, x, out, p = eqn.prim.name, eqn.invars[0], eqn.outvars[0], eqn.params
+    if name == "stop_gradient":
+        return x
+    if name == "convert_element_type":
+        return x if x.aval.dtype == out.aval.dtype else None
+    if name in ("reduce_sum", "reduce_max", "reduce_min"):
+        return x if tuple(p["axes"]) == () else None
+    if name == "neg":
+        d = _producer(x, defs, "neg")
+        return d.invars[0] if d is not None else None
+    if name == "transpose":
+        perm = tuple(p["permutation"])
+        d = _producer(x, defs, "transpose")
+        if d is not None:
+            inner = d.params["permutation"]
+            x, perm = d.invars[0], tuple(inner[i] for i in perm)
+            if perm != tuple(range(len(perm))):
+                return eqn._replace(invars=[x], params={**p, "permutation": perm})
+        return x if perm == tuple(range(len(perm))) else None
+    if name == "reshape":
+        d = _producer(x, defs, "reshape")
+        if d is not None:
+            x = d.invars[0]
+            if x.aval.shape != out.aval.shape:
+                return eqn._replace(invars=[x])
+        return x if x.aval.shape == out.aval.shape else None
+    if name == "broadcast_in_dim":
+        dims = tuple(p["broadcast_dimensions"])
+        d = _producer(x, defs, "broadcast_in_dim")
+        if d is not None:
+            inner = d.params["broadcast_dimensions"]
+            return eqn._replace(invars=[d.invars[0]], params={
+                **p, "broadcast_dimensions": tuple(dims[i] for i in inner)})
+        return x if x.aval.shape == out.aval.shape else None
+    return None
+
+
+def _scalar_operands(eqn, defs):
+    """Replace broadcast-of-a-scalar operands of a broadcasting binary op by the scalar."""
+    if eqn.prim.name not in _SCALAR_BROADCASTING or len(eqn.invars) != 2:
+        return None
+    shape = eqn.outvars[0].aval.shape
+    ins = list(eqn.invars)
+    for k in (0, 1):
+        d = _producer(ins[k], defs, "broadcast_in_dim")
+        other = ins[1 - k]
+        if d is not None and d.invars[0].aval.shape == () and other.aval.shape == shape:
+            ins[k] = d.invars[0]
+    return eqn._replace(invars=ins) if any(a is not b for a, b in zip(ins, eqn.invars)) else None
+
+
+def _simplify_eqn(eqn, defs, uses):
+    """An atom, a replacement equation, or None (keep `eqn`)."""
+    if eqn.prim.multiple_results or has_effects(eqn):
+        return None
+    if eqn.prim.name == "transpose":
+        r = _swapped_dot(eqn, defs, uses)
+        if r is not None:
+            return r
+    x = _identity_operand(eqn, defs)
+    if x is not None:
+        r = _as_result(eqn, x)
+        if r is not None:
+            return r
+    r = _simplify_view(eqn, defs) or _select_as_cast(eqn, defs)
+    if r is not None:
+        return r
+    return _scalar_operands(eqn, defs)
+
+
+def simplify(closed):
+    """Apply algebraic identities: x*1, 1*x, x+0, 0+x, x-0, x/1 (floats), neg(neg x),
+    broadcasts to the same shape, broadcasts of broadcasts, transposes of transposes,
+    reshapes of reshapes, casts to the same dtype, reductions over no axes, `select_n(p, 0, 1)`
+    as a cast of p, and broadcast scalar operands of binary ops (`x + broadcast(2.0)` ->
+    `x + 2.0`).
+
+    Identities whose operand is a broadcast scalar (`x * full(shape, 1.0)`) also apply;
+    `stop_gradient` is the identity; a transpose that swaps the free axes of a dot_general
+    used only there becomes the dot_general of the swapped operands. Dead producers are
+    left for `dce`.
+    """
+    defs, subst, eqns = {}, _Subst(), []
+    uses = {}
+    for e in closed.jaxpr.eqns:
+        for a in e.invars:
+            if type(a) is not Literal:
+                uses[a] = uses.get(a, 0) + 1
+    for v in closed.jaxpr.outvars:
+        if type(v) is not Literal:
+            uses[v] = uses.get(v, 0) + 1
+    for eqn in closed.jaxpr.eqns:
+        eqn = subst.eqn(eqn)
+        for _ in range(8):
+            r = _simplify_eqn(eqn, defs, uses)
+            if not isinstance(r, Eqn):
+                break
+            eqn = r
+        else:
+            r = None
+        if r is None:
+            eqns.append(eqn)
+            if not eqn.prim.multiple_results:
+                defs[eqn.outvars[0]] = eqn
+        else:
+            subst[eqn.outvars[0]] = r
+    if _unchanged(closed, eqns, subst):
+        return closed
+    return _rebuild(closed, eqns, subst)

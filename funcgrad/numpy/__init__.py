@@ -1,0 +1,31 @@
+"""funcgrad.numpy: a NumPy-compatible array API built only from funcgrad.lax primitives.
+
+NumPy's broadcasting with JAX's dtype policy (float32/int32 defaults, weak Python scalars,
+`config.update("enable_x64", True)` for 64-bit); the same functions run eagerly and inside
+every transform. Families: creation, math (ufuncs), logic, reductions, shape, linalg
+(products, einsum, `linalg.norm`), indexing; `methods` installs operators and methods on
+arrays and tracers.
+"""
+
+import numpy as _np
+
+from funcgrad.core import ArrayBase as ndarray
+from funcgrad.numpy import linalg, methods  # noqa: F401  (methods installs the operators)
+from funcgrad.numpy._util import broadcast_shapes as _broadcast_shapes
+from funcgrad.numpy.creation import *
+from funcgrad.numpy.dtype_api import *
+from funcgrad.numpy.indexing import *
+from funcgrad.numpy.linalg import *
+from funcgrad.numpy.logic import *
+from funcgrad.numpy.math import *
+from funcgrad.numpy.padding import *
+from funcgrad.numpy.reductions import *
+from funcgrad.numpy.shape import *
+
+pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
+newaxis = None
+
+
+def broadcast_shapes(*shapes):
+    """The shape that `shapes` broadcast to (NumPy rules)."""
+    return _broadcast_shapes("broadcast_shapes", *[tuple(s) for s in shapes])

@@ -1,0 +1,353 @@
+"""Array creation of funcgrad.numpy: array/asarray, zeros/ones/full/empty and their `_like`
+forms, arange, linspace, logspace, eye, identity, tri/tril/triu, meshgrid, indices.
+
+Python data is converted once (`funcgrad.core.to_array`, canonicalizing 64-bit dtypes
+unless x64); generated arrays come from lax (`full`, `iota`), so they appear in traced IR.
+"""
+
+import math as pymath
+
+import numpy as np
+
+from funcgrad import dtypes, errors, lax
+from funcgrad.core import Array, ArrayBase, is_concrete, to_array
+from funcgrad.numpy._util import (
+    asarray_operand,
+    broadcast_to_shape,
+    convert,
+    dtype_of,
+    promote,
+    select,
+    shape_of,
+    static_int,
+    static_shape,
+    user_dtype,
+)
+
+__all__ = [
+    "arange", "array", "asarray", "empty", "empty_like", "eye", "full", "full_like",
+    "identity", "indices", "linspace", "logspace", "meshgrid", "ones", "ones_like", "tri",
+    "tril", "triu", "zeros", "zeros_like",
+]
+
+
+# --- conversion -------------------------------------------------------------------------------
+
+def array(object, dtype=None, copy=True, order=None, ndmin=0):
+    """A funcgrad array from an array, a Python scalar (weakly typed) or nested sequences
+    (which may hold funcgrad arrays and tracers, stacked).
+
+    Example:
+        >>> fnp.array([[1, 2], [3, 4]]).dtype
+        dtype('int32')
+    """
+    dt = user_dtype(dtype)
+    if isinstance(object, ArrayBase):
+        out = object
+    elif isinstance(object, (list, tuple)) and _holds_arrays(object):
+        from funcgrad.numpy.shape import stack
+        out = stack([array(o) for o in object]) if object else to_array(np.zeros(0))
+    else:
+        try:
+            out = to_array(object) if dt is None else Array(
+                np.asarray(object, dt), False)
+        except (TypeError, ValueError) as e:
+            raise errors.op_error("array", f"cannot convert {type(object).__name__} to a "
+                                  f"funcgrad array ({e})") from None
+    if dt is not None:
+        out = convert(out, dt, False)
+    nd = len(shape_of(out))
+    if ndmin > nd:
+        out = lax.reshape(out, (1,) * (ndmin - nd) + shape_of(out))
+    return out
+
+
+def _holds_arrays(seq):
+    for o in seq:
+        if isinstance(o, ArrayBase) or (isinstance(o, (list, tuple)) and _holds_arrays(o)):
+            return True
+    return False
+
+
+def asarray(a, dtype=None, order=None, *, copy=None):
+    """`a` as a funcgrad array (no copy for funcgrad arrays of the requested dtype).
+
+    Float64 NumPy input becomes float32 unless x64 is on; Python scalars stay weakly typed.
+    """
+    if type(a) is Array and dtype is None:
+        return a
+    return array(a, dtype, ndmin=0)
+
+
+# --- filled arrays ------------------------------------------------------------------------------
+
+def _fill_dtype(dtype):
+    return dtypes.default_float() if dtype is None else dtypes.canonicalize(dtype)
+
+
+def zeros(shape, dtype=None):
+    """An array of zeros (float32 unless `dtype`)."""
+    return lax.full(static_shape("zeros", shape), 0, _fill_dtype(dtype))
+
+
+def ones(shape, dtype=None):
+    """An array of ones (float32 unless `dtype`)."""
+    return lax.full(static_shape("ones", shape), 1, _fill_dtype(dtype))
+
+
+def empty(shape, dtype=None):
+    """Like `zeros`: funcgrad arrays are immutable, so "uninitialized" is zeros."""
+    return zeros(shape, dtype)
+
+
+def full(shape, fill_value, dtype=None):
+    """An array of `shape` filled with `fill_value` (an array fill value broadcasts).
+
+    Example:
+        >>> fnp.full((2, 2), 7)
+        Array([[7, 7],
+               [7, 7]], dtype=int32)
+    """
+    shape = static_shape("full", shape)
+    if isinstance(fill_value, (bool, int, float, complex, np.generic)):
+        return lax.full(shape, fill_value, None if dtype is None else dtypes.canonicalize(dtype))
+    v = asarray_operand("full", fill_value)
+    if dtype is not None:
+        v = convert(v, dtypes.canonicalize(dtype), False)
+    from funcgrad.numpy.shape import broadcast_to
+    return broadcast_to(v, shape)
+
+
+def _like(name, a, fill, dtype, shape):
+    a = asarray_operand(name, a)
+    shape = None if shape is None else static_shape(name, shape)
+    return lax.full_like(a, fill, None if dtype is None else dtypes.canonicalize(dtype), shape)
+
+
+def zeros_like(a, dtype=None, shape=None):
+    """Zeros with the shape and dtype of `a` (unless given)."""
+    return _like("zeros_like", a, 0, dtype, shape)
+
+
+def ones_like(a, dtype=None, shape=None):
+    """Ones with the shape and dtype of `a` (unless given)."""
+    return _like("ones_like", a, 1, dtype, shape)
+
+
+def empty_like(a, dtype=None, shape=None):
+    """Like `zeros_like`."""
+    return _like("empty_like", a, 0, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    """`fill_value` with the shape and dtype of `a` (unless given)."""
+    if isinstance(fill_value, (bool, int, float, complex, np.generic)):
+        return _like("full_like", a, fill_value, dtype, shape)
+    a = asarray_operand("full_like", a)
+    return full(shape_of(a) if shape is None else shape, fill_value,
+                dtype_of(a) if dtype is None else dtype)
+
+
+# --- ranges -------------------------------------------------------------------------------------
+
+def _static_number(name, x):
+    if isinstance(x, ArrayBase):
+        if not is_concrete(x):
+            raise errors.ConcretizationTypeError(
+                f"{name}: arguments must be static (Python numbers), got a traced value "
+                f"{x.aval}\n{errors.where(errors.user_frame(3))}\n"
+                "  hint: the length of the result must be known when tracing; pass Python "
+                "numbers or mark the argument static under jit")
+        return np.asarray(x).item()
+    return x
+
+
+def arange(start, stop=None, step=None, dtype=None):
+    """Evenly spaced values in [start, stop) with `step` (static numbers).
+
+    Example:
+        >>> fnp.arange(1, 7, 2)
+        Array([1, 3, 5], dtype=int32)
+    """
+    start = _static_number("arange", start)
+    stop = _static_number("arange", stop)
+    step = _static_number("arange", step)
+    if stop is None:
+        start, stop = 0, start
+    step = 1 if step is None else step
+    if step == 0:
+        raise errors.op_error("arange", "step must not be zero", cls=errors.FuncgradValueError)
+    if dtype is None:
+        is_float = any(isinstance(v, (float, np.floating)) for v in (start, stop, step))
+        dt = dtypes.default_float() if is_float else dtypes.default_int()
+    else:
+        dt = dtypes.canonicalize(dtype)
+    n = max(pymath.ceil((stop - start) / step), 0)
+    if dt.kind in "iu" and all(float(v).is_integer() for v in (start, step)):
+        out = lax.iota(dt, n)
+        if step != 1:
+            out = lax.mul(out, Array(np.asarray(int(step), dt)))
+        return lax.add(out, Array(np.asarray(int(start), dt))) if start else out
+    comp = dt if dt.kind in "fc" else dtypes.default_float()
+    out = lax.iota(comp if comp.kind == "f" else dtypes.default_float(), n)
+    out = lax.add(lax.mul(out, Array(np.asarray(step, out.dtype))),
+                  Array(np.asarray(start, out.dtype)))
+    return out if dtype_of(out) == dt else lax.convert_element_type(out, dt)
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """`num` evenly spaced samples from `start` to `stop` (inclusive unless endpoint=False);
+    array `start`/`stop` broadcast and add the sample axis at `axis`.
+
+    Example:
+        >>> fnp.linspace(0.0, 1.0, 5)
+        Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
+    num = static_int("linspace", num, "num")
+    if num < 0:
+        raise errors.op_error("linspace", f"number of samples {num} must be non-negative",
+                              cls=errors.FuncgradValueError)
+    start, stop = promote("linspace", (start, stop), inexact=True)
+    comp = dtype_of(start)
+    dt = comp if dtype is None else dtypes.canonicalize(dtype)
+    bshape = shape_of(start)
+    div = (num - 1) if endpoint else num
+    step = lax.div(lax.sub(stop, start), Array(np.asarray(max(div, 1), comp)))
+    shape = (num,) + bshape
+    iota = lax.broadcasted_iota(comp, shape, 0)
+    if bshape:
+        start_b = lax.broadcast_in_dim(start, shape, tuple(range(1, len(shape))))
+        step_b = lax.broadcast_in_dim(step, shape, tuple(range(1, len(shape))))
+        stop_b = lax.broadcast_in_dim(stop, (1,) + bshape, tuple(range(1, len(shape))))
+    else:
+        start_b, step_b = start, step
+        stop_b = lax.reshape(stop, (1,))
+    out = lax.add(lax.mul(iota, step_b), start_b) if num > 1 or not endpoint else \
+        broadcast_to_shape(start, shape)
+    if endpoint and num > 1:
+        lim = list(shape)
+        lim[0] = num - 1
+        out = lax.concatenate([lax.slice(out, (0,) * len(shape), tuple(lim)), stop_b], 0)
+    if dt.kind in "iu":
+        out = lax.floor(out)
+    out = out if dtype_of(out) == dt else lax.convert_element_type(out, dt)
+    if axis != 0 and bshape:
+        from funcgrad.numpy.shape import moveaxis
+        out = moveaxis(out, 0, axis)
+    if retstep:
+        return out, step if div > 0 else Array(np.asarray(np.nan, comp))
+    return out
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """`base ** linspace(start, stop, num)`."""
+    from funcgrad.numpy.math import power
+    exps = linspace(start, stop, num, endpoint, dtype=None, axis=axis)
+    out = power(base, exps)
+    return out if dtype is None else convert(out, dtypes.canonicalize(dtype), False)
+
+
+# --- matrices -----------------------------------------------------------------------------------
+
+def _tri_mask(n, m, k):
+    """Bool (n, m) mask of j <= i + k."""
+    idt = dtypes.default_int()
+    rows = lax.broadcasted_iota(idt, (n, m), 0)
+    cols = lax.broadcasted_iota(idt, (n, m), 1)
+    return lax.ge(lax.add(rows, Array(np.asarray(k, idt))), cols)
+
+
+def eye(N, M=None, k=0, dtype=None):
+    """A 2-D array with ones on the k-th diagonal and zeros elsewhere.
+
+    Example:
+        >>> fnp.eye(2, 3, k=1)
+        Array([[0., 1., 0.],
+               [0., 0., 1.]], dtype=float32)
+    """
+    n = static_int("eye", N, "N")
+    m = n if M is None else static_int("eye", M, "M")
+    k = static_int("eye", k, "k")
+    idt = dtypes.default_int()
+    rows = lax.broadcasted_iota(idt, (n, m), 0)
+    cols = lax.broadcasted_iota(idt, (n, m), 1)
+    mask = lax.eq(lax.add(rows, Array(np.asarray(k, idt))), cols)
+    return lax.convert_element_type(mask, _fill_dtype(dtype))
+
+
+def identity(n, dtype=None):
+    """The n x n identity matrix."""
+    return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    """Ones at and below the k-th diagonal of an N x M array, zeros above."""
+    n = static_int("tri", N, "N")
+    m = n if M is None else static_int("tri", M, "M")
+    return lax.convert_element_type(_tri_mask(n, m, static_int("tri", k, "k")),
+                                    _fill_dtype(dtype))
+
+
+def _tri_select(name, m, k, lower):
+    m = asarray_operand(name, m)
+    s = shape_of(m)
+    if len(s) < 2:
+        raise errors.op_error(name, f"input must be at least 2-D, got shape {s}",
+                              cls=errors.FuncgradValueError)
+    mask = _tri_mask(s[-2], s[-1], static_int(name, k, "k") - (0 if lower else 1))
+    zero = lax.full((), 0, dtype_of(m))
+    mask = broadcast_to_shape(mask, s)
+    return select(mask, zero, m) if lower else select(mask, m, zero)
+
+
+def tril(m, k=0):
+    """`m` with the elements above the k-th diagonal zeroed (on the last two axes)."""
+    return _tri_select("tril", m, k, True)
+
+
+def triu(m, k=0):
+    """`m` with the elements below the k-th diagonal zeroed (on the last two axes)."""
+    return _tri_select("triu", m, k, False)
+
+
+# --- grids --------------------------------------------------------------------------------------
+
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    """Coordinate arrays from 1-D coordinate vectors ('xy': Cartesian, 'ij': matrix indexing).
+
+    Example:
+        >>> [g.shape for g in fnp.meshgrid(fnp.arange(3), fnp.arange(2))]
+        [(2, 3), (2, 3)]
+    """
+    if indexing not in ("xy", "ij"):
+        raise errors.op_error("meshgrid", f"indexing must be 'xy' or 'ij', got {indexing!r}",
+                              cls=errors.FuncgradValueError)
+    from funcgrad.numpy.shape import ravel
+    xs = [ravel(asarray_operand("meshgrid", x)) for x in xi]
+    n = len(xs)
+    sizes = [shape_of(x)[0] for x in xs]
+    if indexing == "xy" and n >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, x in enumerate(xs):
+        pos = {0: 1, 1: 0}.get(i, i) if indexing == "xy" and n >= 2 else i
+        if sparse:
+            out.append(lax.reshape(x, tuple(shape_of(x)[0] if d == pos else 1
+                                            for d in range(n))))
+        else:
+            out.append(lax.broadcast_in_dim(x, tuple(sizes), (pos,)))
+    return out
+
+
+def indices(dimensions, dtype=None, sparse=False):
+    """An array (or, with sparse, a tuple) of index grids for an array of shape `dimensions`."""
+    dims = static_shape("indices", dimensions)
+    dt = dtypes.default_int() if dtype is None else dtypes.canonicalize(dtype)
+    if sparse:
+        return tuple(lax.reshape(lax.iota(dt, d), tuple(d if j == i else 1
+                                                           for j in range(len(dims))))
+                     for i, d in enumerate(dims))
+    grids = [lax.broadcasted_iota(dt, dims, i) for i in range(len(dims))]
+    if not grids:
+        return lax.full((0,), 0, dt)
+    return lax.concatenate([lax.reshape(g, (1,) + dims) for g in grids], 0)

@@ -1,0 +1,146 @@
+"""Random programs through the whole compiler: compiled == eager `eval_jaxpr` == numpy,
+with kernels rendered plainly and as chunked loops (forced on the small test arrays).
+
+Hypothesis draws a recipe (a list of steps over a growing pool of values) that the same
+interpreter runs with `funcgrad.numpy` (traced, then compiled and evaluated eagerly) and
+with NumPy (the reference). Steps: elementwise ops, broadcasting, reductions, reshapes,
+transposes, matmuls, slicing and selects; a second test compiles the gradient of such a
+program, which exercises the IR that autodiff produces (transposed products, pads...).
+"""
+
+import contextlib
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad.backends.numpy import chunked
+from funcgrad.compiler import pipeline
+from funcgrad.core import eval_jaxpr
+
+SHAPES = [(3, 4), (2, 3, 4), (5,), (4, 1, 3), (1, 6), (2, 2, 2, 3)]
+OPS = ["unary", "binary", "scalar", "reduce", "reshape", "transpose", "matmul", "slice",
+       "broadcast", "where"]
+UNARY = [
+    lambda m, x: m.sin(x), lambda m, x: m.tanh(x), lambda m, x: -x, lambda m, x: m.abs(x),
+    lambda m, x: m.exp(m.tanh(x)), lambda m, x: m.log1p(m.abs(x)),
+    lambda m, x: m.sqrt(m.abs(x)), lambda m, x: m.maximum(x, 0.0), lambda m, x: x * x,
+]
+BINARY = [
+    lambda m, x, y: x + y, lambda m, x, y: x - y, lambda m, x, y: x * y,
+    lambda m, x, y: m.maximum(x, y), lambda m, x, y: m.minimum(x, y),
+    lambda m, x, y: x / (1.0 + y * y),
+]
+
+
+def _broadcastable(a, b):
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+        return True
+    except ValueError:
+        return False
+
+
+def _step(m, pool, op, i, j, k):
+    x, y = pool[i % len(pool)], pool[j % len(pool)]
+    if op == "binary" and _broadcastable(x, y):
+        return BINARY[k % len(BINARY)](m, x, y)
+    if op == "where" and _broadcastable(x, y):
+        return m.where(x > y, x, y * 0.5)
+    if op == "scalar":
+        return x * (0.5 + k) - 0.25 * k
+    if op == "reduce" and x.ndim:
+        fn = [m.sum, m.max, m.min][k % 3]
+        return fn(x, axis=k % x.ndim, keepdims=bool(k & 4))
+    if op == "reshape" and x.ndim >= 2:
+        return x.reshape(-1) if k % 2 else x.reshape((-1,) + x.shape[-1:])
+    if op == "reshape":
+        return x.reshape(x.shape + (1,))
+    if op == "transpose" and x.ndim >= 2:
+        return m.swapaxes(x, 0, -1) if k % 2 else x.T
+    yy = y if y.ndim <= 2 else y[0]
+    if op == "matmul" and x.ndim >= 1 and yy.ndim >= 1 and x.shape[-1] == yy.shape[0]:
+        return m.matmul(x, yy)
+    if op == "matmul" and x.ndim >= 2:
+        return m.matmul(x, m.swapaxes(x, -1, -2))
+    if op == "slice" and x.ndim and x.shape[0] > 1:
+        return x[1:] if k % 2 else x[::2]
+    if op == "broadcast":
+        return m.broadcast_to(x, (2,) + x.shape)
+    return UNARY[k % len(UNARY)](m, x)
+
+
+def run_recipe(m, recipe, inputs):
+    pool = list(inputs)
+    for op, i, j, k in recipe:
+        pool.append(_step(m, pool, op, i, j, k))
+    picks = {len(pool) - 1, len(pool) // 2 + recipe[0][1] % max(1, len(pool) // 2)}
+    return tuple(pool[p] for p in sorted(picks) if p < len(pool))
+
+
+recipes = st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 63), st.integers(0, 63),
+                             st.integers(0, 7)), min_size=1, max_size=12)
+
+
+def _inputs(shape, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=shape).astype(np.float32)
+    y = rng.normal(size=shape).astype(np.float32)
+    v = rng.normal(size=shape[-1:]).astype(np.float32)
+    return x, y, v
+
+
+@contextlib.contextmanager
+def tiny_chunks():
+    """Chunk every kernel with more than a few rows (normally only large ones are)."""
+    saved = chunked.CHUNK_ELEMENTS, chunked.MIN_CHUNKS
+    chunked.CHUNK_ELEMENTS, chunked.MIN_CHUNKS = 3, 1
+    try:
+        yield
+    finally:
+        chunked.CHUNK_ELEMENTS, chunked.MIN_CHUNKS = saved
+
+
+def compiled_both_ways(closed, inputs):
+    """Results of the compiled program, rendered plainly and as chunked loops."""
+    plain = pipeline.compile_jaxpr(closed)(*inputs)
+    with tiny_chunks():
+        exe = pipeline.compile_jaxpr(closed)
+    return plain, exe(*inputs)
+
+
+def _close(a, b, rtol, atol):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
+    np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
+
+
+@given(recipe=recipes, shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16))
+def test_random_programs_compile_to_the_same_results(recipe, shape, seed):
+    inputs = _inputs(shape, seed)
+    closed = fg.make_jaxpr(lambda *a: run_recipe(fnp, recipe, a))(*inputs)
+    eager = eval_jaxpr(closed.jaxpr, closed.consts, *inputs)
+    compiled, in_chunks = compiled_both_ways(closed, inputs)
+    reference = run_recipe(np, recipe, inputs)
+    assert len(compiled) == len(in_chunks) == len(eager) == len(reference)
+    for c, k, e, r in zip(compiled, in_chunks, eager, reference):
+        assert isinstance(c, np.ndarray) and isinstance(k, np.ndarray)
+        _close(c, e, rtol=2e-5, atol=1e-5)
+        _close(k, e, rtol=2e-5, atol=1e-5)
+        _close(c, np.asarray(r, np.float32), rtol=1e-4, atol=1e-4)
+
+
+@given(recipe=recipes, shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16))
+def test_gradients_of_random_programs_compile_to_the_same_results(recipe, shape, seed):
+    inputs = _inputs(shape, seed)
+
+    def loss(x, y, v):
+        return sum(fnp.sum(fnp.tanh(o)) for o in run_recipe(fnp, recipe, (x, y, v)))
+    closed = fg.make_jaxpr(fg.grad(loss, argnums=(0, 2)))(*inputs)
+    eager = eval_jaxpr(closed.jaxpr, closed.consts, *inputs)
+    compiled, in_chunks = compiled_both_ways(closed, inputs)
+    for c, k, e in zip(compiled, in_chunks, eager):
+        _close(c, e, rtol=1e-4, atol=1e-5)
+        _close(k, e, rtol=1e-4, atol=1e-5)
