@@ -208,6 +208,5 @@ def make_jaxpr(fun, static_argnums=()):
             full = [a if i in static else next(it) for i, a in enumerate(args)]
             return fun(*full, **kwargs)
         flat = _flat_fun(with_static, in_tree, store)
-        return trace_to_jaxpr(flat, [get_aval(x).strip_weak() if False else get_aval(x)
-                                     for x in leaves])
+        return trace_to_jaxpr(flat, [get_aval(x) for x in leaves])
     return make

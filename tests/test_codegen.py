@@ -77,10 +77,10 @@ def fg_jit_N(a0, a1, a2):
     # a0: f32[4,8]
     # a1: f32[8,16]
     # a2: f32[16]
-    b0 = np.matmul(a0, a1)                                        # dot_general  test_codegen.py:L (mlp_layer)
+    b0 = np.matmul(a0, a1)                                # test_codegen.py:L (mlp_layer)
     # kernel k1_add_max: float32[4, 16]
-    np.add(b0, a2, out=b0)                                        # add          test_codegen.py:L (mlp_layer)
-    np.maximum(b0, 0.0, out=b0)                                   # max          test_codegen.py:L (relu)
+    np.add(b0, a2, out=b0)                                # test_codegen.py:L (mlp_layer)
+    np.maximum(b0, 0.0, out=b0)                           # test_codegen.py:L (relu)
     return [b0]
 """
 
@@ -89,13 +89,13 @@ GOLDEN_SOFTMAX = """\
 def fg_jit_N(a0):
     # a0: f32[4,8]
     # kernel k0_max: float32[4, 8], reduces axes (1,)
-    b0 = np.max(a0, axis=1)                                       # reduce_max   test_codegen.py:L (softmax)
+    b0 = np.max(a0, axis=1)                               # test_codegen.py:L (softmax)
     # kernel k1_sub_exp: float32[4, 8], reduces axes (1,)
-    b1 = np.subtract(a0, b0.reshape(4, 1))                        # sub          test_codegen.py:L (softmax)
-    np.exp(b1, out=b1)                                            # exp          test_codegen.py:L (softmax)
-    np.sum(b1, axis=1, out=b0)                                    # reduce_sum   test_codegen.py:L (softmax)
+    b1 = np.subtract(a0, b0.reshape(4, 1))                # test_codegen.py:L (softmax)
+    np.exp(b1, out=b1)                                    # test_codegen.py:L (softmax)
+    np.sum(b1, axis=1, out=b0)                            # test_codegen.py:L (softmax)
     # kernel k2_div: float32[4, 8]
-    np.divide(b1, b0.reshape(4, 1), out=b1)                       # div          test_codegen.py:L (softmax)
+    np.divide(b1, b0.reshape(4, 1), out=b1)               # test_codegen.py:L (softmax)
     del b0
     return [b1]
 """
@@ -105,15 +105,15 @@ GOLDEN_GELU = """\
 def fg_jit_N(a0):
     # a0: f32[4,8]
     # kernel k0_mul_add_tanh: float32[4, 8]
-    b0 = np.multiply(0.5, a0)                                     # mul          test_codegen.py:L (gelu)
-    b1 = np.multiply(0.044714998453855515, a0)                    # mul          test_codegen.py:L (gelu)
-    np.multiply(b1, a0, out=b1)                                   # mul          test_codegen.py:L (gelu)
-    np.multiply(b1, a0, out=b1)                                   # mul          test_codegen.py:L (gelu)
-    np.add(a0, b1, out=b1)                                        # add          test_codegen.py:L (gelu)
-    np.multiply(0.7978845834732056, b1, out=b1)                   # mul          test_codegen.py:L (gelu)
-    np.tanh(b1, out=b1)                                           # tanh         test_codegen.py:L (gelu)
-    np.add(1.0, b1, out=b1)                                       # add          test_codegen.py:L (gelu)
-    np.multiply(b0, b1, out=b0)                                   # mul          test_codegen.py:L (gelu)
+    b0 = np.multiply(0.5, a0)                             # test_codegen.py:L (gelu)
+    b1 = np.multiply(0.044714998453855515, a0)            # test_codegen.py:L (gelu)
+    np.multiply(b1, a0, out=b1)                           # test_codegen.py:L (gelu)
+    np.multiply(b1, a0, out=b1)                           # test_codegen.py:L (gelu)
+    np.add(a0, b1, out=b1)                                # test_codegen.py:L (gelu)
+    np.multiply(0.7978845834732056, b1, out=b1)           # test_codegen.py:L (gelu)
+    np.tanh(b1, out=b1)                                   # test_codegen.py:L (gelu)
+    np.add(1.0, b1, out=b1)                               # test_codegen.py:L (gelu)
+    np.multiply(b0, b1, out=b0)                           # test_codegen.py:L (gelu)
     del b1
     return [b0]
 """
@@ -128,19 +128,19 @@ def fg_jit_N(a0, a1, a2, a3, a4):
     # a4: f32[]
     a0, a2, a3 = _own((a0, a1, a2, a3, a4), (0, 2, 3))
     # kernel k0_mul_add_sqrt_div_sub: float32[4, 8]
-    np.multiply(0.8999999761581421, a2, out=a2)                   # mul          test_codegen.py:L (adam)
-    b3 = np.multiply(0.10000000149011612, a1)                     # mul          test_codegen.py:L (adam)
-    np.add(a2, b3, out=a2)                                        # add          test_codegen.py:L (adam)
-    np.multiply(0.9990000128746033, a3, out=a3)                   # mul          test_codegen.py:L (adam)
-    np.multiply(0.0010000000474974513, a1, out=b3)                # mul          test_codegen.py:L (adam)
-    np.multiply(b3, a1, out=b3)                                   # mul          test_codegen.py:L (adam)
-    np.add(a3, b3, out=a3)                                        # add          test_codegen.py:L (adam)
-    np.multiply(a4, a2, out=b3)                                   # mul          test_codegen.py:L (adam)
-    b4 = np.sqrt(a3)                                              # sqrt         test_codegen.py:L (adam)
-    np.add(b4, 9.99999993922529e-09, out=b4)                      # add          test_codegen.py:L (adam)
-    np.divide(b3, b4, out=b3)                                     # div          test_codegen.py:L (adam)
+    np.multiply(0.8999999761581421, a2, out=a2)           # test_codegen.py:L (adam)
+    b3 = np.multiply(0.10000000149011612, a1)             # test_codegen.py:L (adam)
+    np.add(a2, b3, out=a2)                                # test_codegen.py:L (adam)
+    np.multiply(0.9990000128746033, a3, out=a3)           # test_codegen.py:L (adam)
+    np.multiply(0.0010000000474974513, a1, out=b3)        # test_codegen.py:L (adam)
+    np.multiply(b3, a1, out=b3)                           # test_codegen.py:L (adam)
+    np.add(a3, b3, out=a3)                                # test_codegen.py:L (adam)
+    np.multiply(a4, a2, out=b3)                           # test_codegen.py:L (adam)
+    b4 = np.sqrt(a3)                                      # test_codegen.py:L (adam)
+    np.add(b4, 9.99999993922529e-09, out=b4)              # test_codegen.py:L (adam)
+    np.divide(b3, b4, out=b3)                             # test_codegen.py:L (adam)
     del b4
-    np.subtract(a0, b3, out=a0)                                   # sub          test_codegen.py:L (adam)
+    np.subtract(a0, b3, out=a0)                           # test_codegen.py:L (adam)
     del b3
     return [a0, a2, a3]
 """
@@ -149,10 +149,10 @@ GOLDEN_LIBRARY_CALLS = """\
 # funcgrad jit program N: 1 inputs, 1 outputs, 1 kernels, 2 calls
 def fg_jit_N(a0):
     # a0: f32[4,8]
-    v0, = _sort_0(a0)                                             # sort         test_codegen.py:L (top2_sum)
-    v1 = _slice_0(v0)                                             # slice        test_codegen.py:L (top2_sum)
+    v0, = _sort_0(a0)                                     # test_codegen.py:L (top2_sum)
+    v1 = _slice_0(v0)                                     # test_codegen.py:L (top2_sum)
     # kernel k2_sum: float32[4, 2], reduces axes (0, 1)
-    s0 = np.sum(v1, axis=(0, 1))                                  # reduce_sum   test_codegen.py:L (top2_sum)
+    s0 = np.sum(v1, axis=(0, 1))                          # test_codegen.py:L (top2_sum)
     del v0, v1
     return [np.asarray(s0)]
 """
@@ -228,6 +228,14 @@ def test_results_never_alias_arguments_that_were_not_donated():
     for o in outs:
         assert not np.shares_memory(o, x48)
     assert outs[0] is not outs[3]
+    check_matches_eager(closed, exe, x48)
+
+
+def test_results_never_alias_each_other():
+    closed, exe = compile_fn(lambda x: (lambda y: (y.T, y, y[1:]))(fnp.sin(x)), x48)
+    a, b, c = exe(x48)
+    assert not np.shares_memory(a, b) and not np.shares_memory(b, c)
+    assert not np.shares_memory(a, c)
     check_matches_eager(closed, exe, x48)
 
 
@@ -391,7 +399,7 @@ def fg_jit_N(a0, a1):
     # a0: f32[1000,300]
     # a1: f32[300]
     # kernel k0_exp: float32[300]
-    b0 = np.exp(a1)                                               # exp          test_codegen.py:L (tanh_rows)
+    b0 = np.exp(a1)                                       # test_codegen.py:L (tanh_rows)
     b1 = np.empty((1000, 300), np.float32)
     b2 = np.empty((1000,), np.float32)
     t0 = np.empty((218, 300), np.float32)
@@ -401,11 +409,11 @@ def fg_jit_N(a0, a1):
         x0 = a0[r:r + 218]
         if r + 218 > 1000:
             t0 = t0[:1000 - r]
-        np.multiply(x0, b0, out=t0)                               # mul          test_codegen.py:L (tanh_rows)
-        np.add(t0, 1.0, out=t0)                                   # add          test_codegen.py:L (tanh_rows)
-        np.tanh(t0, out=o0)                                       # tanh         test_codegen.py:L (tanh_rows)
-        np.multiply(o0, o0, out=t0)                               # mul          test_codegen.py:L (tanh_rows)
-        np.sum(t0, axis=1, out=o1)                                # reduce_sum   test_codegen.py:L (tanh_rows)
+        np.multiply(x0, b0, out=t0)                       # test_codegen.py:L (tanh_rows)
+        np.add(t0, 1.0, out=t0)                           # test_codegen.py:L (tanh_rows)
+        np.tanh(t0, out=o0)                               # test_codegen.py:L (tanh_rows)
+        np.multiply(o0, o0, out=t0)                       # test_codegen.py:L (tanh_rows)
+        np.sum(t0, axis=1, out=o1)                        # test_codegen.py:L (tanh_rows)
     del t0, o0, o1, x0
     del b0
     return [b1, b2]

@@ -11,7 +11,15 @@ import funcgrad as fg
 from funcgrad import lax
 from funcgrad.compiler import passes, pipeline
 from funcgrad.core import (
-    ClosedJaxpr, Eqn, Jaxpr, Literal, Primitive, ShapedArray, Var, eval_jaxpr, typecheck_jaxpr,
+    ClosedJaxpr,
+    Eqn,
+    Jaxpr,
+    Literal,
+    Primitive,
+    ShapedArray,
+    Var,
+    eval_jaxpr,
+    typecheck_jaxpr,
 )
 
 F32 = np.dtype("float32")
@@ -284,7 +292,7 @@ def test_inline_of_a_handwritten_call_equation():
     assert prims(out) == ["sin"] and out.jaxpr.eqns[0].invars == [x]
 
 
-# --- the pipeline ----------------------------------------------------------------------------------
+# --- the pipeline --------------------------------------------------------------------------------
 
 def test_optimize_runs_the_passes_to_a_fixpoint():
     def f(x):

@@ -81,6 +81,13 @@ class MemoryAnalysis:
     alias_bytes: int = 0
     buffers: int = 0
 
+    # JAX's names for the same numbers (`compiled.memory_analysis()` in JAX)
+    argument_size_in_bytes = property(lambda self: self.argument_bytes)
+    output_size_in_bytes = property(lambda self: self.output_bytes)
+    temp_size_in_bytes = property(lambda self: self.temp_bytes)
+    alias_size_in_bytes = property(lambda self: self.alias_bytes)
+    peak_memory_in_bytes = property(lambda self: self.peak_bytes)
+
     def __str__(self):
         mb = lambda b: f"{b / 2**20:.2f} MiB"
         return (f"peak {mb(self.peak_bytes)} = arguments {mb(self.argument_bytes)} + "

@@ -44,7 +44,7 @@ class Array(ArrayBase):
         return ShapedArray(v.shape, v.dtype, self.weak_type)
 
     def __array__(self, dtype=None, copy=None):
-        v = self._value.view()
+        v = np.asarray(self._value).view()
         v.flags.writeable = False
         return v if dtype is None else v.astype(dtype)
 

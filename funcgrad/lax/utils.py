@@ -7,7 +7,7 @@ batching rule; the caller adds the derivative rules next to the primitive.
 import numpy as np
 
 from funcgrad import dtypes, errors
-from funcgrad.core import Primitive, ShapedArray, get_aval
+from funcgrad.core import Array, Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import batching
 
 _KIND_NAMES = {"b": "bool", "i": "signed int", "u": "unsigned int", "f": "float",
@@ -75,12 +75,31 @@ def to_bool(dt):
     return dtypes.bool_
 
 
+_SCALAR_KIND = {bool: "b", int: "i", float: "f", complex: "c"}
+_KIND_ORDER = "biufc"
+
+
 def match_scalars(*args):
-    """Convert Python scalars among `args` to the dtype of the first array argument (weakly)."""
-    ref = next((a for a in args if not isinstance(a, (bool, int, float, complex))), None)
-    if ref is None:
+    """Convert Python scalars among `args` to the dtype of the first array argument (weakly).
+
+    A scalar of a higher kind than that dtype (a float with an int array) is an error, as
+    converting it would silently truncate.
+    """
+    ref = next((a for a in args if type(a) not in _SCALAR_KIND), None)
+    if ref is None or len(args) == 1:
         return args
     dt = get_aval(ref).dtype
-    from funcgrad.core import Array
-    return tuple(Array(np.asarray(a, dt), True) if isinstance(a, (bool, int, float, complex))
-                 else a for a in args)
+    out = []
+    for a in args:
+        kind = _SCALAR_KIND.get(type(a))
+        if kind is None:
+            out.append(a)
+            continue
+        if _KIND_ORDER.index(kind) > _KIND_ORDER.index(dt.kind) and not (
+                kind == "i" and dt.kind == "u"):
+            raise errors.op_error("lax", f"a Python {type(a).__name__} ({a!r}) cannot be "
+                                  f"combined with a {dt} operand without changing its value",
+                                  hint="convert the array first (x.astype(...)) or use "
+                                       "funcgrad.numpy, which promotes")
+        out.append(Array(np.asarray(a, dt), True))
+    return tuple(out)

@@ -31,14 +31,16 @@ _DN = {(2, 2): (((1,), (0,)), ((), ())), (2, 1): (((1,), (0,)), ((), ())),
        (1, 2): (((0,), (0,)), ((), ())), (1, 1): (((0,), (0,)), ((), ()))}
 
 
-def _fast_dimension_numbers(va, vb):
-    """The dot_general dimension numbers of the eager fast path (vectors and matrices of one
-    inexact dtype with matching inner sizes), or None to take the general path."""
+def _fast_product(a, b):
+    """matmul (= dot) of two Arrays in one dot_general bind when they are vectors or matrices
+    of one inexact dtype with matching inner sizes; None to take the general path."""
+    va, vb = a._value, b._value
     dn = _DN.get((va.ndim, vb.ndim))
     if (dn is None or va.dtype != vb.dtype or va.dtype.kind not in "fc"
             or va.shape[-1] != vb.shape[0]):
         return None
-    return dn
+    return _dot_general_bind(a, b, dimension_numbers=dn, precision=None,
+                             preferred_element_type=None)
 
 
 def _dot_general(a, b, lc, rc, lb=(), rb=(), precision=None, preferred_element_type=None):
@@ -68,10 +70,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     """
     if (type(a) is Array and type(b) is Array and precision is None
             and preferred_element_type is None):
-        dn = _fast_dimension_numbers(a._value, b._value)
-        if dn is not None:
-            return _dot_general_bind(a, b, dimension_numbers=dn, precision=None,
-                                     preferred_element_type=None)
+        out = _fast_product(a, b)
+        if out is not None:
+            return out
     a, b = promote("matmul", (a, b), broadcast=False)
     sa, sb = shape_of(a), shape_of(b)
     na, nb = len(sa), len(sb)
@@ -111,10 +112,9 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     """
     if (type(a) is Array and type(b) is Array and precision is None
             and preferred_element_type is None):
-        dn = _fast_dimension_numbers(a._value, b._value)
-        if dn is not None:
-            return _dot_general_bind(a, b, dimension_numbers=dn, precision=None,
-                                     preferred_element_type=None)
+        out = _fast_product(a, b)
+        if out is not None:
+            return out
     a, b = promote("dot", (a, b), broadcast=False)
     sa, sb = shape_of(a), shape_of(b)
     if not sa or not sb:

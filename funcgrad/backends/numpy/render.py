@@ -42,7 +42,7 @@ from funcgrad.core import Literal
 higher_order_rules = {}
 
 _program_ids = itertools.count(1)
-_COMMENT_COLUMN = 60
+_COMMENT_COLUMN = 52
 
 
 def _jit_rule(r, eqn):
@@ -74,11 +74,12 @@ def _shape_text(shape):
     return ops._shape(tuple(shape))
 
 
-def _src_comment(label, eqn):
-    src = eqn.source if eqn is not None else None
+def _src_comment(eqn):
+    """`file.py:12 (fn)`: the user's line that the equation was traced from."""
+    src = eqn.source
     if src is None:
-        return label
-    return f"{label:<12} {os.path.basename(src[0])}:{src[1]} ({src[2]})"
+        return eqn.prim.name
+    return f"{os.path.basename(src[0])}:{src[1]} ({src[2]})"
 
 
 class Renderer:
@@ -345,12 +346,11 @@ class Renderer:
             for text, eqn in body:
                 if eqn is not None:
                     line_eqns[len(lines) + 1] = eqn
-                    text = f"{text:<{_COMMENT_COLUMN}}  # {_src_comment(eqn.prim.name, eqn)}"
+                    text = f"{text:<{_COMMENT_COLUMN}}  # {_src_comment(eqn)}"
                 lines.append("    " + text)
             if block.eqn is not None:
                 spans.append((first, len(lines), block.label, block.eqn))
-        results = ", ".join(self._result(i, v) for i, v in enumerate(j.outvars))
-        lines.append(f"    return [{results}]")
+        lines.append(f"    return [{', '.join(self._results())}]")
         return "\n".join(lines) + "\n", spans, line_eqns
 
     def _release_name(self, rel):
@@ -360,34 +360,47 @@ class Renderer:
             return None if name.startswith("a") else name
         return self.name_of(x) if x in self.used else None
 
-    def _result(self, idx, atom):
-        if type(atom) is Literal:
-            return f"np.array({self.read(atom)}, copy=True)"
-        name = self.name_of(atom)
-        v = self.values[atom]
-        if idx in self.plan.copies:
-            return f"np.array({name}, copy=True)"
-        if v.kind == "scalar":
-            return f"np.asarray({name})"
-        if v.kind in ("alias", "view"):
-            roots = self._roots(atom)
-            if roots:
-                return f"_unalias({name}, {', '.join(self.name_of(r) for r in roots)})"
-        return name
+    def _results(self):
+        """The returned expressions: copies of arguments, consts and repeated values; 0-d
+        results as arrays; views and library results checked at run time (`_unalias`)
+        against the arguments, consts and other results they may share memory with."""
+        outs = self.jaxpr.outvars
+        owned = {v for v in outs if type(v) is not Literal
+                 and self.values[v].kind in ("ufunc", "out", "fresh")}
+        earlier, texts = set(), []
+        for idx, atom in enumerate(outs):
+            if type(atom) is Literal:
+                texts.append(f"np.array({self.read(atom)}, copy=True)")
+                continue
+            name, v = self.name_of(atom), self.values[atom]
+            if idx in self.plan.copies:
+                texts.append(f"np.array({name}, copy=True)")
+            elif v.kind == "scalar":
+                texts.append(f"np.asarray({name})")
+            elif v.kind in ("alias", "view"):
+                reach = self._reach(atom)
+                risky = [k for k in reach if k in owned or k in earlier or self._kept(k)]
+                earlier |= reach
+                texts.append(f"_unalias({name}, {', '.join(self.name_of(k) for k in risky)})"
+                             if risky else name)
+            else:
+                texts.append(name)
+        return texts
 
-    def _roots(self, key):
-        """Arguments (not donated) and consts that value `key` may share memory with."""
-        seen, stack, roots = set(), [key], []
+    def _kept(self, key):
+        """Arguments the caller keeps (not donated) and consts."""
+        v = self.values[key]
+        return (v.kind == "arg" and key not in self.donated) or v.kind == "const"
+
+    def _reach(self, key):
+        """The values that value `key` may share memory with (following aliases)."""
+        seen, stack = set(), list(self.values[key].aliases)
         while stack:
             k = stack.pop()
-            if k in seen:
-                continue
-            seen.add(k)
-            v = self.values[k]
-            if (v.kind == "arg" and k not in self.donated) or v.kind == "const":
-                roots.append(k)
-            stack.extend(v.aliases)
-        return roots
+            if k not in seen:
+                seen.add(k)
+                stack.extend(self.values[k].aliases)
+        return seen
 
 
 def _aval_text(shape, outputs):
