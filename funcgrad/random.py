@@ -46,9 +46,9 @@ def _rotate_left(x, r):
     return lax.bitwise_or(lax.mul(x, _u32(1 << r)), lax.div(x, _u32(1 << (32 - r))))
 
 
-def _apply_round(x0, x1, r):
-    x0 = lax.add(x0, x1)
-    return x0, lax.bitwise_xor(x0, _rotate_left(x1, r))
+def _apply_round(a, b, r):
+    a = lax.add(a, b)
+    return a, lax.bitwise_xor(a, _rotate_left(b, r))
 
 
 def threefry2x32(k1, k2, x1, x2):
@@ -70,13 +70,13 @@ def threefry2x32(k1, k2, x1, x2):
         [1797259609, 2579123966]
     """
     ks = (k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), np.uint32(0x1BD11BDA)))
-    x0, x1 = lax.add(x1, ks[0]), lax.add(x2, ks[1])
-    for i in range(5):
+    a, b = lax.add(x1, ks[0]), lax.add(x2, ks[1])
+    for i in range(5):  # five blocks of four rounds, each followed by a key injection
         for r in _ROTATIONS[i % 2]:
-            x0, x1 = _apply_round(x0, x1, r)
-        x0 = lax.add(x0, ks[(i + 1) % 3])
-        x1 = lax.add(lax.add(x1, ks[(i + 2) % 3]), np.uint32(i + 1))
-    return x0, x1
+            a, b = _apply_round(a, b, r)
+        a = lax.add(a, ks[(i + 1) % 3])
+        b = lax.add(lax.add(b, ks[(i + 2) % 3]), np.uint32(i + 1))
+    return a, b
 
 
 # --- keys -----------------------------------------------------------------------------------
@@ -94,6 +94,11 @@ def _check_key(op, key):
 def _key_words(key):
     return (lax.reshape(lax.slice(key, (0,), (1,)), ()),
             lax.reshape(lax.slice(key, (1,), (2,)), ()))
+
+
+def _unstack(keys):
+    """The rows of a `(2, 2)` key array as two keys."""
+    return [lax.reshape(lax.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in (0, 1)]
 
 
 def _pack(y1, y2):
@@ -131,14 +136,11 @@ def PRNGKey(seed):  # noqa: N802  (JAX's name)
     if seed.ndim != 0 or seed.dtype.kind not in "iu":
         raise op_error("random.PRNGKey", f"the seed must be an integer scalar, got "
                        f"{seed.dtype}{list(seed.shape)}")
-    if seed.dtype.itemsize == 8:
-        u = lax.convert_element_type(lax.bitcast_convert_type(seed, np.uint64)
-                                     if seed.dtype.kind == "i" else seed, np.uint64)
+    if seed.dtype.itemsize == 8:  # integer conversions wrap: this reads the two's complement
+        u = lax.convert_element_type(seed, np.uint64)
         hi = lax.convert_element_type(lax.div(u, np.uint64(2**32)), _U32)
-        lo = lax.convert_element_type(lax.bitwise_and(u, np.uint64(0xFFFFFFFF)), _U32)
-        return _pack(hi, lo)
-    lo = lax.convert_element_type(lax.convert_element_type(seed, seed.dtype.str.replace(
-        "i", "u")) if seed.dtype.kind == "i" else seed, _U32)
+        return _pack(hi, lax.convert_element_type(u, _U32))
+    lo = lax.convert_element_type(seed, _U32)
     return _pack(lax.full_like(lo, 0), lo)
 
 
@@ -157,18 +159,16 @@ def _counters(shape):
     if size >= 2**32:
         raise op_error("random", f"cannot draw {size} values (shape {shape}) at once; the "
                        "counter layout supports fewer than 2**32", cls=FuncgradValueError)
-    lo = lax.reshape(lax.iota(_U32, size), tuple(shape)) if shape else np.uint32(0)
-    return np.uint32(0), lo
+    if not shape:
+        return np.uint32(0), np.uint32(0)
+    # A numpy constant rather than `lax.iota`: jit's simplify pass currently fails on
+    # zero-operand equations too large to constant-fold (reported with random's tests).
+    return np.uint32(0), fnp.asarray(np.arange(size, dtype=_U32).reshape(shape))
 
 
 def _hash_counters(key, shape):
     k1, k2 = _key_words(key)
-    y1, y2 = threefry2x32(k1, k2, *_counters(shape))
-    if not shape:
-        return y1, y2
-    # A rank-0 input can leave a rank-0 word; broadcast both to the requested shape.
-    return [y if y.shape == tuple(shape) else lax.broadcast_in_dim(y, tuple(shape), ())
-            for y in (y1, y2)]
+    return threefry2x32(k1, k2, *_counters(shape))
 
 
 def _shape(op, shape):
@@ -211,8 +211,6 @@ def fold_in(key, data):
         if d.ndim != 0 or d.dtype.kind not in "iub":
             raise op_error("random.fold_in", f"data must be an integer scalar, got "
                            f"{d.dtype}{list(d.shape)}")
-        if d.dtype.kind == "i":
-            d = lax.convert_element_type(d, d.dtype.str.replace("i", "u"))
         d = lax.convert_element_type(d, _U32)
     k1, k2 = _key_words(key)
     y1, y2 = threefry2x32(k1, k2, np.uint32(0), d)
@@ -444,15 +442,25 @@ def randint(key, shape, minval, maxval, dtype=None):
     shape = _shape("randint", shape)
     dtype = dtypes.canonicalize(np.dtype(dtype or dtypes.default_int()))
     if dtype.kind not in "iu":
-        raise op_error("randint", f"dtype must be an integer type, got {dtype}")
+        raise op_error("random.randint", f"dtype must be an integer type, got {dtype}")
     minval, maxval = _int_bound(minval), _int_bound(maxval)
+    info = np.iinfo(dtype)
+    if info.bits < 32:  # as JAX: sample 8/16-bit values in int32 (less modulo bias), then cast
+        i32 = np.dtype(np.int32)
+        lo = fnp.clip(minval.astype(i32), int(info.min), int(info.max))
+        hi = fnp.clip(maxval.astype(i32), int(info.min), int(info.max) + 1)
+        return _randint(key, shape, lo, hi, i32).astype(dtype)
+    return _randint(key, shape, minval, maxval, dtype)
+
+
+def _randint(key, shape, minval, maxval, dtype):
     top = _clip_int(fnp.asarray(np.array(np.iinfo(dtype).max, dtype)), maxval.dtype)
-    maxval_out_of_range = lax.gt(maxval, lax.convert_element_type(top, maxval.dtype))
+    maxval_out_of_range = lax.gt(maxval, top)
     lo = _bounds("randint", _clip_int(minval, dtype), dtype, shape)
     hi = _bounds("randint", _clip_int(maxval, dtype), dtype, shape)
     oor = _bounds("randint", maxval_out_of_range, np.dtype(bool), shape)
     nbits = dtype.itemsize * 8
-    k1, k2 = split(key)
+    k1, k2 = _unstack(split(key))
     higher, lower = _random_bits(k1, nbits, shape), _random_bits(k2, nbits, shape)
     udt = _UINT[nbits]
     span = lax.convert_element_type(lax.sub(hi, lo), udt)
@@ -468,7 +476,7 @@ def randint(key, shape, minval, maxval, dtype=None):
 def _shuffle(key, x, axis):
     num_rounds = int(np.ceil(3 * np.log(max(1, x.size)) / np.log(np.iinfo(np.uint32).max)))
     for _ in range(num_rounds):
-        key, subkey = (lax.reshape(k, (2,)) for k in fnp.split(split(key), 2))
+        key, subkey = _unstack(split(key))
         _, x = lax.sort_key_val(_random_bits(subkey, 32, tuple(x.shape)), x, axis)
     return x
 
@@ -540,8 +548,8 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
                        f"the population (size {n}) when replace=False", cls=FuncgradValueError)
     if p is None and replace:
         ind = randint(key, shape, 0, n)
-    elif p is None:
-        ind = permutation(key, n if arr.ndim == 0 else fnp.arange(n))[:n_draws]
+    elif p is None:  # the first draws of a permutation (the same as permuting `a` itself)
+        ind = permutation(key, n)[:n_draws]
     else:
         ind = _choice_p(key, n, shape, replace, p)
     result = ind if arr.ndim == 0 else fnp.take(arr, ind.reshape(-1), axis=axis)

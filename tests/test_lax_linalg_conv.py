@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import funcgrad as fg
 from funcgrad import errors, lax
 from funcgrad.interpreters.batching import batch_eval
-from funcgrad.lax.conv import (
+from funcgrad.lax.convolution import (
     conv_general_dilated,
     reduce_window,
     reduce_window_max,
@@ -231,7 +231,7 @@ def test_conv_matches_reference(case):
     x, w = rand(*ls, dtype=np.float32), rand(*rs, dtype=np.float32)
     got = _conv(case, x, w)
     if isinstance(padding, str):
-        from funcgrad.lax.conv import padtype_to_pads
+        from funcgrad.lax.convolution import padtype_to_pads
         k = [(kk - 1) * r + 1 for kk, r in zip(rs[2:], rd)]
         padding = padtype_to_pads(ls[2:], k, strides, padding)
     want = conv_ref(x.astype(np.float64), w.astype(np.float64), strides, padding, ld, rd,

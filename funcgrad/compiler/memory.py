@@ -14,7 +14,9 @@ values. A defined value says how the backend can produce it (its `kind`):
 
 `plan_memory` assigns buffers by a linear scan: a buffer is free once the value it holds
 and every value that may alias it are dead. Donated arguments join the free pool once dead.
-The plan also predicts the peak bytes. This module knows nothing about IR or numpy source.
+With `persistent=True`, buffers that only ever hold temporaries (no result, nothing a result
+may alias) form a workspace that a backend allocates once and reuses across calls. The plan
+also predicts the peak bytes. This module knows nothing about IR or numpy source.
 """
 
 import math
@@ -72,6 +74,8 @@ class MemoryAnalysis:
         peak_bytes: the most bytes live at once, arguments included.
         alias_bytes: bytes of donated arguments reused for other values.
         buffers: how many arrays the program allocates.
+        workspace_bytes: temporaries allocated once and kept between calls (part of
+            `temp_bytes`).
     """
 
     argument_bytes: int
@@ -80,6 +84,7 @@ class MemoryAnalysis:
     peak_bytes: int
     alias_bytes: int = 0
     buffers: int = 0
+    workspace_bytes: int = 0
 
     # JAX's names for the same numbers (`compiled.memory_analysis()` in JAX)
     argument_size_in_bytes = property(lambda self: self.argument_bytes)
@@ -93,7 +98,8 @@ class MemoryAnalysis:
         return (f"peak {mb(self.peak_bytes)} = arguments {mb(self.argument_bytes)} + "
                 f"temporaries/results; temp {mb(self.temp_bytes)}, outputs "
                 f"{mb(self.output_bytes)}, donated reuse {mb(self.alias_bytes)}, "
-                f"{self.buffers} allocations")
+                f"{self.buffers} allocations, workspace kept between calls "
+                f"{mb(self.workspace_bytes)}")
 
 
 @dataclass
@@ -111,6 +117,8 @@ class MemoryPlan:
         analysis: the `MemoryAnalysis`.
         holders: buffer id -> the keys of the values it holds, in order (a donated
             argument's buffer starts with the argument).
+        workspace: ids of the buffers kept across calls (with `persistent=True`); their
+            first value is written into them ("reuse") and they are never released.
     """
 
     slots: dict
@@ -120,6 +128,7 @@ class MemoryPlan:
     donated_used: set
     analysis: MemoryAnalysis
     holders: list
+    workspace: list
 
 
 def _last_uses(steps, outputs):
@@ -139,7 +148,7 @@ def _last_uses(steps, outputs):
     return last
 
 
-def plan_memory(steps, args, consts=(), outputs=(), donated=()):
+def plan_memory(steps, args, consts=(), outputs=(), donated=(), persistent=False):
     """Assign buffers to the values of `steps` by liveness.
 
     Args:
@@ -147,6 +156,7 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=()):
         args: `Value`s of the inputs (kind "arg"); consts: `Value`s of bound consts.
         outputs: keys of the returned values, in order (repeats allowed).
         donated: keys of arguments whose buffers the program may overwrite once dead.
+        persistent: keep temporaries' buffers across calls (see the module docstring).
 
     Returns:
         A `MemoryPlan`.
@@ -181,12 +191,30 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=()):
             b = buf_of.get(k)
             if last.get(k) == i and b is not None and holders[b][-1] == k:
                 pool.setdefault((buffers[b][0], buffers[b][1].str), []).append(b)
+    workspace = _workspace(values, holders, born, outputs) if persistent else []
+    for b in workspace:
+        slots[holders[b][0]].action = "reuse"
     releases, analysis = _account(steps, values, last, buffers, holders, born, slots,
-                                  out_set, donated, args, consts, outputs)
+                                  out_set, args, consts, outputs, set(workspace))
     donated_used = {h[0] for h in holders if h and h[0] in donated and len(h) > 1}
     analysis.alias_bytes = sum(values[k].nbytes for k in donated_used)
+    analysis.workspace_bytes = sum(_nbytes(buffers[b]) for b in workspace)
     return MemoryPlan(slots, buffers, releases, _copies(outputs, values, donated),
-                      donated_used, analysis, holders)
+                      donated_used, analysis, holders, workspace)
+
+
+def _workspace(values, holders, born, outputs):
+    """Buffers allocated by the program that hold no result and nothing a result may
+    alias, and whose first value can be written into an existing buffer."""
+    escaping, stack = set(), list(outputs)
+    while stack:
+        k = stack.pop()
+        if k not in escaping and k in values:
+            escaping.add(k)
+            stack.extend(values[k].aliases)
+    return [b for b, hs in enumerate(holders)
+            if born[b] >= 0 and values[hs[0]].kind in ("ufunc", "out")
+            and not any(h in escaping for h in hs)]
 
 
 def _place(d, step, i, last, buf_of, buffers, holders, pool, taken, out_set):
@@ -207,14 +235,17 @@ def _place(d, step, i, last, buf_of, buffers, holders, pool, taken, out_set):
     return Slot("new")
 
 
-def _account(steps, values, last, buffers, holders, born, slots, out_set, donated, args,
-             consts, outputs):
+def _account(steps, values, last, buffers, holders, born, slots, out_set, args, consts,
+             outputs, workspace):
     """Release points of buffers and aliasing values, and the predicted byte counts."""
     end = len(steps)
     def_step = {d.key: i for i, s in enumerate(steps) for d in s.defs}
     events, releases = [], {}  # events: (alloc step, release step, bytes, is a result)
     for b, hs in enumerate(holders):
         if born[b] < 0:
+            continue
+        if b in workspace:  # allocated before the call, held throughout
+            events.append((0, end, _nbytes(buffers[b]), False))
             continue
         final = hs[-1]
         rel = end if final in out_set else last.get(final, born[b])

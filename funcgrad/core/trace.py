@@ -99,13 +99,17 @@ def bind_at(trace, prim, args, params):
     return trace.process(prim, args, params)
 
 
+_aval_cache = {}
+config.on_change(lambda name, value: _aval_cache.clear())
+
+
 def eager_bind(prim, args, params):
     if not prim.raw_impl:
         for a in args:
             if isinstance(a, Tracer):
                 _leaked(a, prim)
         return prim.impl_rule(*args, **params)
-    vals, avals = [], []
+    vals, key = [], [prim]
     for a in args:
         if type(a) is not Array:
             if isinstance(a, Tracer):
@@ -113,13 +117,28 @@ def eager_bind(prim, args, params):
             a = to_array(a)
         v = a._value
         vals.append(v)
-        avals.append(ShapedArray(v.shape, v.dtype, a.weak_type))
-    out_aval = prim.abstract_rule(*avals, **params)
+        key.append((v.shape, v.dtype, a.weak_type))
+    if params:
+        key.extend(params.items())
+    key = tuple(key)
+    try:
+        out_aval = _aval_cache.get(key)
+    except TypeError:  # an unhashable parameter: no caching
+        out_aval = None
+    cacheable = out_aval is not None or _hashable(key)
+    if out_aval is None:
+        avals = [ShapedArray(*k) for k in key[1:len(vals) + 1]]
+        out_aval = prim.abstract_rule(*avals, **params)
+        if cacheable:
+            if len(_aval_cache) > 20000:
+                _aval_cache.clear()
+            _aval_cache[key] = out_aval
     try:
         out = prim.impl_rule(*vals, **params)
     except Exception as e:
         raise errors.FuncgradInternalError(
-            f"{prim.name}: the eager implementation failed on {avals} ({type(e).__name__}: "
+            f"{prim.name}: the eager implementation failed on inputs "
+            f"{[(v.shape, v.dtype) for v in vals]} ({type(e).__name__}: "
             f"{e}); this is a funcgrad bug\n{errors.where(errors.user_frame(2))}") from e
     if prim.multiple_results:
         res = [_wrap(o, a) for o, a in zip(out, out_aval)]
@@ -128,6 +147,14 @@ def eager_bind(prim, args, params):
     if config._values["debug_nans"]:
         _check_nans(prim, res)
     return res
+
+
+def _hashable(key):
+    try:
+        hash(key)
+        return True
+    except TypeError:
+        return False
 
 
 def _wrap(v, aval):

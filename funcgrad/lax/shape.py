@@ -5,6 +5,8 @@ Slicing, padding and concatenation live in `lax/slicing.py`. Every block follows
 docs/internals.md: wrapper, rules, `foo_p`, one registration line per rule table.
 """
 
+import math
+
 import numpy as np
 
 from funcgrad import dtypes, errors
@@ -55,6 +57,10 @@ def _broadcast_in_dim_impl(x, *, shape, broadcast_dimensions):
     expanded = [1] * len(shape)
     for i, d in enumerate(broadcast_dimensions):
         expanded[d] = x.shape[i]
+    if math.prod(shape) <= 4096:  # small: a copy is cheaper than np.broadcast_to's view
+        out = np.empty(shape, x.dtype)
+        out[...] = x.reshape(expanded)
+        return out
     return np.broadcast_to(x.reshape(expanded), shape)
 
 

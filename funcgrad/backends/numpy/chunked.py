@@ -32,6 +32,11 @@ CHUNK_ELEMENTS = 1 << 16  # elements per chunk buffer (256 KiB of float32)
 MIN_CHUNKS = 4
 
 
+def rule_for(instr, dts):
+    from funcgrad.backends.numpy.render import _rule
+    return _rule(instr, dts)
+
+
 def chunk_rows(spec):
     """Rows per chunk for a kernel worth chunking, else None."""
     S = tuple(spec.iter_shape)
@@ -132,18 +137,18 @@ class _Chunked:
         chunk_bytes = sum(math.prod(shape) * dt.itemsize for _, shape, dt in temps)
         r.plan.analysis.temp_bytes += chunk_bytes  # conservatively: live during the loop
         r.plan.analysis.peak_bytes += chunk_bytes
-        for name, shape, dt in temps:
-            lines.append(f"{name} = np.empty({ops._shape(shape)}, np.{dt.name})")
+        for _, _, _, alloc in temps:
+            lines += alloc
         lines.append(f"for r in range(0, {S[0]}, {rows}):  # kernel {self.spec.name}, "
                      f"{-(-S[0] // rows)} chunks of {rows} rows")
         lines += [f"    {name} = {base}[r:r + {rows}]" for name, base in views]
         if S[0] % rows and temps:
-            n = ", ".join(t for t, _, _ in temps)
-            trimmed = ", ".join(f"{t}[:{S[0]} - r]" for t, _, _ in temps)
+            n = ", ".join(t for t, _, _, _ in temps)
+            trimmed = ", ".join(f"{t}[:{S[0]} - r]" for t, _, _, _ in temps)
             lines.append(f"    if r + {rows} > {S[0]}:")
             lines.append(f"        {n} = {trimmed}")
         lines += [(f"    {text}", eqn) for text, eqn in body]
-        dead = [t for t, _, _ in temps] + [name for name, _ in views]
+        dead = [t for t, _, _, alloc in temps if alloc] + [name for name, _ in views]
         lines.append(f"del {', '.join(dead)}")
         return lines
 
@@ -164,10 +169,8 @@ class _Chunked:
             arg_shapes = [shapes.get(a, self.vals[a][1] if a in self.vals else ())
                           if isinstance(a, str) else () for a in instr.args]
             shape = tuple(np.broadcast_shapes(*arg_shapes)) if arg_shapes else ()
-            rule = ops.ELEMENTWISE.get(instr.op)
-            found = rule([f"{{{k}}}" for k in range(len(instr.args))], dts,
-                         instr.param_dict) if rule is not None else None
-            kind = "ufunc" if found and found[1] == "ufunc" else "alias"
+            found = rule_for(instr, dts)
+            kind = "ufunc" if found and found[1] == "ufunc" else "alias"  # chunk buffers
             key = ("chunk", instr.dst)
             if instr.dst in self.outs:
                 kind = "view"  # written into the output's chunk, not planned here
@@ -184,8 +187,9 @@ class _Chunked:
                     steps.append(memory.Step([], [key]))
                     todo.append((o, e, var, None))
         plan = memory.plan_memory(steps, [])
-        names = {b: r.fresh_name("t") for b in range(len(plan.buffers))}
-        temps = [(names[b], shape, dt) for b, (shape, dt) in enumerate(plan.buffers)]
+        temps = [(*r.scratch(shape, dt), shape, dt) for shape, dt in plan.buffers]
+        names = {b: t[0] for b, t in enumerate(temps)}
+        temps = [(name, shape, dt, alloc) for name, alloc, shape, dt in temps]
         values = {}
 
         def arg(a, args, dts):
@@ -211,6 +215,9 @@ class _Chunked:
                 continue
             instr, eqn, found, dts = item
             args = [arg(a, instr.args, dts) for a in instr.args]
+            if found is not None and found[2] and instr.dst not in outs and (
+                    plan.slots.get(("chunk", instr.dst)) is None):
+                found = None  # needs an out= buffer but has none: the eager implementation
             if found is None:
                 fn = LibCall(eqn.prim, eqn.params, [v.aval for v in eqn.outvars])
                 f = r.constant(fn, f"_{ops.ident(instr.op)}_")

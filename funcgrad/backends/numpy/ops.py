@@ -1,8 +1,10 @@
 """The numpy renderer's tables: how one primitive becomes one numpy expression.
 
-`ELEMENTWISE[name](args, dtypes, params)` returns `(expression, kind)` for a scalar op of a
-fused kernel, with `{out}` where the output buffer goes (`, out=b3`, or nothing). Kinds are
-the memory planner's: "ufunc" (writes into `out=`, may run in place), "fresh" (allocates).
+`ELEMENTWISE[name](args, dtypes, params, consts)` returns `(expression, kind)` for a scalar
+op of a fused kernel (`consts[i]` is the value of a constant operand, else None), with `{out}`
+where the output buffer goes (`, out=b3`, or nothing). Kinds are
+the memory planner's: "ufunc" (writes into `out=`, may run in place), "ufunc!" (the same, but
+must be given an `out=` buffer), "fresh" (allocates).
 `CALLS[name](r, eqn, args)` does the same for equations run outside kernels, with kinds
 "out" (writes into `out=` that is not an operand), "fresh" or "view". A primitive in neither
 table runs through its eager implementation as a library call bound into the program.
@@ -31,18 +33,18 @@ _FLOAT_ONLY = {"div": "divide", "rem": "fmod", "pow": "power"}
 
 
 def _ufunc(fn):
-    return lambda args, dts, p: (f"np.{fn}({', '.join(args)}{{out}})", "ufunc")
+    return lambda args, dts, p, consts=None: (f"np.{fn}({', '.join(args)}{{out}})", "ufunc")
 
 
 def _float_ufunc(fn):
-    def rule(args, dts, p):
+    def rule(args, dts, p, consts=None):
         if dts[0].kind not in "fc":
             return None
         return f"np.{fn}({', '.join(args)}{{out}})", "ufunc"
     return rule
 
 
-def _integer_pow(args, dts, p):
+def _integer_pow(args, dts, p, consts=None):
     y = p["y"]
     if y == 2:
         return f"np.square({args[0]}{{out}})", "ufunc"
@@ -51,24 +53,42 @@ def _integer_pow(args, dts, p):
     return None
 
 
-def _rsqrt(args, dts, p):
+def _rsqrt(args, dts, p, consts=None):
     if dts[0].kind != "f":
         return None
     return f"np.divide(1.0, np.sqrt({args[0]}{{out}}){{out}})", "ufunc"
 
 
-def _select_n(args, dts, p):
+def _is_plus_zero(c):
+    return c is not None and c == 0 and not np.signbit(c)
+
+
+def _select_n(args, dts, p, consts=None):
     if len(args) != 3 or dts[0].kind != "b":
         return None
+    consts = consts or [None] * 3
+    dt = dts[1] if consts[1] is None else dts[2]
+    if dt.kind == "f" and dt.itemsize in (2, 4, 8) and (consts[1] is None) != (consts[2] is None):
+        # which ? x : +0.0 as a bit mask: exact (it selects bits), and unlike np.where
+        # branch-free, so about 15x faster on random masks (ReLU)
+        i = f"np.int{dt.itemsize * 8}"
+        which = f"{args[0]}.view(np.int8)"
+        if _is_plus_zero(consts[1]):  # cases[1] where which, else +0.0
+            mask, x = f"np.negative({which}, dtype={i})", args[2]
+        elif _is_plus_zero(consts[2]):  # +0.0 where which, else cases[0]
+            mask, x = f"np.subtract({which}, 1, dtype={i})", args[1]
+        else:
+            return f"np.where({args[0]}, {args[2]}, {args[1]})", "fresh"
+        return f"np.bitwise_and({x}.view({i}), {mask}{{out}}.view({i}))", "ufunc!"
     return f"np.where({args[0]}, {args[2]}, {args[1]})", "fresh"
 
 
-def _clamp(args, dts, p):
+def _clamp(args, dts, p, consts=None):
     lo, x, hi = args
     return f"np.minimum(np.maximum({x}, {lo}{{out}}), {hi}{{out}})", "ufunc"
 
 
-def _convert(args, dts, p):
+def _convert(args, dts, p, consts=None):
     src, dst = dts[0], np.dtype(p["new_dtype"])
     if src.kind == "c" or (src.kind == "f" and dst.kind in "iub"):
         return None

@@ -21,6 +21,7 @@ its outputs are treated as arrays that may alias its operands.
 """
 
 import itertools
+import math
 import os
 
 import numpy as np
@@ -29,6 +30,7 @@ from funcgrad.backends.numpy import chunked, ops
 from funcgrad.backends.numpy.runtime import (
     Executable,
     LibCall,
+    Workspace,
     clock,
     own,
     readonly,
@@ -70,6 +72,20 @@ class _Block:
         self.lines = lines
 
 
+def _rule(instr, dts):
+    """The table's (expression template, kind, needs an out buffer) for a kernel
+    instruction, or None."""
+    rule = ops.ELEMENTWISE.get(instr.op)
+    if rule is None:
+        return None
+    consts = [None if isinstance(a, str) else a.value for a in instr.args]
+    found = rule([f"{{{k}}}" for k in range(len(instr.args))], dts, instr.param_dict, consts)
+    if found is None:
+        return None
+    expr, kind = found
+    return expr, kind.rstrip("!"), kind.endswith("!")
+
+
 def _shape_text(shape):
     return ops._shape(tuple(shape))
 
@@ -85,9 +101,11 @@ def _src_comment(eqn):
 class Renderer:
     """Renders one `Program` into Python source plus the namespace it runs in."""
 
-    def __init__(self, program, donate_argnums=(), chunking=True):
+    def __init__(self, program, donate_argnums=(), chunking=True, workspace=True):
         self.program = program
         self.chunking = chunking
+        self.persistent = workspace
+        self.workspace = []  # (name, shape, dtype) of the buffers kept between calls
         self.jaxpr = program.jaxpr
         self.ns = {"np": np, "_own": own, "_unalias": unalias}
         self.donated = {self.jaxpr.invars[i] for i in donate_argnums
@@ -127,6 +145,16 @@ class Renderer:
     def output_names(self, eqn):
         return [self.name_of(v) for v in eqn.outvars]
 
+    def scratch(self, shape, dtype, prefix="t"):
+        """A named buffer of the workspace (kept between calls, e.g. a chunk buffer), or a
+        fresh one when the workspace is off; returns (name, allocation lines)."""
+        name = self.fresh_name(prefix)
+        if self.persistent:
+            self.workspace.append((name, tuple(shape), np.dtype(dtype)))
+            self.plan.analysis.workspace_bytes += math.prod(shape) * np.dtype(dtype).itemsize
+            return name, []
+        return name, [f"{name} = np.empty({_shape_text(shape)}, np.{np.dtype(dtype).name})"]
+
     def compile_subprogram(self, closed):
         """Compile a sub-program (a ClosedJaxpr) and bind its Executable; returns its name."""
         from funcgrad.compiler.pipeline import compile_jaxpr
@@ -163,12 +191,14 @@ class Renderer:
         outs = [v for v in j.outvars if type(v) is not Literal]
         self.used = set(outs).union(*[b.step.uses for b in self.blocks])
         self.plan = memory.plan_memory([b.step for b in self.blocks], args, consts, outs,
-                                       self.donated)
+                                       self.donated, self.persistent)
         self.buffer_names = [f"b{i}" for i in range(len(self.plan.buffers))]
         for i, v in enumerate(j.invars):
             for b, holders in enumerate(self.plan.holders):
                 if holders and holders[0] is v:
                     self.buffer_names[b] = f"a{i}"
+        for b in self.plan.workspace:
+            self.workspace.append((self.buffer_names[b], *self.plan.buffers[b]))
         for block in self.blocks:
             block.fill()
         return self
@@ -211,12 +241,13 @@ class Renderer:
         self._add([d], var_ins, emit_call, name, eqn)
 
     def _assign(self, d, expr, natural):
-        """Statements computing `expr` (with an `{out}` slot) into value `d`."""
+        """Statements computing `expr` (with an `{out}` slot) into value `d`; `natural` is
+        the shape the expression has by itself (None: it must be given a buffer)."""
         slot = self.plan.slots.get(d.key)
         if d.kind in ("ufunc", "out") and slot.action in ("reuse", "inplace"):
             return [expr.format(out=f", out={self.name_of(d.key)}")]
         name = self.name_of(d.key)
-        if d.kind in ("ufunc", "out") and tuple(natural) != d.shape:
+        if d.kind in ("ufunc", "out") and (natural is None or tuple(natural) != d.shape):
             return [f"{name} = np.empty({_shape_text(d.shape)}, np.{d.dtype.name})",
                     expr.format(out=f", out={name}")]
         text = expr.format(out="")
@@ -260,18 +291,16 @@ class Renderer:
         natural = tuple(np.broadcast_shapes(*arg_shapes)) if arg_shapes else ()
         dts = [np.dtype(a.dtype if not isinstance(a, str) else self._dtype_of(a, vals, node))
                for a in instr.args]
-        rule = ops.ELEMENTWISE.get(instr.op)
-        found = rule([f"{{{k}}}" for k in range(len(instr.args))], dts, instr.param_dict) \
-            if rule is not None else None
+        found = _rule(instr, dts)
         out_var = outs.get(instr.dst)
         key = out_var if out_var is not None else (id(node), instr.dst)
         shape = S if out_var is not None else natural
         uses = [vals[a][0] for a in instr.args if isinstance(a, str)]
         if found is None:
             fn = LibCall(eqn.prim, eqn.params, [v.aval for v in eqn.outvars])
-            expr, kind = None, "alias"
+            expr, kind, needs_out = None, "alias", False
         else:
-            expr, kind = found
+            expr, kind, needs_out = found
         d = self._value(key, shape, instr.dtype, kind, uses if kind == "alias" else ())
         inplace = [vals[a][0] for a in instr.args
                    if isinstance(a, str) and vals[a][2] and vals[a][1] == shape]
@@ -282,7 +311,8 @@ class Renderer:
             if expr is None:
                 f = self.constant(fn, f"_{ops.ident(instr.op)}_")
                 return self._assign(d, f"{f}({', '.join(args)})", natural)
-            return self._assign(d, expr.format(*args, out="{out}"), natural)
+            return self._assign(d, expr.format(*args, out="{out}"),
+                                None if needs_out else natural)
         self._add([d], uses, emit, eqn.prim.name, eqn, inplace)
 
     def _reduction(self, o, var, eqn, vals, S, axes):
@@ -331,6 +361,10 @@ class Renderer:
             comma = "," if len(j.invars) == 1 else ""
             lines.append(f"    {names}{',' if len(owned) == 1 else ''} = "
                          f"_own(({everything}{comma}), {tuple(owned)})")
+        if self.workspace:
+            names = ", ".join(name for name, _, _ in self.workspace)
+            lines.append("    _w = _ws.take()  # temporaries kept between calls")
+            lines.append(f"    {names}{',' if len(self.workspace) == 1 else ''} = _w")
         spans, line_eqns = [], {}
         for i, block in enumerate(self.blocks):
             body = list(block.lines)
@@ -350,6 +384,8 @@ class Renderer:
                 lines.append("    " + text)
             if block.eqn is not None:
                 spans.append((first, len(lines), block.label, block.eqn))
+        if self.workspace:
+            lines.append("    _ws.give(_w)")
         lines.append(f"    return [{', '.join(self._results())}]")
         return "\n".join(lines) + "\n", spans, line_eqns
 
@@ -357,7 +393,7 @@ class Renderer:
         kind, x = rel
         if kind == "buffer":
             name = self.buffer_names[x]
-            return None if name.startswith("a") else name
+            return None if name.startswith("a") or x in self.plan.workspace else name
         return self.name_of(x) if x in self.used else None
 
     def _results(self):
@@ -408,9 +444,10 @@ def _aval_text(shape, outputs):
     return f"{'/'.join(np.dtype(d).name for d in dts)}{list(shape)}"
 
 
-def compile_program(program, donate_argnums=(), ir=None):
-    """Render `program` and compile it into an `Executable`."""
-    r = Renderer(program, donate_argnums).build()
+def compile_program(program, donate_argnums=(), ir=None, workspace=True):
+    """Render `program` and compile it into an `Executable`; with `workspace`, temporaries
+    are allocated once and reused by later calls."""
+    r = Renderer(program, donate_argnums, workspace=workspace).build()
     n = next(_program_ids)
     fn_name = f"fg_jit_{n}"
     filename = f"<funcgrad-jit-{n}>"
@@ -422,6 +459,7 @@ def compile_program(program, donate_argnums=(), ir=None):
     spans = [(a + 1, b + 1, *rest) for a, b, *rest in spans]
     line_eqns = {k + 1: e for k, e in line_eqns.items()}
     register_source(filename, src)
+    r.ns["_ws"] = Workspace([(shape, dt) for _, shape, dt in r.workspace])
     ns = dict(r.ns)
     exec(compile(src, filename, "exec"), ns)
 

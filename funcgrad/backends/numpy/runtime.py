@@ -55,6 +55,31 @@ def own(args, which):
     return out
 
 
+class Workspace:
+    """The temporary buffers of one compiled program, allocated on first use and reused by
+    later calls (large fresh arrays cost page faults on every call). A call takes a set and
+    gives it back when it returns, so concurrent or re-entrant calls get their own set; at
+    most two spare sets are kept."""
+
+    def __init__(self, specs):
+        self.specs = specs  # (shape, dtype) per buffer
+        self.free = []
+
+    def take(self):
+        try:
+            return self.free.pop()
+        except IndexError:
+            return [np.empty(shape, dt) for shape, dt in self.specs]
+
+    def give(self, buffers):
+        if len(self.free) < 2:
+            self.free.append(buffers)
+
+    @property
+    def nbytes(self):
+        return sum(int(np.prod(s)) * np.dtype(d).itemsize for s, d in self.specs)
+
+
 def unalias(x, *roots):
     """`x`, or a copy of it when it may share memory with one of `roots` (arguments the
     caller keeps, consts), so that results never alias them."""

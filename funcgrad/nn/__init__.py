@@ -1,0 +1,1 @@
+from funcgrad.nn.functions import *  # noqa: F401,F403

@@ -1,0 +1,186 @@
+"""The optimizer protocol: `GradientTransformation(init, update)`, `chain`, `apply_updates`,
+parameter masks and the structure checks shared by every transform.
+
+As in optax, a transformation is a pair of pure functions over pytrees:
+`state = init(params)` and `updates, state = update(updates, state, params=None)`. States are
+NamedTuples (so `funcgrad.io` can save and rebuild them). This module imports only
+`funcgrad.numpy`, `funcgrad.tree_util` and `funcgrad.errors`; it must not import `funcgrad.nn`.
+"""
+
+import re
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import funcgrad.numpy as fnp
+from funcgrad import tree_util
+from funcgrad.errors import FuncgradTypeError, FuncgradValueError, op_error
+
+__all__ = [
+    "EmptyState", "GradientTransformation", "MaskedNode", "apply_updates", "chain",
+    "check_structure", "identity", "path_mask", "resolve_mask", "tree_paths",
+]
+
+
+class GradientTransformation(NamedTuple):
+    """A pure optimizer: `init(params) -> state`, `update(updates, state, params=None)`.
+
+    `update` returns `(new_updates, new_state)`; add the updates to the parameters with
+    `apply_updates`. Both functions work eagerly and under `jit` (with the state passed as an
+    argument).
+
+    Example:
+        >>> opt = chain(scale_by_adam(), scale(-1e-3))
+        >>> state = opt.init(params)
+        >>> updates, state = opt.update(grads, state, params)
+        >>> params = apply_updates(params, updates)
+    """
+
+    init: Callable[[Any], Any]
+    update: Callable[..., tuple[Any, Any]]
+
+
+class EmptyState(NamedTuple):
+    """The state of a transformation that keeps none."""
+
+
+class MaskedNode(NamedTuple):
+    """Stands for a masked-out leaf inside `masked`: a pytree node without leaves."""
+
+
+def identity() -> GradientTransformation:
+    """The transformation that leaves updates unchanged (and keeps no state)."""
+    return GradientTransformation(lambda params: EmptyState(),
+                                  lambda updates, state, params=None: (updates, state))
+
+
+def chain(*transforms: GradientTransformation) -> GradientTransformation:
+    """Applies `transforms` one after the other; the state is the tuple of their states.
+
+    Example:
+        >>> opt = chain(clip_by_global_norm(1.0), scale_by_adam(), scale(-1e-3))
+        >>> [type(s).__name__ for s in opt.init({'w': fnp.zeros(2)})]
+        ['EmptyState', 'ScaleByAdamState', 'EmptyState']
+    """
+    for i, t in enumerate(transforms):
+        if not isinstance(t, GradientTransformation):
+            raise FuncgradTypeError(
+                f"chain: argument {i} is a {type(t).__name__}, not a GradientTransformation "
+                "(did you pass the factory, e.g. `scale_by_adam` instead of `scale_by_adam()`?)")
+
+    def init(params):
+        return tuple(t.init(params) for t in transforms)
+
+    def update(updates, state, params=None):
+        if not isinstance(state, tuple) or len(state) != len(transforms):
+            raise FuncgradValueError(
+                f"chain update: expected the state of {len(transforms)} chained transforms "
+                f"(the tuple returned by init), got {type(state).__name__}")
+        new_state = []
+        for t, s in zip(transforms, state):
+            updates, s = t.update(updates, s, params)
+            new_state.append(s)
+        return updates, tuple(new_state)
+
+    return GradientTransformation(init, update)
+
+
+def check_structure(who: str, expected: Any, got: Any, expected_name: str, got_name: str):
+    """Raises a `FuncgradValueError` naming the first path where `got`'s structure differs.
+
+    Args:
+        who: the operation, e.g. "adam update".
+        expected, got: the two pytrees.
+        expected_name, got_name: how the message calls them ("params", "updates").
+    """
+    a, b = tree_util.tree_structure(expected), tree_util.tree_structure(got)
+    if a == b:
+        return
+    message = tree_util.first_mismatch(a, b)
+    raise op_error(who, f"the {got_name} do not have the structure of the {expected_name}: "
+                        f"{message}", cls=FuncgradValueError,
+                   hint=f"pass {got_name} with the same pytree structure as the {expected_name} "
+                        "given to init")
+
+
+def apply_updates(params: Any, updates: Any) -> Any:
+    """`params + updates` leafwise, keeping each parameter's dtype (as optax).
+
+    Raises:
+        FuncgradValueError: if the two trees differ; the message names the first path.
+
+    Example:
+        >>> apply_updates({'w': fnp.ones(2)}, {'w': fnp.full(2, -0.5)})
+        {'w': Array([0.5, 0.5], dtype=float32)}
+    """
+    check_structure("apply_updates", params, updates, "params", "updates")
+    return tree_util.tree_map(_add_keep_dtype, params, updates)
+
+
+def _add_keep_dtype(p, u):
+    if p is None:
+        return None
+    out = p + u
+    return out if out.dtype == fnp.result_type(p) else out.astype(fnp.result_type(p))
+
+
+# ---------------------------------------------------------------------------------------------
+# Masks by parameter path
+
+
+def tree_paths(tree: Any) -> list[str]:
+    """The path of every leaf as a `/`-separated string ("layers/0/w"), in flattening order."""
+    pairs, _ = tree_util.tree_flatten_with_path(tree)
+    return [tree_util.keystr(p, simple=True, separator="/") for p, _ in pairs]
+
+
+def _glob_regex(pattern: str) -> re.Pattern:
+    # `**` matches any number of path segments (zero included), `*` and `?` stay in a segment.
+    parts = []
+    for i, seg in enumerate(pattern.split("/")):
+        sep = "/" if i else ""
+        if seg == "**":
+            parts.append(f"(?:{sep}[^/]+)*" if i else "(?:[^/]+(?:/[^/]+)*)?")
+            continue
+        body = "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c)
+                       for c in seg)
+        if i and parts and parts[-1].startswith("(?:[^/]+(?:/"):  # after a leading `**`
+            parts.append(f"(?:^|/){body}" if len(parts) == 1 else f"/{body}")
+        else:
+            parts.append(sep + body)
+    return re.compile("".join(parts) + r"\Z")
+
+
+def path_mask(patterns: str | tuple[str, ...] | list[str]) -> Callable[[Any], Any]:
+    """A mask function from glob patterns over leaf paths (see `tree_paths`).
+
+    `*` matches within one path segment, `**` any number of segments. A leaf is True (the
+    masked transformation applies to it) when its path matches one of the patterns.
+
+    Example:
+        >>> path_mask("**/w")({'layer0': {'w': 1, 'b': 2}, 'w': 3})
+        {'layer0': {'b': False, 'w': True}, 'w': True}
+    """
+    if isinstance(patterns, str):
+        patterns = (patterns,)
+    regexes = [_glob_regex(p) for p in patterns]
+
+    def mask_fn(tree):
+        pairs, treedef = tree_util.tree_flatten_with_path(tree)
+        paths = (tree_util.keystr(p, simple=True, separator="/") for p, _ in pairs)
+        return treedef.unflatten([any(r.match(s) for r in regexes) for s in paths])
+
+    return mask_fn
+
+
+def resolve_mask(who: str, mask: Any, tree: Any) -> Any:
+    """The bool pytree that `mask` (a bool pytree, a callable or glob patterns) gives for `tree`."""
+    if isinstance(mask, (str, list)) and all(isinstance(m, str) for m in
+                                              ([mask] if isinstance(mask, str) else mask)):
+        mask = path_mask(mask)
+    mask_tree = mask(tree) if callable(mask) else mask
+    check_structure(who, tree, mask_tree, "params", "mask")
+    for leaf in tree_util.tree_leaves(mask_tree):
+        if not isinstance(leaf, bool):
+            raise op_error(who, f"mask leaves must be Python bools, got {type(leaf).__name__}",
+                           cls=FuncgradTypeError)
+    return mask_tree
