@@ -5,8 +5,12 @@
     fg.grad(lambda x: fnp.sin(x).sum())(fnp.ones(3))
 """
 
-from funcgrad import debug, lax, tree_util  # noqa: F401
-from funcgrad import numpy  # noqa: F401  (installs array operators and methods)
+from funcgrad import (  # noqa: F401
+    debug,
+    lax,
+    numpy,  # noqa: F401  (installs array operators and methods)
+    tree_util,
+)
 from funcgrad.api import grad, jvp, linearize, make_jaxpr, value_and_grad, vjp  # noqa: F401
 from funcgrad.batching_api import vmap  # noqa: F401
 from funcgrad.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401

@@ -8,7 +8,11 @@ from funcgrad import dtypes, errors
 from funcgrad.core import Tracer, get_aval, trace_to_jaxpr
 from funcgrad.interpreters import ad
 from funcgrad.tree_util import (
-    keystr, tree_flatten, tree_flatten_with_path, tree_map, tree_unflatten,
+    keystr,
+    tree_flatten,
+    tree_flatten_with_path,
+    tree_map,
+    tree_unflatten,
 )
 
 

@@ -2,8 +2,9 @@
 
 Eagerly a decorated function just runs. Under a trace it binds a primitive whose params hold
 the function's IR (`custom_jvp_call`, `custom_vjp_call`): evaluating it runs the function,
-its jvp rule calls the user's rule. For `custom_vjp` that rule runs `fwd` and records one
-linear equation, `custom_vjp_lin`, holding fwd's residuals; its transpose calls `bwd`.
+its jvp rule calls the user's rule. For `custom_vjp` that rule records one linear equation,
+`custom_vjp_lin`, holding fwd's residuals; its transpose calls `bwd`. (Under grad the primal
+trace runs `fwd` instead of the function and hands its residuals to the rule.)
 User rules run define-by-run (with the values of the primal arguments), so they may not
 close over traced values: pass those as arguments. Values the *function* closes over, and
 array leaves of `nondiff_argnums`, are differentiated through the function's own body.
@@ -12,13 +13,16 @@ Imports the core, the interpreters, lax and `batching_api`; nothing from the use
 
 import functools
 import inspect
+import weakref
 
 import numpy as np
 
 from funcgrad import dtypes, errors
 from funcgrad.batching_api import move_to, vmap_flat
 from funcgrad.core import (
+    Array,
     ArrayBase,
+    Builder,
     ClosedJaxpr,
     Jaxpr,
     Primitive,
@@ -28,6 +32,7 @@ from funcgrad.core import (
     eval_jaxpr,
     get_aval,
     set_trace,
+    to_array,
     trace_to_jaxpr,
 )
 from funcgrad.interpreters import ad, batching
@@ -576,13 +581,44 @@ class _BatchedBwd:
         return [lax.reduce_sum(o, (0,)) if d is None else o for o, d in zip(outs, self.in_dims)]
 
 
+# fwd's residuals computed by the eager impl under a define-by-run trace, keyed by the id of
+# the first output; the jvp rule takes them (so grad runs fwd once, as JAX does, not fun + fwd).
+# An entry leaves when the rule takes it or when that output array dies.
+_saved_residuals = {}
+
+
+def _custom_vjp_call_impl(*args, jaxpr, num_consts, name, _fwd):
+    trace = current_trace()
+    if not (isinstance(trace, Builder) and trace.compute_known and jaxpr.out_avals):
+        return eval_eagerly(jaxpr, *args)
+    with set_trace(None):
+        outs, res, bwd = _fwd(args[:num_consts], args[num_consts:])
+    outs = [_as_out(o, a) for o, a in zip(outs, jaxpr.out_avals)]
+    key = id(outs[0])
+    _saved_residuals[key] = (weakref.ref(outs[0], lambda _, k=key: _saved_residuals.pop(k, None)),
+                             res, bwd)
+    return outs
+
+
+def _as_out(x, aval):
+    x = to_array(x)
+    return x if x.dtype == aval.dtype else Array(np.asarray(x._value, aval.dtype), aval.weak_type)
+
+
+def _fwd_results(_fwd, primals, outs, num_consts):
+    saved = _saved_residuals.pop(id(outs[0]), None) if outs else None
+    if saved is not None and saved[0]() is outs[0]:
+        return saved[1], saved[2]
+    return _fwd(primals[:num_consts], primals[num_consts:])[1:]
+
+
 def _custom_vjp_call_jvp(primals, outs, tangents, *, jaxpr, num_consts, name, _fwd):
     avals = jaxpr.out_avals
     t_outs = [ad.Zero(a) for a in avals]
     diff_t = tangents[num_consts:]
     nz = tuple(type(t) is not ad.Zero for t in diff_t)
     if any(nz):
-        _, res, bwd = _fwd(primals[:num_consts], primals[num_consts:])
+        res, bwd = _fwd_results(_fwd, primals, outs, num_consts)
         diff_out = tuple(ad.differentiable(a) for a in avals)
         lin = custom_vjp_lin_p.bind(*res, *[t for t, n in zip(diff_t, nz) if n],
                                     num_res=len(res), nz=nz, out_avals=tuple(avals),
@@ -602,7 +638,7 @@ def _custom_vjp_call_batch(args, dims, *, jaxpr, num_consts, name, _fwd):
 
 
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
-custom_vjp_call_p.def_impl(lambda *args, jaxpr, **_: eval_eagerly(jaxpr, *args), raw=False)
+custom_vjp_call_p.def_impl(_custom_vjp_call_impl, raw=False)
 custom_vjp_call_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp
 batching.batch_rules[custom_vjp_call_p] = _custom_vjp_call_batch

@@ -8,8 +8,8 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad import errors
-from funcgrad.core import Array
+from funcgrad import errors, lax
+from funcgrad.core import Array, Literal
 from funcgrad.custom_derivatives import custom_vjp_lin_p
 from funcgrad.interpreters import ad
 from funcgrad.test_util import check_grads
@@ -221,13 +221,31 @@ def test_custom_vjp_linear_equation_holds_fwd_residuals():
     eqns = [e for e in lin.jaxpr.eqns if e.prim is custom_vjp_lin_p]
     assert len(eqns) == 1
     eqn = eqns[0]
-    res_vals = [np.asarray(lin.known[v]) for v in eqn.invars[:eqn.params["num_res"]]]
+    res_vals = [np.asarray(v.val if isinstance(v, Literal) else lin.known[v])
+                for v in eqn.invars[:eqn.params["num_res"]]]
     assert len(res_vals) == 3
     close(res_vals[0], np.cos(0.3))
     close(res_vals[1], np.sin(0.3))
     close(res_vals[2], [1.0, 2.0])
     # only the linear equation and the residuals it holds survive into the linear program
     assert all(e.prim is custom_vjp_lin_p or e.outvars[0] in lin.known for e in lin.jaxpr.eqns)
+
+
+def test_custom_vjp_grad_runs_fwd_instead_of_the_function():
+    f, calls = _make_counted()
+    impl = lax.sin_p.impl_rule
+    count = [0]
+
+    def counted(*args, **params):
+        count[0] += 1
+        return impl(*args, **params)
+    lax.sin_p.impl_rule = counted
+    try:
+        fg.grad(f)(1.0, 2.0)
+    finally:
+        lax.sin_p.impl_rule = impl
+    assert calls["fwd"] == 1
+    assert count[0] == 2  # fwd's f(x, y) and its residual sin(x); f is not run again
 
 
 def test_custom_vjp_nested_and_batched():

@@ -14,8 +14,8 @@ values. A defined value says how the backend can produce it (its `kind`):
 
 `plan_memory` assigns buffers by a linear scan: a buffer is free once the value it holds
 and every value that may alias it are dead. Donated arguments join the free pool once dead.
-With `persistent=True`, buffers that only ever hold temporaries (no result, nothing a result
-may alias) form a workspace that a backend allocates once and reuses across calls. The plan
+Optionally, large buffers that only ever hold temporaries (no result, nothing a result may
+alias) form a workspace that a backend allocates once and reuses across calls. The plan
 also predicts the peak bytes. This module knows nothing about IR or numpy source.
 """
 
@@ -148,7 +148,7 @@ def _last_uses(steps, outputs):
     return last
 
 
-def plan_memory(steps, args, consts=(), outputs=(), donated=(), persistent=False):
+def plan_memory(steps, args, consts=(), outputs=(), donated=(), workspace_min_bytes=None):
     """Assign buffers to the values of `steps` by liveness.
 
     Args:
@@ -156,7 +156,8 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=(), persistent=False
         args: `Value`s of the inputs (kind "arg"); consts: `Value`s of bound consts.
         outputs: keys of the returned values, in order (repeats allowed).
         donated: keys of arguments whose buffers the program may overwrite once dead.
-        persistent: keep temporaries' buffers across calls (see the module docstring).
+        workspace_min_bytes: keep the buffers of temporaries of at least this size across
+            calls (see the module docstring); None: no workspace.
 
     Returns:
         A `MemoryPlan`.
@@ -191,7 +192,8 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=(), persistent=False
             b = buf_of.get(k)
             if last.get(k) == i and b is not None and holders[b][-1] == k:
                 pool.setdefault((buffers[b][0], buffers[b][1].str), []).append(b)
-    workspace = _workspace(values, holders, born, outputs) if persistent else []
+    workspace = ([] if workspace_min_bytes is None else
+                 _workspace(values, holders, born, outputs, buffers, workspace_min_bytes))
     for b in workspace:
         slots[holders[b][0]].action = "reuse"
     releases, analysis = _account(steps, values, last, buffers, holders, born, slots,
@@ -203,9 +205,9 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=(), persistent=False
                       donated_used, analysis, holders, workspace)
 
 
-def _workspace(values, holders, born, outputs):
-    """Buffers allocated by the program that hold no result and nothing a result may
-    alias, and whose first value can be written into an existing buffer."""
+def _workspace(values, holders, born, outputs, buffers, min_bytes):
+    """Buffers (of at least `min_bytes`) allocated by the program that hold no result and
+    nothing a result may alias, and whose first value can be written into a buffer."""
     escaping, stack = set(), list(outputs)
     while stack:
         k = stack.pop()
@@ -214,7 +216,7 @@ def _workspace(values, holders, born, outputs):
             stack.extend(values[k].aliases)
     return [b for b, hs in enumerate(holders)
             if born[b] >= 0 and values[hs[0]].kind in ("ufunc", "out")
-            and not any(h in escaping for h in hs)]
+            and _nbytes(buffers[b]) >= min_bytes and not any(h in escaping for h in hs)]
 
 
 def _place(d, step, i, last, buf_of, buffers, holders, pool, taken, out_set):

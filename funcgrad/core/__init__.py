@@ -5,12 +5,31 @@ Everything else in funcgrad is built from these names.
 
 from funcgrad.core.array import Array, ArrayBase, to_array
 from funcgrad.core.ir import (
-    ClosedJaxpr, Eqn, Jaxpr, JaxprTypeError, Literal, ShapedArray, Var, pp_jaxpr,
+    ClosedJaxpr,
+    Eqn,
+    Jaxpr,
+    JaxprTypeError,
+    Literal,
+    ShapedArray,
+    Var,
+    pp_jaxpr,
     typecheck_jaxpr,
 )
 from funcgrad.core.trace import (
-    Builder, Primitive, Tracer, bind_at, concrete_value, current_source, current_trace,
-    eval_jaxpr, get_aval, is_concrete, jaxpr_as_fun, new_builder, set_trace, source_context,
+    Builder,
+    Primitive,
+    Tracer,
+    bind_at,
+    concrete_value,
+    current_source,
+    current_trace,
+    eval_jaxpr,
+    get_aval,
+    is_concrete,
+    jaxpr_as_fun,
+    new_builder,
+    set_trace,
+    source_context,
     trace_to_jaxpr,
 )
 

@@ -19,8 +19,16 @@ import numpy as np
 
 from funcgrad import dtypes, errors
 from funcgrad.core import (
-    ClosedJaxpr, Literal, Primitive, ShapedArray, Tracer, current_trace, get_aval, new_builder,
-    source_context, trace_to_jaxpr,
+    ClosedJaxpr,
+    Literal,
+    Primitive,
+    ShapedArray,
+    Tracer,
+    current_trace,
+    get_aval,
+    new_builder,
+    source_context,
+    trace_to_jaxpr,
 )
 
 jvp_rules = {}

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 import funcgrad.numpy as fnp
 from funcgrad import tree_util
 from funcgrad.errors import FuncgradTypeError, FuncgradValueError, op_error
@@ -119,8 +121,9 @@ def apply_updates(params: Any, updates: Any) -> Any:
 def _add_keep_dtype(p, u):
     if p is None:
         return None
-    out = p + u
-    return out if out.dtype == fnp.result_type(p) else out.astype(fnp.result_type(p))
+    out = fnp.add(p, u)
+    dtype = getattr(p, "dtype", None)
+    return out if dtype is None or out.dtype == dtype else out.astype(dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -134,20 +137,19 @@ def tree_paths(tree: Any) -> list[str]:
 
 
 def _glob_regex(pattern: str) -> re.Pattern:
-    # `**` matches any number of path segments (zero included), `*` and `?` stay in a segment.
-    parts = []
-    for i, seg in enumerate(pattern.split("/")):
-        sep = "/" if i else ""
+    # `**` matches any number of whole path segments (zero included); `*` and `?` stay
+    # within one segment.
+    segments = pattern.split("/")
+    regex = ""
+    for i, seg in enumerate(segments):
+        last = i == len(segments) - 1
         if seg == "**":
-            parts.append(f"(?:{sep}[^/]+)*" if i else "(?:[^/]+(?:/[^/]+)*)?")
+            regex += ".*" if last else "(?:[^/]+/)*"
             continue
-        body = "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c)
-                       for c in seg)
-        if i and parts and parts[-1].startswith("(?:[^/]+(?:/"):  # after a leading `**`
-            parts.append(f"(?:^|/){body}" if len(parts) == 1 else f"/{body}")
-        else:
-            parts.append(sep + body)
-    return re.compile("".join(parts) + r"\Z")
+        regex += "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c)
+                         for c in seg)
+        regex += "" if last else "/"
+    return re.compile(regex + r"\Z")
 
 
 def path_mask(patterns: str | tuple[str, ...] | list[str]) -> Callable[[Any], Any]:
@@ -180,7 +182,7 @@ def resolve_mask(who: str, mask: Any, tree: Any) -> Any:
     mask_tree = mask(tree) if callable(mask) else mask
     check_structure(who, tree, mask_tree, "params", "mask")
     for leaf in tree_util.tree_leaves(mask_tree):
-        if not isinstance(leaf, bool):
+        if not isinstance(leaf, (bool, np.bool_)):
             raise op_error(who, f"mask leaves must be Python bools, got {type(leaf).__name__}",
                            cls=FuncgradTypeError)
     return mask_tree

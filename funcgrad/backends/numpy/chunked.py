@@ -134,7 +134,7 @@ class _Chunked:
             views.append((name, ops.view_text(r.name_of(key), inp, S)))
             local[a] = name
         body, temps = self._plan_body(local, outs)
-        chunk_bytes = sum(math.prod(shape) * dt.itemsize for _, shape, dt in temps)
+        chunk_bytes = sum(math.prod(shape) * dt.itemsize for _, shape, dt, _ in temps)
         r.plan.analysis.temp_bytes += chunk_bytes  # conservatively: live during the loop
         r.plan.analysis.peak_bytes += chunk_bytes
         for _, _, _, alloc in temps:

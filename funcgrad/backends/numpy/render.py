@@ -45,6 +45,7 @@ higher_order_rules = {}
 
 _program_ids = itertools.count(1)
 _COMMENT_COLUMN = 52
+WORKSPACE_MIN_BYTES = 1 << 17  # smaller temporaries come cheaply from malloc on each call
 
 
 def _jit_rule(r, eqn):
@@ -146,12 +147,13 @@ class Renderer:
         return [self.name_of(v) for v in eqn.outvars]
 
     def scratch(self, shape, dtype, prefix="t"):
-        """A named buffer of the workspace (kept between calls, e.g. a chunk buffer), or a
-        fresh one when the workspace is off; returns (name, allocation lines)."""
+        """A named scratch buffer (e.g. a chunk buffer): from the workspace when it is large,
+        else allocated on each call; returns (name, allocation lines)."""
         name = self.fresh_name(prefix)
-        if self.persistent:
+        nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+        if self.persistent and nbytes >= WORKSPACE_MIN_BYTES:
             self.workspace.append((name, tuple(shape), np.dtype(dtype)))
-            self.plan.analysis.workspace_bytes += math.prod(shape) * np.dtype(dtype).itemsize
+            self.plan.analysis.workspace_bytes += nbytes
             return name, []
         return name, [f"{name} = np.empty({_shape_text(shape)}, np.{np.dtype(dtype).name})"]
 
@@ -191,7 +193,8 @@ class Renderer:
         outs = [v for v in j.outvars if type(v) is not Literal]
         self.used = set(outs).union(*[b.step.uses for b in self.blocks])
         self.plan = memory.plan_memory([b.step for b in self.blocks], args, consts, outs,
-                                       self.donated, self.persistent)
+                                       self.donated,
+                                       WORKSPACE_MIN_BYTES if self.persistent else None)
         self.buffer_names = [f"b{i}" for i in range(len(self.plan.buffers))]
         for i, v in enumerate(j.invars):
             for b, holders in enumerate(self.plan.holders):
