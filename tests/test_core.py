@@ -12,7 +12,13 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad import errors
 from funcgrad.core import (
-    Eqn, Jaxpr, JaxprTypeError, Primitive, ShapedArray, Var, typecheck_jaxpr,
+    Eqn,
+    Jaxpr,
+    JaxprTypeError,
+    Primitive,
+    ShapedArray,
+    Var,
+    typecheck_jaxpr,
 )
 from funcgrad.interpreters import ad, batching
 
