@@ -68,6 +68,10 @@ class FuncgradValueError(FuncgradError, ValueError):
     """A wrong value given to a funcgrad operation (an out-of-range axis, ...)."""
 
 
+class FuncgradIndexError(FuncgradError, IndexError):
+    """An index out of range, too many indices, or a malformed index expression."""
+
+
 class ConcretizationTypeError(FuncgradTypeError):
     """A traced value was used where Python needs a concrete value (bool, int, if)."""
 

@@ -13,9 +13,9 @@ import functools
 import numpy as np
 
 from funcgrad import dtypes, errors
-from funcgrad.api import _argnums_tuple, _flat_fun
+from funcgrad.api import _argnums_tuple, _flat_fun, _lower_aux
 from funcgrad.batching_api import vmap_flat
-from funcgrad.core import Array, Tracer, get_aval
+from funcgrad.core import Array, get_aval
 from funcgrad.interpreters import ad
 from funcgrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
@@ -63,7 +63,7 @@ def jacfwd(fun, argnums=0, has_aux=False):
             blocks.append([_block(c, d, get_aval(o).shape, aval.shape, in_first=False)
                            for c, d, o in zip(cols, dims, outs)])
         jac_tree = _assemble(blocks, store["tree"], in_tree, isinstance(argnums, int), len(outs))
-        return (jac_tree, _aux_values(store["aux"])) if has_aux else jac_tree
+        return (jac_tree, _lower_aux(store["aux"])) if has_aux else jac_tree
     return jac
 
 
@@ -101,7 +101,7 @@ def jacrev(fun, argnums=0, has_aux=False):
             for i, (r, d) in enumerate(zip(rows, dims)):
                 blocks[i][j] = _block(r, d, aval.shape, in_avals[i].shape, in_first=True)
         jac_tree = _assemble(blocks, store["tree"], in_tree, isinstance(argnums, int), len(outs))
-        return (jac_tree, _aux_values(store["aux"])) if has_aux else jac_tree
+        return (jac_tree, _lower_aux(store["aux"])) if has_aux else jac_tree
     return jac
 
 
@@ -130,13 +130,6 @@ def _prepare(fun, args, kwargs, argnums, has_aux, name):
             full[n] = d
         return fun(*full, **kwargs)
     return leaves, in_tree, _flat_fun(partial, in_tree, store, has_aux), store, nums
-
-
-def _aux_values(aux):
-    """Aux leaves traced by the finished define-by-run trace, as their values."""
-    leaves, tree = tree_flatten(aux)
-    return tree_unflatten(tree, [x.val if isinstance(x, Tracer) and not x._trace.alive else x
-                                 for x in leaves])
 
 
 def _check_real(leaves, tree, nums, name, what):

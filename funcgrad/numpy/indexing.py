@@ -29,8 +29,7 @@ _I32 = np.dtype(np.int32)
 _MODES = (None, "promise_in_bounds", "clip", "fill", "drop")
 
 
-class FuncgradIndexError(errors.FuncgradError, IndexError):
-    """An index out of range, too many indices, or a malformed index expression."""
+FuncgradIndexError = errors.FuncgradIndexError
 
 
 def _index_error(message, hint=None):

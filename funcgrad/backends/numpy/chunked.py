@@ -4,7 +4,8 @@ A kernel over a big iteration space, rendered op by op, streams every intermedia
 main memory. Rendered here instead, it runs over blocks of `rows` leading rows: the chunk's
 intermediates live in a few preallocated chunk-sized buffers (L2-resident), so only the
 inputs and outputs travel to and from memory once. Work that does not depend on the rows
-(operations on broadcast operands only) is hoisted out of the loop.
+(operations on broadcast operands only) is hoisted out of the loop. A reduction over the
+rows accumulates: each chunk's partial result is added to (or max/min-ed into) the total.
 
     b0 = np.empty((4096, 1024), np.float32)          # the kernel's output
     t0 = np.empty((64, 1024), np.float32)            # chunk buffers, reused by every chunk
@@ -40,7 +41,7 @@ def rule_for(instr, dts):
 def chunk_rows(spec):
     """Rows per chunk for a kernel worth chunking, else None."""
     S = tuple(spec.iter_shape)
-    if not S or 0 in spec.reduce_axes:
+    if not S:
         return None
     inner = math.prod(S[1:])
     if inner == 0 or inner > 4 * CHUNK_ELEMENTS:
@@ -119,11 +120,21 @@ class _Chunked:
         lines = []
         outs = {}  # spec value name -> chunk view name of the output it is written to
         views = []
+        across = 0 in self.spec.reduce_axes  # reductions accumulate chunk by chunk
         for o, var in list(self.outs.values()) + [(o, v) for o, v, _ in self.reds]:
-            slot = r.plan.slots[var]
+            slot, dt = r.plan.slots[var], f"np.{np.dtype(o.dtype).name}"
+            if o.reduce is not None and across:
+                total, start = r.name_of(var), _identity(o.reduce, np.dtype(o.dtype))
+                if slot.action in ("reuse", "inplace"):
+                    lines.append(f"{total}.fill({start})")
+                else:
+                    lines.append(f"{total} = np.full({ops._shape(o.shape)}, {start}, {dt})")
+                partial, alloc = r.scratch(o.shape, o.dtype, "p")
+                lines += alloc
+                outs[(o.value, o.reduce, var)] = (total, partial)
+                continue
             if slot.action == "new":
-                lines.append(f"{r.name_of(var)} = np.empty({ops._shape(o.shape)}, "
-                             f"np.{np.dtype(o.dtype).name})")
+                lines.append(f"{r.name_of(var)} = np.empty({ops._shape(o.shape)}, {dt})")
             name = r.fresh_name("o")
             views.append((name, r.name_of(var)))
             outs[o.value if o.reduce is None else (o.value, o.reduce, var)] = name
@@ -174,7 +185,9 @@ class _Chunked:
             key = ("chunk", instr.dst)
             if instr.dst in self.outs:
                 kind = "view"  # written into the output's chunk, not planned here
-            shapes[instr.dst] = shape
+                shapes[instr.dst] = (rows,) + self.S[1:]  # later reads see the chunk
+            else:
+                shapes[instr.dst] = shape
             uses = [("chunk", a) for a in instr.args if isinstance(a, str) and a not in
                     self.invariant and a not in local]
             inplace = [("chunk", a) for a in instr.args if isinstance(a, str)
@@ -207,11 +220,18 @@ class _Chunked:
 
         lines = []
         for item in todo:
-            if item[3] is None:  # a reduction of the chunk into its output's chunk
-                o, eqn, var, _ = item
+            if item[3] is None:  # a reduction of the chunk: into its output's chunk, or
+                o, eqn, var, _ = item  # into a partial result added to the running total
                 text = ops.reduce_expr(o.reduce, arg(o.value, (), None), self.spec.reduce_axes,
                                        np.dtype(o.dtype))
-                lines.append((text.format(out=f", out={outs[(o.value, o.reduce, var)]}"), eqn))
+                target = outs[(o.value, o.reduce, var)]
+                if isinstance(target, tuple):
+                    total, partial = target
+                    lines.append((text.format(out=f", out={partial}"), eqn))
+                    lines.append((f"np.{_COMBINE[o.reduce]}({total}, {partial}, out={total})",
+                                  None))
+                else:
+                    lines.append((text.format(out=f", out={target}"), eqn))
                 continue
             instr, eqn, found, dts = item
             args = [arg(a, instr.args, dts) for a in instr.args]
@@ -245,6 +265,21 @@ class _Chunked:
             return np.dtype(inp.dtype if inp is not None else self.r.values[self.vals[a][0]].dtype)
         instr = next(i for i in self.spec.body if i.dst == a)
         return np.dtype(instr.dtype)
+
+
+_COMBINE = {"sum": "add", "max": "maximum", "min": "minimum"}
+
+
+def _identity(op, dt):
+    """Source of the identity of reduction `op` in dtype `dt`."""
+    if op == "sum":
+        return "0"
+    if dt.kind == "f":
+        return "-np.inf" if op == "max" else "np.inf"
+    if dt.kind == "b":
+        return "False" if op == "max" else "True"
+    info = np.iinfo(dt)
+    return str(info.min if op == "max" else info.max)
 
 
 def render(r, node, rows):
