@@ -14,7 +14,10 @@ Columns, per batch size:
 - `jax`, `torch`: the same step in JAX (jit, donated) and PyTorch (torch.optim.Adam),
   when importable.
 Steps are interleaved (numpy, funcgrad, ...) so that the machine's load affects every
-column alike; the table shows the median and the 25th-75th percentiles in ms.
+column alike; the table shows the median, the 25th-75th percentiles and the minimum in ms,
+and three ratios to NumPy: of the medians, the median of per-round ratios (`paired`: each
+step against the NumPy step run next to it) and of the minima (`by min`, least disturbed
+by other processes on a shared machine).
 
 Also printed: the first-call compile time (trace + optimize + fuse + generate), peak memory
 beyond the model state and batch (tracemalloc; NumPy's preallocated workspace counted),
@@ -137,9 +140,16 @@ class NumpyStep:
 
 # --- (b) funcgrad ---------------------------------------------------------------------------
 
+@fg.custom_jvp
 def relu(x):
-    # where(x > 0, x, 0): its derivative is one select, as jax.nn.relu's custom rule gives
-    return fnp.where(x > 0, x, 0.0)
+    """ReLU as jax.nn.relu defines it: max(x, 0), with derivative where(x > 0, t, 0)."""
+    return fnp.maximum(x, 0.0)
+
+
+@relu.defjvp
+def _relu_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return relu(x), fnp.where(x > 0, t, 0.0)
 
 
 def loss_fn(params, x, y):
@@ -323,12 +333,16 @@ def run_batch(n, steps, profile):
         runners["torch"] = TorchStep(params)
     interleaved(runners, x, y, 3)  # warm up (JAX compiles here)
     times = interleaved(runners, x, y, steps)
-    base = np.median(times["numpy"])
     print(f"\n## batch {n}: {steps} interleaved steps, ms per step")
-    print(f"{'':14} {'median':>8} {'p25':>8} {'p75':>8} {'vs numpy':>9}")
+    print(f"{'':14} {'median':>8} {'p25':>8} {'p75':>8} {'min':>8} {'vs numpy':>9} "
+          f"{'paired':>7} {'by min':>7}")
     for name, t in times.items():
         q1, q3 = np.percentile(t, [25, 75])
-        print(f"{name:14} {np.median(t):8.2f} {q1:8.2f} {q3:8.2f} {np.median(t) / base:9.2f}")
+        ratio = np.median(t) / np.median(times["numpy"])
+        paired = np.median(t / times["numpy"])  # each step against the numpy step beside it
+        by_min = t.min() / times["numpy"].min()
+        print(f"{name:14} {np.median(t):8.2f} {q1:8.2f} {q3:8.2f} {t.min():8.2f} {ratio:9.2f} "
+              f"{paired:7.2f} {by_min:7.2f}")
     print(f"first call ({len(closed.eqns)} traced equations): trace {wall[0]:.1f} ms + "
           f"optimize/fuse/generate {wall[1]:.1f} ms = {wall[0] + wall[1]:.1f} ms wall "
           f"({cpu[0] + cpu[1]:.1f} ms CPU; target < 50), then the first run {wall[2]:.1f} ms; "

@@ -8,7 +8,9 @@
 from funcgrad import (  # noqa: F401
     debug,
     lax,
+    nn,
     numpy,  # noqa: F401  (installs array operators and methods)
+    random,
     tree_util,
 )
 from funcgrad.api import grad, jvp, linearize, make_jaxpr, value_and_grad, vjp  # noqa: F401

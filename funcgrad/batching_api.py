@@ -14,7 +14,7 @@ import numpy as np
 
 from funcgrad import errors
 from funcgrad.core import Array, ArrayBase, ShapedArray, get_aval, trace_to_jaxpr
-from funcgrad.interpreters import ad, batching
+from funcgrad.interpreters import batching
 from funcgrad.tree_util import (
     TreeStructureError,
     keystr,
@@ -111,16 +111,6 @@ def move_to(x, dim, dst, size):
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-def _add_any_batch(args, dims):
-    size = next(get_aval(x).shape[d] for x, d in zip(args, dims) if d is not not_mapped)
-    return ad.add_any_p.bind(*[batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]), 0
-
-
-# add_any (tangent accumulation) lives in the AD interpreter, which has no batching rule for it;
-# registered here until the interpreter owns one.
-batching.batch_rules.setdefault(ad.add_any_p, _add_any_batch)
-
 
 def _example_aval(aval, d):
     if d is not_mapped:

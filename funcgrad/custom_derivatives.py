@@ -27,6 +27,7 @@ from funcgrad.core import (
     Jaxpr,
     Primitive,
     ShapedArray,
+    computing_known_for,
     current_source,
     current_trace,
     eval_jaxpr,
@@ -588,7 +589,7 @@ _saved_residuals = {}
 
 
 def _custom_vjp_call_impl(*args, jaxpr, num_consts, name, _fwd):
-    trace = current_trace()
+    trace = computing_known_for()
     if not (isinstance(trace, Builder) and trace.compute_known and jaxpr.out_avals):
         return eval_eagerly(jaxpr, *args)
     with set_trace(None):

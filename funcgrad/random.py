@@ -252,7 +252,8 @@ def _float_dtype(op, dtype):
 
 def _bounds(op, v, dtype, shape):
     v = fnp.asarray(v, dtype=dtype)
-    if v.ndim > len(shape) or fnp.broadcast_shapes(v.shape, shape) != tuple(shape):
+    if v.ndim > len(shape) or not all(a in (1, b) for a, b in zip(v.shape[::-1],
+                                                                 shape[::-1])):
         raise op_error(f"random.{op}", f"bound of shape {tuple(v.shape)} does not broadcast "
                        f"to the sample shape {tuple(shape)}", cls=FuncgradValueError)
     return fnp.broadcast_to(v, shape) if v.ndim else v

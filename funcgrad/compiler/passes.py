@@ -3,7 +3,8 @@
 Each pass is a pure function `ClosedJaxpr -> ClosedJaxpr` that can be tested alone and
 returns its argument unchanged (the same object) when it has nothing to do:
 
-- `inline_calls`: splice the bodies of nested `jit` calls into the caller;
+- `inline_calls`: splice the bodies of nested `jit` calls (and custom-derivative and
+  checkpoint calls) into the caller;
 - `dce`: drop equations whose results are unused (effectful ones are kept);
 - `cse`: merge equations that apply the same primitive to the same operands;
 - `fold_constants`: evaluate equations whose operands are all literals or small consts;
@@ -73,12 +74,22 @@ def _unchanged(closed, eqns, subst):
 # --- inlining --------------------------------------------------------------------------------
 
 
+# Primitives that apply their `jaxpr` param to their operands (and whose other params only
+# matter to transforms): at compile time, after differentiation, each is a plain call.
+CALL_PRIMITIVES = frozenset({"jit", "custom_jvp_call", "custom_vjp_call", "checkpoint"})
+
+
 def _is_call(eqn):
-    return eqn.prim.name == "jit" and isinstance(eqn.params.get("jaxpr"), (ClosedJaxpr, Jaxpr))
+    body = eqn.params.get("jaxpr")
+    if eqn.prim.name not in CALL_PRIMITIVES or not isinstance(body, (ClosedJaxpr, Jaxpr)):
+        return False
+    body = body.jaxpr if isinstance(body, ClosedJaxpr) else body
+    return len(body.invars) == len(eqn.invars) and len(body.outvars) == len(eqn.outvars)
 
 
 def inline_calls(closed, should_inline=None):
-    """Replace each `jit` call equation (param `jaxpr`) by the equations of its body.
+    """Replace each call equation (`jit`, and `custom_jvp_call`, `custom_vjp_call`,
+    `checkpoint`, whose derivative rules no longer matter) by the equations of its body.
 
     Inner variables are renamed, so one body can be inlined at several call sites; inner
     consts (normally none: jit turns them into inputs) become consts of the result.

@@ -20,6 +20,7 @@ from funcgrad.core.trace import (
     Primitive,
     Tracer,
     bind_at,
+    computing_known_for,
     concrete_value,
     current_source,
     current_trace,
@@ -36,6 +37,7 @@ from funcgrad.core.trace import (
 __all__ = [
     "Array", "ArrayBase", "Builder", "ClosedJaxpr", "Eqn", "Jaxpr", "JaxprTypeError", "Literal",
     "Primitive", "ShapedArray", "Tracer", "Var", "bind_at", "concrete_value", "current_source",
-    "current_trace", "eval_jaxpr", "get_aval", "is_concrete", "jaxpr_as_fun", "new_builder",
+    "computing_known_for", "current_trace", "eval_jaxpr", "get_aval", "is_concrete",
+    "jaxpr_as_fun", "new_builder",
     "pp_jaxpr", "set_trace", "source_context", "to_array", "trace_to_jaxpr", "typecheck_jaxpr",
 ]

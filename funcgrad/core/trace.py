@@ -20,6 +20,8 @@ from funcgrad.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 
 _trace_ctx = contextvars.ContextVar("funcgrad_trace", default=None)
 _source_override = contextvars.ContextVar("funcgrad_source", default=None)
+_known_for = contextvars.ContextVar("funcgrad_known_for", default=None)
+_impl_known_for = contextvars.ContextVar("funcgrad_impl_known_for", default=None)
 
 
 def current_trace():
@@ -35,6 +37,15 @@ def set_trace(trace):
         yield trace
     finally:
         _trace_ctx.reset(token)
+
+
+def computing_known_for():
+    """The define-by-run `Builder` whose known value is being computed now (or None).
+
+    Higher-order eager impls use it to learn that their result feeds a differentiation
+    (e.g. custom_vjp runs `fwd` instead of the function to keep its residuals).
+    """
+    return _impl_known_for.get()
 
 
 @contextlib.contextmanager
@@ -108,7 +119,17 @@ def eager_bind(prim, args, params):
         for a in args:
             if isinstance(a, Tracer):
                 _leaked(a, prim)
-        return prim.impl_rule(*args, **params)
+        known_for = _known_for.get()
+        if _trace_ctx.get() is None and known_for is None and _impl_known_for.get() is None:
+            return prim.impl_rule(*args, **params)
+        # Computing a known value below a builder: the impl runs eagerly, and only it (not the
+        # binds nested inside it) learns which builder its result is for.
+        tokens = (_trace_ctx.set(None), _known_for.set(None), _impl_known_for.set(known_for))
+        try:
+            return prim.impl_rule(*args, **params)
+        finally:
+            _impl_known_for.reset(tokens[2]), _known_for.reset(tokens[1])
+            _trace_ctx.reset(tokens[0])
     vals, key = [], [prim]
     for a in args:
         if type(a) is not Array:
@@ -362,8 +383,12 @@ class Builder:
         out_avals_l = out_avals if multi else [out_avals]
         out_vals = None
         if self.compute_known and all(v is not None for v in vals):
-            with source_context(_source_override.get() or errors.user_frame(3)):
-                out_vals = bind_at(self.parent, prim, vals, params)
+            token = _known_for.set(self)
+            try:
+                with source_context(_source_override.get() or errors.user_frame(3)):
+                    out_vals = bind_at(self.parent, prim, vals, params)
+            finally:
+                _known_for.reset(token)
             out_vals = out_vals if multi else [out_vals]
         outvars = [Var(a) for a in out_avals_l]
         self.eqns.append(Eqn(prim, atoms, outvars, params,

@@ -10,6 +10,7 @@ Definers cover the families: `defvectorized` (unary elementwise), `defbroadcasti
 
 from funcgrad import errors
 from funcgrad.core import Literal, get_aval, source_context
+from funcgrad.interpreters.ad import add_any_p
 
 batch_rules = {}
 not_mapped = None
@@ -42,7 +43,8 @@ def defvectorized(prim):
     batch_rules[prim] = rule
 
 
-def _batch_size(args, dims):
+def batch_size(args, dims):
+    """The size of the batch axis among `args` (at least one is batched)."""
     for x, d in zip(args, dims):
         if d is not not_mapped:
             return get_aval(x).shape[d]
@@ -61,7 +63,7 @@ def defbroadcasting(prim):
     unbatched full-rank operands are broadcast; unbatched scalars stay scalars."""
     def rule(args, dims, **params):
         from funcgrad import lax
-        size = _batch_size(args, dims)
+        size = batch_size(args, dims)
         shape = max((_example_shape(x, d) for x, d in zip(args, dims)), key=len)
         full = (size,) + shape
         out = []
@@ -86,6 +88,14 @@ def defreducer(prim):
         out = prim.bind(x, *rest, axes=tuple(a + 1 for a in axes), **params)
         return out, ([0] * len(out) if prim.multiple_results else 0)
     batch_rules[prim] = rule
+
+
+def _add_any_batch(args, dims):
+    size = batch_size(args, dims)
+    return add_any_p.bind(*[bdim_at_front(x, d, size) for x, d in zip(args, dims)]), 0
+
+
+batch_rules[add_any_p] = _add_any_batch
 
 
 def batch_eval(jaxpr, consts, args, dims):

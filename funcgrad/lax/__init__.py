@@ -4,6 +4,7 @@ Each family lives in its own module; this package re-exports their public wrappe
 """
 
 from funcgrad.interpreters.ad import add_any_p  # noqa: F401
+from funcgrad.lax.control_flow import *  # noqa: F401,F403
 from funcgrad.lax.convolution import *  # noqa: F401,F403
 from funcgrad.lax.elementwise import *  # noqa: F401,F403
 from funcgrad.lax.indexing import *  # noqa: F401,F403

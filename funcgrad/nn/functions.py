@@ -141,12 +141,12 @@ def elu(x, alpha=1.0):
 
 
 def celu(x, alpha=1.0):
-    """max(x, 0) + alpha * min(exp(x / alpha) - 1, 0).
+    """max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1) (no overflow for large x).
 
     Example: ``celu(1.0)`` is ``1.0``.
     """
     x = _float(x)
-    return fnp.maximum(x, 0.0) + alpha * fnp.minimum(fnp.expm1(x / alpha), 0.0)
+    return fnp.maximum(x, 0.0) + alpha * fnp.expm1(fnp.minimum(x, 0.0) / alpha)
 
 
 def selu(x):

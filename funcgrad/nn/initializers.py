@@ -154,13 +154,25 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
         if distribution == "normal":
             return random.normal(key, shape, dt) * np.sqrt(variance)
         return random.uniform(key, shape, dt, -1) * np.sqrt(dt.type(3) * variance)
+    init.__qualname__ = _call_text("variance_scaling", scale, mode, distribution,
+                                   in_axis=(in_axis, -2), out_axis=(out_axis, -1),
+                                   batch_axis=(batch_axis, ()))
     return init
+
+
+def _call_text(name, *args, **kwargs):
+    """`name(args, k=v)` listing the keyword arguments that differ from their defaults (given
+    as `(value, default)` pairs): the readable name of an initializer in a layer's repr."""
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, (v, d) in kwargs.items() if v != d]
+    return f"{name}({', '.join(parts)})"
 
 
 def _family(scale, mode, distribution, name):
     def factory(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
-        return variance_scaling(scale, mode, distribution, in_axis, out_axis, batch_axis,
-                                dtype)
+        init = variance_scaling(scale, mode, distribution, in_axis, out_axis, batch_axis, dtype)
+        init.__qualname__ = _call_text(name, in_axis=(in_axis, -2), out_axis=(out_axis, -1),
+                                       batch_axis=(batch_axis, ()))
+        return init
     factory.__name__ = factory.__qualname__ = name
     factory.__doc__ = (f"`variance_scaling({scale}, {mode!r}, {distribution!r})`: an "
                        f"initializer factory (JAX's `{name}`).\n\n    Example: "

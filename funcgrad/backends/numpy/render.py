@@ -48,14 +48,15 @@ _COMMENT_COLUMN = 52
 WORKSPACE_MIN_BYTES = 1 << 17  # smaller temporaries come cheaply from malloc on each call
 
 
-def _jit_rule(r, eqn):
+def _call_rule(r, eqn):
     sub = r.compile_subprogram(eqn.params["jaxpr"])
     outs = r.output_names(eqn)
     args = ", ".join(r.read(a) for a in eqn.invars)
     return [f"{', '.join(outs)}, = {sub}({args})"]
 
 
-higher_order_rules["jit"] = _jit_rule
+for _name in ("jit", "custom_jvp_call", "custom_vjp_call", "checkpoint"):  # calls of a body
+    higher_order_rules[_name] = _call_rule
 
 
 class _Block:
@@ -250,7 +251,8 @@ class Renderer:
         if d.kind in ("ufunc", "out") and slot.action in ("reuse", "inplace"):
             return [expr.format(out=f", out={self.name_of(d.key)}")]
         name = self.name_of(d.key)
-        if d.kind in ("ufunc", "out") and (natural is None or tuple(natural) != d.shape):
+        if (d.kind in ("ufunc", "out") and (natural is None or tuple(natural) != d.shape)
+                or d.kind == "scalar" and natural is None):
             return [f"{name} = np.empty({_shape_text(d.shape)}, np.{d.dtype.name})",
                     expr.format(out=f", out={name}")]
         text = expr.format(out="")

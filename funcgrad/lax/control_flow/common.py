@@ -1,0 +1,260 @@
+"""Helpers shared by the control-flow primitives: tracing user functions into closure-converted
+sub-programs, reordering their inputs and outputs, and the sub-program transforms (jvp,
+batching, transposition through partial evaluation) their rules are built from.
+
+A sub-program is a `ClosedJaxpr` without consts: the values a traced function closes over
+become its leading inputs and are passed as explicit operands of the equation.
+Imports the core, the interpreters and lax; nothing from compiler or backends.
+"""
+
+import numpy as np
+
+from funcgrad import errors
+from funcgrad.core import (
+    Array,
+    ArrayBase,
+    ClosedJaxpr,
+    Jaxpr,
+    ShapedArray,
+    Var,
+    eval_jaxpr,
+    get_aval,
+    set_trace,
+    to_array,
+    trace_to_jaxpr,
+)
+from funcgrad.interpreters import ad, batching
+from funcgrad.interpreters import partial_eval as pe
+from funcgrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+
+# --- values and avals ----------------------------------------------------------------------------
+
+
+def as_operand(x):
+    """A funcgrad value for a pytree leaf (Python scalars and numpy arrays become Arrays)."""
+    if isinstance(x, ArrayBase):
+        return x
+    try:
+        return to_array(x)
+    except TypeError as e:
+        raise errors.FuncgradTypeError(f"{e}\n{errors.where()}") from None
+
+
+def as_array(v, aval):
+    """An eagerly computed value (Array or numpy scalar from a literal) as an Array."""
+    if type(v) is Array and v.dtype == aval.dtype:
+        return v
+    return Array(np.asarray(getattr(v, "_value", v), aval.dtype), aval.weak_type)
+
+
+def batched_aval(aval, size, axis=0):
+    shape = aval.shape[:axis] + (size,) + aval.shape[axis:]
+    return ShapedArray(shape, aval.dtype, aval.weak_type)
+
+
+def same_type(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def split(xs, *sizes):
+    """`xs` cut into consecutive pieces of `sizes` plus the rest."""
+    out, i = [], 0
+    for n in sizes:
+        out.append(list(xs[i:i + n]))
+        i += n
+    out.append(list(xs[i:]))
+    return out
+
+
+def path_text(prefix, path):
+    return prefix + keystr(path)
+
+
+# --- tracing user functions ---------------------------------------------------------------------
+
+
+def convert(closed):
+    """`(program, consts)`: `closed`'s consts become its leading inputs."""
+    j = closed.jaxpr
+    if not j.constvars:
+        return closed, []
+    return (ClosedJaxpr(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns), []),
+            list(closed.consts))
+
+
+def trace_converted(flat_fun, avals, name):
+    """Trace `flat_fun` at `avals`: (const-free program, the values it closed over)."""
+    return convert(trace_to_jaxpr(flat_fun, avals, name))
+
+
+def trace_tree_fun(fun, in_tree, in_avals, name):
+    """Trace a pytree function of flat inputs `in_avals` (structure `in_tree`, a tuple of
+    arguments). Returns (program, consts, output pytree, output tree structure)."""
+    store = {}
+
+    def flat(*leaves):
+        out = fun(*tree_unflatten(in_tree, list(leaves)))
+        store["out"] = out
+        out_leaves, store["tree"] = tree_flatten(out)
+        return [as_operand(o) for o in out_leaves]
+    program, consts = trace_converted(flat, in_avals, name)
+    return program, consts, store["out"], store["tree"]
+
+
+def eval_eagerly(closed, args):
+    """Evaluate a const-free program op by op with no current trace; Arrays out."""
+    with set_trace(None):
+        outs = eval_jaxpr(closed.jaxpr, closed.consts, *args)
+    return [as_array(o, a) for o, a in zip(outs, closed.out_avals)]
+
+
+def leaf_paths(tree, prefix):
+    """The path text of each leaf of a tree structure, e.g. `carry['h']`."""
+    dummy = tree_unflatten(tree, list(range(tree.num_leaves)))
+    return [path_text(prefix, p) for p, _ in tree_flatten_with_path(dummy)[0]]
+
+
+# --- reordering programs --------------------------------------------------------------------------
+
+
+def permute(closed, in_order, out_order=None):
+    """`closed` with its inputs (and outputs) listed in the order of the index lists."""
+    j = closed.jaxpr
+    outs = j.outvars if out_order is None else [j.outvars[i] for i in out_order]
+    return ClosedJaxpr(Jaxpr([], [j.invars[i] for i in in_order], list(outs), j.eqns),
+                       closed.consts)
+
+
+def with_unused_inputs(closed, avals, position):
+    """`closed` taking extra, unused inputs of `avals` at input `position`."""
+    j = closed.jaxpr
+    extra = [Var(a) for a in avals]
+    invars = list(j.invars[:position]) + extra + list(j.invars[position:])
+    return ClosedJaxpr(Jaxpr([], invars, j.outvars, j.eqns), closed.consts)
+
+
+def dce_outputs(closed, used):
+    """`closed` keeping only the outputs marked in `used` (inputs unchanged)."""
+    jaxpr, _ = pe.dce_jaxpr(closed.jaxpr, list(used), drop_effects=True)
+    return ClosedJaxpr(jaxpr, closed.consts)
+
+
+def join_consts(programs):
+    """Programs `(program_i, consts_i)` whose leading inputs are their own consts become
+    programs that all take every program's consts first: (programs, all consts)."""
+    all_consts = [c for _, cs in programs for c in cs]
+    out, before = [], 0
+    for program, consts in programs:
+        after = len(all_consts) - before - len(consts)
+        j = program.jaxpr
+        mine, rest = j.invars[:len(consts)], j.invars[len(consts):]
+        pre = [Var(get_aval(c)) for c in all_consts[:before]]
+        post = [Var(get_aval(c)) for c in all_consts[before + len(consts):]]
+        assert len(post) == after
+        invars = pre + list(mine) + post + list(rest)
+        out.append(ClosedJaxpr(Jaxpr([], invars, j.outvars, j.eqns), []))
+        before += len(consts)
+    return out, all_consts
+
+
+# --- jvp of a sub-program ------------------------------------------------------------------------
+
+
+def jvp_program(closed, nonzeros, instantiate):
+    """The jvp of `closed` for the tangent inputs marked `nonzeros`.
+
+    Returns `(program, consts, out_nonzero)`: `program` maps (consts, primals, nonzero
+    tangents) to (primal outputs, nonzero tangent outputs); an output whose `instantiate`
+    entry is True always has a tangent output (zeros when symbolically zero).
+    """
+    n = len(closed.in_avals)
+    out_nz = []
+
+    def fun(*args):
+        it = iter(args[n:])
+        ts = [next(it) if nz else ad.Zero(a) for nz, a in zip(nonzeros, closed.in_avals)]
+        outs, t_outs = ad.jvp_eval(closed.jaxpr, closed.consts, list(args[:n]), ts)
+        out_nz[:] = [type(t) is not ad.Zero or inst for t, inst in zip(t_outs, instantiate)]
+        return list(outs) + [ad.instantiate(t) for t, nz in zip(t_outs, out_nz) if nz]
+    avals = list(closed.in_avals) + [ad.tangent_aval(a)
+                                     for a, nz in zip(closed.in_avals, nonzeros) if nz]
+    program, consts = trace_converted(fun, avals, "jvp")
+    return program, consts, out_nz
+
+
+def tangent_operands(tangents, mask):
+    """The tangents marked in `mask`, symbolic zeros instantiated."""
+    return [ad.instantiate(t) for t, m in zip(tangents, mask) if m]
+
+
+def nonzero_mask(tangents):
+    return [type(t) is not ad.Zero for t in tangents]
+
+
+def tangents_out(values, mask, avals):
+    """Tangent outputs: the next of `values` where `mask` is set, else a symbolic zero."""
+    it = iter(values)
+    return [next(it) if m else ad.Zero(a) for m, a in zip(mask, avals)]
+
+
+# --- batching of a sub-program ------------------------------------------------------------------
+
+
+def batch_program(closed, size, in_batched, force_out):
+    """`closed` batched along axis 0 of the inputs marked `in_batched`.
+
+    Returns `(program, consts, out_batched)`; outputs are batched along axis 0, those marked
+    `force_out` always (an unbatched value is broadcast).
+    """
+    out_batched = []
+    dims = [0 if b else batching.not_mapped for b in in_batched]
+
+    def fun(*args):
+        outs, o_dims = batching.batch_eval(closed.jaxpr, closed.consts, list(args), dims)
+        out_batched[:] = [d is not batching.not_mapped or f for d, f in zip(o_dims, force_out)]
+        return [batching.bdim_at_front(o, d, size) if b else o
+                for o, d, b in zip(outs, o_dims, out_batched)]
+    avals = [batched_aval(a, size) if b else a for a, b in zip(closed.in_avals, in_batched)]
+    program, consts = trace_converted(fun, avals, "vmap")
+    return program, consts, out_batched
+
+
+def batch_size(args, dims):
+    return next(get_aval(x).shape[d] for x, d in zip(args, dims)
+                if d is not batching.not_mapped)
+
+
+def to_front(x, d):
+    return x if d is batching.not_mapped else batching.moveaxis(x, d, 0)
+
+
+# --- transposition through partial evaluation -------------------------------------------------
+
+
+def transpose_mixed(closed, args, cts):
+    """Cotangents of the undefined inputs of `closed` (a program that may also compute
+    non-linear values of its known inputs, e.g. a jvp program).
+
+    The program is split by partial evaluation: its known part runs forward on the known
+    `args` (binding in the current trace) and the linear part is transposed with `cts` (one
+    per output, `ad.Zero` allowed). Returns one cotangent per undefined input, in order.
+    """
+    undefined = [ad.is_undefined(a) for a in args]
+    known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(closed, undefined, False)
+    n_known_outs = len(known.jaxpr.outvars) - num_res
+    res = []
+    if num_res:
+        kj = dce_outputs(known, [False] * n_known_outs + [True] * num_res)
+        res = eval_jaxpr(kj.jaxpr, kj.consts, *[a for a in args if not ad.is_undefined(a)])
+    lin_args = list(res) + [a for a in args if ad.is_undefined(a)]
+    lin_cts = [ct for ct, u in zip(cts, out_unknowns) if u]
+    return ad.backward_pass(unknown.jaxpr, {}, lin_cts, [], lin_args)[num_res:]
+
+
+def add_cts(acc, ct):
+    return ad.add_tangents(acc, ct)
+
+
+def zeros(aval):
+    return ad.instantiate(ad.Zero(aval))
+
