@@ -148,7 +148,16 @@ def test_eager_matches_numpy(spec, data):
 @given(data=st.data())
 def test_grads(spec, data):
     args, kw = spec.draw(data, nonempty=True)
+    if spec.name in _KINKED:  # keep the order, but space values well beyond the FD step
+        a = np.asarray(args[0])
+        spaced = np.empty(a.size)
+        spaced[np.argsort(a.ravel(), kind="stable")] = np.arange(a.size) * 0.05 - 1.0
+        args[0] = spaced.reshape(a.shape).astype(a.dtype)
     check_grads(lambda *a: spec.fun(*a, **kw), args, order=2, modes=("fwd", "rev"))
+
+
+# Piecewise ops: finite differences across a near-tie (closer than the FD step) are meaningless.
+_KINKED = {"reduce_max", "reduce_min", "cummax", "cummin"}
 
 
 def batch_check(fun, args, data, mode):

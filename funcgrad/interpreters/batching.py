@@ -51,7 +51,8 @@ def batch_size(args, dims):
     raise errors.FuncgradInternalError("batching rule called with no batched argument")
 
 
-def _example_shape(x, d):
+def example_shape(x, d):
+    """The shape of one example of `x` (batched along `d`, or unbatched when None)."""
     s = list(get_aval(x).shape)
     if d is not not_mapped:
         del s[d]
@@ -64,7 +65,7 @@ def defbroadcasting(prim):
     def rule(args, dims, **params):
         from funcgrad import lax
         size = batch_size(args, dims)
-        shape = max((_example_shape(x, d) for x, d in zip(args, dims)), key=len)
+        shape = max((example_shape(x, d) for x, d in zip(args, dims)), key=len)
         full = (size,) + shape
         out = []
         for x, d in zip(args, dims):

@@ -277,7 +277,23 @@ select_n_p.def_impl(_select_n_impl)
 select_n_p.def_abstract_eval(_select_n_abstract)
 ad.jvp_rules[select_n_p] = _select_n_jvp
 ad.transpose_rules[select_n_p] = _select_n_transpose
-batching.defbroadcasting(select_n_p)
+def _select_n_batch(args, dims):
+    size = batching.batch_size(args, dims)
+    shape = max((batching.example_shape(x, d) for x, d in zip(args, dims)), key=len)
+    full = (size,) + shape
+
+    def to_full(x, d):
+        nd = get_aval(x).ndim
+        if d is None:
+            return broadcast_in_dim(x, full, tuple(range(1, nd + 1)))
+        x = batching.moveaxis(x, d, 0)
+        return broadcast_in_dim(x, full, tuple(range(nd))) if nd - 1 < len(shape) else x
+    which, wd = args[0], dims[0]
+    which = which if wd is None and get_aval(which).ndim == 0 else to_full(which, wd)
+    return select_n_p.bind(which, *[to_full(c, d) for c, d in zip(args[1:], dims[1:])]), 0
+
+
+batching.batch_rules[select_n_p] = _select_n_batch
 
 
 # --- clamp ------------------------------------------------------------------------------------
