@@ -19,9 +19,10 @@ and three ratios to NumPy: of the medians, the median of per-round ratios (`pair
 step against the NumPy step run next to it) and of the minima (`by min`, least disturbed
 by other processes on a shared machine).
 
-Also printed: the first-call compile time (trace + optimize + fuse + generate), peak memory
-beyond the model state and batch (tracemalloc; NumPy's preallocated workspace counted),
-and with `--profile` the per-kernel timings of the generated program.
+Also printed: the first-call compile time (trace + optimize + fuse + generate), memory
+beyond the model state and batch (buffers kept between steps: NumPy's preallocated ones,
+the compiled program's workspace; plus the peak tracemalloc sees during a step), and with
+`--profile` the per-kernel timings of the generated program.
 """
 
 import argparse
@@ -277,19 +278,26 @@ def interleaved(runners, x, y, steps):
     return {k: np.array(v) * 1e3 for k, v in times.items()}
 
 
-def traced_peak(make, x, y):
-    """Peak bytes traced while building a runner (its persistent workspace, minus the
-    model state every runner holds) and running one step with it."""
-    state = sum(a.nbytes for a in tree_leaves(init_params())) * 3
-    tracemalloc.start()
-    run = make()
+def step_memory(run, x, y):
+    """Peak bytes traced during one step (after a warm-up step) beyond what it started with."""
     run(x, y)
-    tracemalloc.reset_peak()
+    tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     run(x, y)
-    current, peak = tracemalloc.get_traced_memory()
+    peak = tracemalloc.get_traced_memory()[1] - base
     tracemalloc.stop()
-    return max(base - state, 0) + (peak - base)
+    return peak
+
+
+def numpy_workspace(params, n):
+    """Bytes NumPyStep preallocates beyond the model state (parameters, m, v)."""
+    state = sum(a.nbytes for a in tree_leaves(params)) * 3
+    tracemalloc.start()
+    step = NumpyStep(params, n)
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del step
+    return held - state
 
 
 def first_call_ms(params, x, y):
@@ -348,11 +356,15 @@ def run_batch(n, steps, profile):
           f"({cpu[0] + cpu[1]:.1f} ms CPU; target < 50), then the first run {wall[2]:.1f} ms; "
           "phases " + ", ".join(f"{k} {v * 1e3:.1f} ms"
                                 for k, v in pipeline.stats["last_seconds"].items()))
-    peaks = {"numpy": traced_peak(lambda: NumpyStep(params, n), x, y),
-             "funcgrad jit": traced_peak(lambda: FuncgradJit(params), x, y)}
-    print("memory beyond model state and batch (tracemalloc): "
-          + ", ".join(f"{k} {v / 2**20:.2f} MiB" for k, v in peaks.items())
-          + f"; compiler's plan (no donation): {exe.memory_analysis()}")
+    fj = runners["funcgrad jit"]
+    mem = fj.fn.lower(fj.params, fj.state, x, y).compile().memory_analysis()
+    kept = {"numpy": numpy_workspace(params, n), "funcgrad jit": mem.workspace_bytes}
+    step = {"numpy": step_memory(runners["numpy"], x, y), "funcgrad jit": step_memory(fj, x, y)}
+    print("memory beyond model state and batch: "
+          + ", ".join(f"{k} {(kept[k] + step[k]) / 2**20:.2f} MiB (kept between steps "
+                      f"{kept[k] / 2**20:.2f} + allocated in a step {step[k] / 2**20:.2f})"
+                      for k in kept))
+    print(f"compiler's plan (donated): {mem}")
     if profile:
         leaves = [np.asarray(a) for a in tree_leaves(funcgrad_state(params))]
         prof = exe.profile(*leaves, x, y, repeat=steps)

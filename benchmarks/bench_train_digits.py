@@ -36,9 +36,10 @@ def batches(epochs, batch_size):
 
 
 def initial_params():
+    from train_digits_mlp import make_model
+
     import funcgrad.numpy as fnp
     from funcgrad import data, random
-    from train_digits_mlp import make_model
     x = fnp.asarray(data.load_digits().x_train[:1])
     params, _ = make_model().init(random.PRNGKey(0), x)
     return [(np.array(p["w"]), np.array(p["b"])) for p in params if p]
@@ -53,8 +54,9 @@ def accuracy_of(forward, d):
 
 def run_funcgrad(epochs, batch_size):
     from train_digits_mlp import accuracy, train
-    params, _, model, d, seconds = train(epochs, batch_size, LR, progress=False, verbose=False)
-    return seconds, accuracy(model, params, [{}] * 5, d.x_test, d.y_test)
+    run = train(epochs, batch_size, LR, progress=False, verbose=False)
+    return run.seconds, accuracy(run.model, run.params, run.model_state, run.digits.x_test,
+                                 run.digits.y_test)
 
 
 class NumpyMLP:

@@ -6,10 +6,13 @@
 """
 
 from funcgrad import (  # noqa: F401
+    data,
     debug,
+    io,
     lax,
     nn,
     numpy,  # noqa: F401  (installs array operators and methods)
+    optim,
     random,
     tree_util,
 )
@@ -20,6 +23,13 @@ from funcgrad.compiler import jit  # noqa: F401
 from funcgrad.config import config  # noqa: F401
 from funcgrad.core import Array  # noqa: F401
 from funcgrad.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
+from funcgrad.devices import (  # noqa: F401
+    block_until_ready,
+    default_backend,
+    device_get,
+    device_put,
+    devices,
+)
 from funcgrad.jacobians import hessian, jacfwd, jacrev  # noqa: F401
 from funcgrad.lax import stop_gradient  # noqa: F401
 

@@ -41,8 +41,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
         out_axes: the same for the output: where the mapped axis goes in each output leaf;
             unmapped outputs are broadcast along it (None keeps an output unmapped).
         axis_size: the size of the mapped axis; needed only when no argument is mapped.
-        axis_name: accepted for JAX compatibility; funcgrad has no collectives yet, so it
-            does not change the result.
+        axis_name: a name (str) for the mapped axis, so that collectives inside `fun`
+            (`lax.psum`, `pmean`, `all_gather`, `axis_index`...) reduce over it: the
+            single-process equivalent of `funcgrad.distributed.shard_map` over that axis.
 
     Returns:
         The vectorized function.
@@ -60,7 +61,9 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
         in_axes = tuple(in_axes)
     _check_spec(in_axes, "in_axes", top=True)
     _check_spec(out_axes, "out_axes", top=False)
-    del axis_name
+    if axis_name is not None and not isinstance(axis_name, str):
+        raise errors.FuncgradTypeError(f"vmap axis_name must be a string, got {axis_name!r}"
+                                       f"\n{errors.where()}")
 
     @functools.wraps(fun)
     def batched(*args, **kwargs):
@@ -77,7 +80,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
             out_leaves, store["tree"] = tree_flatten(out)
             return out_leaves
 
-        outs, out_dims = vmap_flat(flat_fun, leaves, dims, size)
+        outs, out_dims = vmap_flat(flat_fun, leaves, dims, size, axis_name=axis_name)
         out_tree = store["tree"]
         o_axes = _out_leaf_axes(out_axes, out_tree)
         res = [_place_output(x, d, a, size, i, out_tree)
@@ -86,15 +89,26 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
     return batched
 
 
-def vmap_flat(fun, args, dims, size, name="vmap"):
+def vmap_flat(fun, args, dims, size, name="vmap", axis_name=None):
     """Batch a flat function: trace `fun` per example, run `batch_eval` on `args`.
 
     `dims` gives each argument's mapped axis (None: unmapped); returns `(outs, out_dims)`
-    with the outputs as the batching rules left them.
+    with the outputs as the batching rules left them. With `axis_name`, the mapped axis is
+    bound for collectives and mapped arguments vary over it (see funcgrad.lax.parallel).
     """
     avals = [_example_aval(get_aval(x), d) for x, d in zip(args, dims)]
-    closed = trace_to_jaxpr(fun, avals, name)
-    outs, out_dims = batching.batch_eval(closed.jaxpr, closed.consts, list(args), list(dims))
+    if axis_name is None:
+        closed = trace_to_jaxpr(fun, avals, name)
+    else:
+        from funcgrad.lax import parallel
+        avals = [a.update(vma=(a.vma or frozenset()) | (
+            frozenset() if d is not_mapped else frozenset((axis_name,))))
+            for a, d in zip(avals, dims)]
+        with parallel.extend_axis_env(axis_name, size, "vmap"):
+            closed = trace_to_jaxpr(fun, avals, name)
+    with batching.batch_axis(axis_name, size):
+        outs, out_dims = batching.batch_eval(closed.jaxpr, closed.consts, list(args),
+                                             list(dims))
     return [_as_value(x, v.aval) for x, v in zip(outs, closed.jaxpr.outvars)], out_dims
 
 
@@ -116,7 +130,7 @@ def _example_aval(aval, d):
     if d is not_mapped:
         return aval
     shape = aval.shape[:d] + aval.shape[d + 1:]
-    return ShapedArray(shape, aval.dtype, aval.weak_type)
+    return ShapedArray(shape, aval.dtype, aval.weak_type, aval.vma)
 
 
 def _as_value(x, aval):

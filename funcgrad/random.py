@@ -40,9 +40,10 @@ def _u32(v):
 
 
 def _rotate_left(x, r):
-    # (x << r) | (x >> (32 - r)) on uint32. Written as a wrapping multiply and an unsigned
-    # divide by powers of two (bit-identical) because the numpy jit backend currently fails on
-    # shift primitives whose shift amount is a literal (see the report in random's tests).
+    # (x << r) | (x >> (32 - r)) on uint32, written as a wrapping multiply and an unsigned
+    # divide by powers of two (bit-identical): the numpy jit backend currently fails on
+    # `shift_left`/`shift_right_logical` with a literal shift amount (the fused kernel passes
+    # a Python int where the impl expects an array).
     return lax.bitwise_or(lax.mul(x, _u32(1 << r)), lax.div(x, _u32(1 << (32 - r))))
 
 
@@ -144,6 +145,7 @@ def PRNGKey(seed):  # noqa: N802  (JAX's name)
     return _pack(lax.full_like(lo, 0), lo)
 
 
+# JAX's `key` makes a typed key array; funcgrad keys are always the raw uint32[2] words.
 key = PRNGKey
 
 
@@ -276,6 +278,11 @@ def _uniform(key, shape, dtype, minval, maxval):
 
 def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0):
     """Uniform floats in `[minval, maxval)` (JAX's mantissa construction, bit for bit).
+
+    With the default bounds the numbers equal JAX's bit for bit. For other bounds JAX's
+    compiled `u * (maxval - minval) + minval` is usually contracted into one fused
+    multiply-add; funcgrad rounds the product and the sum separately, so the two may differ
+    in the last bit.
 
     Args:
         key: a `uint32[2]` key.

@@ -403,6 +403,18 @@ def test_model_under_jit_grad_and_vmap():
                                                                             labels[i]), 1e-4)
 
 
+def test_init_under_jit_and_vmap():
+    model = nn.Sequential(nn.Conv2d(4, 3), nn.BatchNorm(), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(3))
+    x = fnp.ones((2, 1, 5, 5))
+    eager = model.init(KEY, x)
+    _trees_close(fg.jit(model.init)(KEY, x), eager, 0)
+    keys = random.split(KEY, 3)
+    ensemble, _ = fg.vmap(lambda k: model.init(k, x))(keys)  # three independent models
+    assert ensemble[4]["w"].shape == (3, 100, 3)
+    _trees_close(tree_map(lambda a: a[2], ensemble), model.init(keys[2], x)[0], 0)
+
+
 def test_summary():
     model = nn.Sequential(nn.Linear(3), nn.ReLU(), nn.Linear(2))
     params, state = model.init(KEY, fnp.ones((1, 4)))

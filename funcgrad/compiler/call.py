@@ -36,6 +36,7 @@ from funcgrad.core import (
     to_array,
     trace_to_jaxpr,
 )
+from funcgrad.core.array import device_provider
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters import partial_eval as pe
 
@@ -174,9 +175,9 @@ def _jit_impl(*args, jaxpr, name, donated, backend):
 def _wrap_all(outs, avals):
     res = []
     for o, a in zip(outs, avals):
-        if type(o) is not Array:
-            o = Array(o if type(o) is np.ndarray and o.dtype == a.dtype
-                      else np.asarray(o, a.dtype), a.weak_type)
+        if type(o) is not Array:  # numpy arrays, or device arrays of the IR's dtype
+            ok = (type(o) is np.ndarray or device_provider(o) is not None) and o.dtype == a.dtype
+            o = Array(o if ok else np.asarray(o, a.dtype), a.weak_type)
         res.append(o)
     return res
 
@@ -404,7 +405,7 @@ def _batched_program(closed, dims, size):
 def _jit_batch(args, dims, *, jaxpr, name, donated, backend):
     size = next(get_aval(x).shape[d] for x, d in zip(args, dims) if d is not batching.not_mapped)
     dims = tuple(dims)
-    program, consts, out_dims = _derive(jaxpr, ("vmap", dims, size),
+    program, consts, out_dims = _derive(jaxpr, ("vmap", dims, size, batching.current_axis()),
                                         lambda: _batched_program(jaxpr, dims, size))
     return call_jaxpr(program, consts, args, f"vmap({name})", backend), list(out_dims)
 

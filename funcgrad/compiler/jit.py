@@ -611,7 +611,7 @@ def _leaf_signature(x):
         return (v.shape, v.dtype, x.weak_type)
     if isinstance(x, Tracer):
         a = x.aval
-        return (a.shape, a.dtype, a.weak_type)
+        return (a.shape, a.dtype, a.weak_type) + (() if a.vma is None else (a.vma,))
     if t in _SCALARS or isinstance(x, (np.ndarray, np.generic)):
         try:
             a = to_array(x).aval

@@ -368,6 +368,8 @@ def _swapped_dot(eqn, defs, uses):
 
 
 def _simplify_view(eqn, defs):
+    if not eqn.invars or len(eqn.outvars) != 1:  # iota, multi-output primitives
+        return None
     name, x, out, p = eqn.prim.name, eqn.invars[0], eqn.outvars[0], eqn.params
     if name == "stop_gradient":
         return x

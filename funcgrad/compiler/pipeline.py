@@ -12,6 +12,7 @@
 import time
 
 from funcgrad.backends import get_backend
+from funcgrad.compiler.bucketing import bucket_collectives
 from funcgrad.compiler.fusion import fuse
 from funcgrad.compiler.passes import cse, dce, fold_constants, inline_calls, simplify
 from funcgrad.config import config
@@ -37,6 +38,7 @@ def optimize(closed, passes=PASSES, max_rounds=4):
         if new is closed:
             break
         closed = new
+    closed = bucket_collectives(closed)  # gradient allreduces in buckets (if any)
     if config.check_jaxprs:
         typecheck_jaxpr(closed.jaxpr)
     return closed

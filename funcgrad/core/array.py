@@ -10,6 +10,27 @@ import numpy as np
 from funcgrad import dtypes
 from funcgrad.core.ir import ShapedArray
 
+# Array types of other devices (e.g. cupy.ndarray) -> the provider that moves them to the
+# host (`to_host`) and names their device; filled by funcgrad.devices.
+_device_types = {}
+
+
+def register_device_type(cls, provider):
+    _device_types[cls] = provider
+
+
+def device_provider(value):
+    """The provider of a device array value, None for numpy (and other host) values."""
+    return _device_types.get(type(value))
+
+
+def host_value(v):
+    """`v` as a numpy value (copied from its device when it lives on one)."""
+    if type(v) is np.ndarray:
+        return v
+    provider = _device_types.get(type(v))
+    return provider.to_host(v) if provider is not None else np.asarray(v)
+
 
 class ArrayBase:
     """Base class of funcgrad arrays and tracers (`isinstance(x, ArrayBase)`)."""
@@ -19,7 +40,9 @@ class ArrayBase:
 
 
 class Array(ArrayBase):
-    """A concrete funcgrad array on the CPU: an immutable numpy array and a weak-type bit.
+    """A concrete funcgrad array: an immutable array value and a weak-type bit. The value is
+    a numpy array on the CPU or a device array (a `cupy.ndarray` on a GPU, see
+    `funcgrad.device_put`); converting with `numpy.asarray` copies it to the host.
 
     Example:
         >>> import funcgrad.numpy as fnp
@@ -44,32 +67,33 @@ class Array(ArrayBase):
         return ShapedArray(v.shape, v.dtype, self.weak_type)
 
     def __array__(self, dtype=None, copy=None):
-        v = np.asarray(self._value).view()
+        v = self._value
+        v = np.asarray(v).view() if type(v) is np.ndarray else host_value(v)
         v.flags.writeable = False
         return v if dtype is None else v.astype(dtype)
 
     def __repr__(self):
-        body = np.array2string(self._value, separator=", ", prefix="Array(")
-        dt = "" if self._value.dtype in (np.float32, np.int32, np.bool_) and self.size else ""
-        return f"Array({body}, dtype={self._value.dtype}{dt})"
+        v = host_value(self._value)
+        body = np.array2string(v, separator=", ", prefix="Array(")
+        return f"Array({body}, dtype={v.dtype})"
 
     def __str__(self):
-        return str(self._value)
+        return str(host_value(self._value))
 
     def __bool__(self):
-        return bool(self._value)
+        return bool(host_value(self._value))
 
     def __int__(self):
-        return int(self._value)
+        return int(host_value(self._value))
 
     def __float__(self):
-        return float(self._value)
+        return float(host_value(self._value))
 
     def __complex__(self):
-        return complex(self._value)
+        return complex(host_value(self._value))
 
     def __index__(self):
-        return self._value.__index__()
+        return host_value(self._value).__index__()
 
     def __len__(self):
         if self._value.ndim == 0:
@@ -81,17 +105,22 @@ class Array(ArrayBase):
                         "argument instead")
 
     def item(self):
-        return self._value.item()
+        return host_value(self._value).item()
 
     def tolist(self):
-        return self._value.tolist()
+        return host_value(self._value).tolist()
 
     def block_until_ready(self):
+        provider = _device_types.get(type(self._value))
+        if provider is not None:
+            provider.synchronize()
         return self
 
     @property
     def device(self):
-        return "cpu"
+        """The `funcgrad.devices.Device` holding this array."""
+        from funcgrad.devices import device_of
+        return device_of(self._value)
 
     def __reduce__(self):
         return (Array, (self._value, self.weak_type))
@@ -117,6 +146,8 @@ def to_array(x):
         return Array(v, False)
     if isinstance(x, ArrayBase):
         raise TypeError("to_array of a tracer")
+    if t in _device_types or hasattr(x, "__cuda_array_interface__"):
+        return _device_array(x)
     if hasattr(x, "__array__") or isinstance(x, (list, tuple)):
         v = np.asarray(x)
         if v.dtype == object:
@@ -125,6 +156,17 @@ def to_array(x):
         return to_array(v)
     raise TypeError(f"{type(x).__name__} is not a valid funcgrad array type; expected an "
                     "array, a Python scalar or a (nested) list of numbers")
+
+
+def _device_array(x):
+    """A device array (e.g. a `cupy.ndarray`) as an Array on its device, dtype canonical."""
+    if type(x) not in _device_types:
+        from funcgrad.devices import cuda_provider
+        _ = cuda_provider().cupy  # importing it registers cupy.ndarray
+    if type(x) not in _device_types:
+        raise TypeError(f"{type(x).__name__} is a device array type funcgrad does not know")
+    dt = dtypes.canonicalize(x.dtype)
+    return Array(x if dt == x.dtype else _device_types[type(x)].asarray(x, dt), False)
 
 
 def _check_int_range(x, dt):

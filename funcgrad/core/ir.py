@@ -17,17 +17,22 @@ from funcgrad import dtypes
 class ShapedArray:
     """The abstract value of an array: shape, dtype and weak type.
 
+    `vma` types values inside `shard_map` and `vmap(axis_name=...)`: the frozenset of mesh
+    axis names the value varies over (None: untyped, outside them). It is not part of
+    equality or hashing, so code that does not use named axes never sees it.
+
     Example:
         >>> ShapedArray((3,), np.dtype("float32"))
         f32[3]
     """
 
-    __slots__ = ("shape", "dtype", "weak_type")
+    __slots__ = ("shape", "dtype", "weak_type", "vma")
 
-    def __init__(self, shape, dtype, weak_type=False):
+    def __init__(self, shape, dtype, weak_type=False, vma=None):
         self.shape = shape
         self.dtype = dtype
         self.weak_type = weak_type
+        self.vma = vma
 
     @property
     def ndim(self):
@@ -45,12 +50,13 @@ class ShapedArray:
         return hash((self.shape, self.dtype, self.weak_type))
 
     def strip_weak(self):
-        return ShapedArray(self.shape, self.dtype, False) if self.weak_type else self
+        return ShapedArray(self.shape, self.dtype, False, self.vma) if self.weak_type else self
 
-    def update(self, shape=None, dtype=None, weak_type=None):
+    def update(self, shape=None, dtype=None, weak_type=None, vma=None):
         return ShapedArray(self.shape if shape is None else shape,
                            self.dtype if dtype is None else dtype,
-                           self.weak_type if weak_type is None else weak_type)
+                           self.weak_type if weak_type is None else weak_type,
+                           self.vma if vma is None else vma)
 
     def str_short(self):
         return f"{dtypes.short_name(self.dtype)}[{','.join(map(str, self.shape))}]"

@@ -15,7 +15,7 @@ import numpy as np
 
 from funcgrad import dtypes, errors
 from funcgrad.config import config
-from funcgrad.core.array import Array, ArrayBase, to_array
+from funcgrad.core.array import Array, ArrayBase, _device_types, to_array
 from funcgrad.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
 
 _trace_ctx = contextvars.ContextVar("funcgrad_trace", default=None)
@@ -157,10 +157,14 @@ def eager_bind(prim, args, params):
     try:
         out = prim.impl_rule(*vals, **params)
     except Exception as e:
-        raise errors.FuncgradInternalError(
-            f"{prim.name}: the eager implementation failed on inputs "
-            f"{[(v.shape, v.dtype) for v in vals]} ({type(e).__name__}: "
-            f"{e}); this is a funcgrad bug\n{errors.where(errors.user_frame(2))}") from e
+        if any(type(v) in _device_types for v in vals):  # operands on a GPU
+            from funcgrad.devices import run_on_devices
+            out = run_on_devices(prim, vals, params, e)
+        else:
+            raise errors.FuncgradInternalError(
+                f"{prim.name}: the eager implementation failed on inputs "
+                f"{[(v.shape, v.dtype) for v in vals]} ({type(e).__name__}: "
+                f"{e}); this is a funcgrad bug\n{errors.where(errors.user_frame(2))}") from e
     if prim.multiple_results:
         res = [_wrap(o, a) for o, a in zip(out, out_aval)]
     else:
@@ -180,7 +184,8 @@ def _hashable(key):
 
 def _wrap(v, aval):
     if type(v) is not np.ndarray or v.dtype != aval.dtype:
-        v = np.asarray(v, aval.dtype)
+        provider = _device_types.get(type(v))
+        v = np.asarray(v, aval.dtype) if provider is None else provider.asarray(v, aval.dtype)
     return Array(v, aval.weak_type)
 
 
@@ -297,6 +302,11 @@ class Tracer(ArrayBase):
 
 _builder_ids = itertools.count()
 
+# Typing by mesh axes (`ShapedArray.vma`, see funcgrad.lax.parallel, which installs it): a
+# builder with a typed input or capture calls `vma_rule(builder, prim, args, avals, params)`,
+# which returns `(args with invariant operands cast to varying, or None; the outputs' vma)`.
+vma_rule = None
+
 
 class Builder:
     """A trace that records equations into a jaxpr.
@@ -318,9 +328,11 @@ class Builder:
         self._captured = {}
         self.known = {}  # var -> value one level up, for vars whose value is known
         self.id = next(_builder_ids)
+        self.typed = False  # holds values typed by mesh axes (see `vma_rule`)
 
     def new_input(self, aval, val=None):
         var = Var(aval)
+        self.typed = self.typed or aval.vma is not None
         self.invars.append(var)
         if val is not None:
             self.known[var] = val
@@ -364,6 +376,7 @@ class Builder:
         if hit is not None:
             return hit[0], aval, x
         var = Var(aval)
+        self.typed = self.typed or aval.vma is not None
         self._captured[id(x)] = (var, x)
         self.constvars.append(var)
         self.constvals.append(x)
@@ -378,9 +391,17 @@ class Builder:
             else:
                 atom, aval, val = self._atom(a)
                 atoms.append(atom), avals.append(aval), vals.append(val)
+        out_vma = None
+        if self.typed:
+            new_args, out_vma = vma_rule(self, prim, args, avals, params)
+            if new_args is not None:  # operands cast to varying first (`pvary`)
+                return self.process(prim, new_args, params)
         out_avals = prim.abstract_eval(*avals, **params)
         multi = prim.multiple_results
         out_avals_l = out_avals if multi else [out_avals]
+        if out_vma is not None:
+            out_avals_l = [a if a.vma is not None else a.update(vma=out_vma)
+                           for a in out_avals_l]
         out_vals = None
         if self.compute_known and all(v is not None for v in vals):
             token = _known_for.set(self)

@@ -206,7 +206,7 @@ def jvp_jaxpr(closed, instantiate_zeros=True):
 
 
 def tangent_aval(aval):
-    return ShapedArray(aval.shape, aval.dtype, aval.weak_type)
+    return ShapedArray(aval.shape, aval.dtype, aval.weak_type, aval.vma)
 
 
 # --- linearize and transpose -----------------------------------------------------------------

@@ -6,7 +6,13 @@ form in the current trace, using the rule table owned here:
 where each dim is an int (the mapped axis of that value) or `not_mapped` (None).
 Definers cover the families: `defvectorized` (unary elementwise), `defbroadcasting`
 (n-ary elementwise), `defreducer` (ops with an `axes` parameter).
+Collectives (`axis_primitives`, see funcgrad.lax.parallel) that name the axis being vmapped
+(`current_axis()`, bound by `batch_axis` while `vmap(..., axis_name=...)` runs `batch_eval`)
+go through their rule even when no operand is mapped.
 """
+
+import contextlib
+import contextvars
 
 from funcgrad import errors
 from funcgrad.core import Literal, get_aval, source_context
@@ -14,6 +20,28 @@ from funcgrad.interpreters.ad import add_any_p
 
 batch_rules = {}
 not_mapped = None
+axis_primitives = set()
+_batch_axis = contextvars.ContextVar("funcgrad_batch_axis", default=None)
+
+
+def current_axis():
+    """`(name, size)` of the named axis being vmapped now, or None."""
+    return _batch_axis.get()
+
+
+@contextlib.contextmanager
+def batch_axis(name, size):
+    """Make `name` (None: an unnamed vmap) the axis being vmapped inside the block."""
+    token = _batch_axis.set(None if name is None else (name, size))
+    try:
+        yield
+    finally:
+        _batch_axis.reset(token)
+
+
+def _names_current_axis(eqn):
+    cur = _batch_axis.get()
+    return cur is not None and eqn.prim in axis_primitives and cur[0] in eqn.params["axis_name"]
 
 
 def moveaxis(x, src, dst):
@@ -113,7 +141,7 @@ def batch_eval(jaxpr, consts, args, dims):
     for eqn in jaxpr.eqns:
         xs, ds = zip(*[read(a) for a in eqn.invars]) if eqn.invars else ((), ())
         with source_context(eqn.source):
-            if all(d is not_mapped for d in ds):
+            if all(d is not_mapped for d in ds) and not _names_current_axis(eqn):
                 outs = eqn.prim.bind(*xs, **eqn.params)
                 o_dims = ([not_mapped] * len(outs) if eqn.prim.multiple_results
                           else not_mapped)

@@ -10,6 +10,7 @@ from funcgrad.lax.elementwise import *  # noqa: F401,F403
 from funcgrad.lax.indexing import *  # noqa: F401,F403
 from funcgrad.lax.linalg import *  # noqa: F401,F403
 from funcgrad.lax.logic import *  # noqa: F401,F403
+from funcgrad.lax.parallel import *  # noqa: F401,F403
 from funcgrad.lax.reductions import *  # noqa: F401,F403
 from funcgrad.lax.shape import *  # noqa: F401,F403
 from funcgrad.lax.slicing import *  # noqa: F401,F403

@@ -123,6 +123,8 @@ and_, or_, xor, not_ = bitwise_and, bitwise_or, bitwise_xor, bitwise_not
 # --- shifts (XLA semantics: a shift amount outside [0, bits) shifts everything out) ---------
 def _shift_parts(x, y):
     """(bit width, in-range mask, shift amount clipped into range, in x's dtype)."""
+    x = np.asarray(x)  # fused kernels may pass a literal amount as a Python scalar
+    y = np.asarray(y, x.dtype)
     bits = x.dtype.itemsize * 8
     ok = y.astype(np.dtype(f"u{x.dtype.itemsize}")) < bits
     return bits, ok, np.where(ok, y, 0).astype(x.dtype)

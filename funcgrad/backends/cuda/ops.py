@@ -243,8 +243,7 @@ def _logistic(a, d, p):
     return f"({one} / ({one} + {_math('exp')(['(-' + a[0] + ')'], d, p)}))"
 
 
-def _convert(a, d, p, out):
-    src, dst = d[0], out
+def _convert(a, d, p, dst):
     if dst == "float16":
         return f"fg_round_half({a[0]})"
     if dst == "bool":

@@ -17,6 +17,7 @@ Launch geometry (`grid`) is a pure function of the plan and a `DeviceInfo`. Rend
 print what the plan says. This module imports no GPU library.
 """
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -205,8 +206,10 @@ def plan_kernel(spec, device=H200, name=None):
     index = "int64" if max(extents) + INT32_MARGIN >= 2 ** 31 else "int32"
     ops = [Operand(nm, dt, tuple(s), vec == 4 and bool(s) and s[-1] == 1)
            for nm, dt, s in zip(names, dtypes, strides)]
-    return KernelPlan(name or _c_name(spec), spec, strategy, outer, inner, tuple(ops[:n_in]),
-                      tuple(ops[n_in:]), reductions, index, vec, BLOCK, splits)
+    decisions = (strategy, splits, index, vec, BLOCK)
+    return KernelPlan(name or _c_name(spec, decisions), spec, strategy, outer, inner,
+                      tuple(ops[:n_in]), tuple(ops[n_in:]), reductions, index, vec, BLOCK,
+                      splits)
 
 
 def _vectorizable(dims, strides, dtypes):
@@ -241,6 +244,8 @@ def _strategy(spec, dims, groups, in_strides, rows, k, device):
     return base, max(1, splits)
 
 
-def _c_name(spec):
+def _c_name(spec, decisions):
+    """`fg_<spec name>_<hash of the spec and the decisions>`: a valid, unique C name."""
     stem = "".join(c if c.isalnum() or c == "_" else "_" for c in spec.name)
-    return f"fg_{stem}_{spec.key()[:8]}"
+    digest = hashlib.sha256(f"{spec.key()}{decisions}".encode()).hexdigest()
+    return f"fg_{stem}_{digest[:8]}"

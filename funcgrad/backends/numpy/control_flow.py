@@ -11,13 +11,15 @@ Example (a scan with one carry and one stacked output):
     v1, = a0,
     v2 = np.empty((100, 8), np.float32)
     for i0 in range(100):
-        v1, y0, = body0(c0, v1, a1[i0, ...])
-        v2[i0] = y0
+        t0, t1, = body0(c0, v1, a1[i0, ...])
+        v2[i0] = t1
+        v1, = t0,
 """
 
 import numpy as np
 
 from funcgrad.backends.numpy.render import higher_order_rules
+from funcgrad.core import ClosedJaxpr, Jaxpr, Literal
 
 
 def _body(r, closed, prefix):
@@ -43,9 +45,12 @@ def _call(fn, args, outs):
 
 def _cond_rule(r, eqn):
     branches = eqn.params["branches"]
-    index, args = r.read(eqn.invars[0]), [r.read(a) for a in eqn.invars[1:]]
+    index, args = eqn.invars[0], [r.read(a) for a in eqn.invars[1:]]
     outs = r.output_names(eqn)
-    lines = []
+    if type(index) is Literal:  # a constant predicate: only the branch taken is compiled
+        k = min(max(int(index.val), 0), len(branches) - 1)
+        return [_call(_body(r, branches[k], "branch"), args, outs)]
+    index, lines = r.read(index), []
     for k, branch in enumerate(branches):
         fn = _body(r, branch, "branch")
         head = (f"if {index} <= 0:" if k == 0 else "else:" if k == len(branches) - 1
@@ -70,21 +75,51 @@ def _scan_rule(r, eqn):
     p = eqn.params
     nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
     args = [r.read(a) for a in eqn.invars]
-    consts, init, xs = args[:nc], args[nc:nc + nk], args[nc + nk:]
-    outs = r.output_names(eqn)
-    carry, ys = outs[:nk], outs[nk:]
-    body = _body(r, p["jaxpr"], "body")
+    carry = r.output_names(eqn)[:nk]
+    ys = [(r.name_of(v), v) for v in eqn.outvars[nk:] if v in r.used]  # unused ys: not computed
+    j = p["jaxpr"].jaxpr
+    kept = j.outvars[:nk] + [o for o, v in zip(j.outvars[nk:], eqn.outvars[nk:]) if v in r.used]
+    program, sources = _distinct_outputs(p["jaxpr"], kept)
+    body = _body(r, program, "body")
     i = r.fresh_name("i")
-    slices = [r.fresh_name("y") for _ in ys]
-    lines = _assign(carry, init)
-    for name, v in zip(ys, eqn.outvars[nk:]):
-        lines.append(f"{name} = np.empty({tuple(v.aval.shape)}, np.{np.dtype(v.aval.dtype).name})")
+    inputs = args[:nc] + carry + [f"{x}[{i}, ...]" for x in args[nc + nk:]]
+    temps = [r.fresh_name("t") for _ in program.jaxpr.outvars]
+    expr = [inputs[k] if kind == "in" else temps[k] if kind == "out" else r.read(k)
+            for kind, k in sources]
+    lines = _assign(carry, args[nc:nc + nk])
+    for name, v in ys:
+        lines.append(f"{name} = np.empty({tuple(v.aval.shape)}, "
+                     f"np.{np.dtype(v.aval.dtype).name})")
     order = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
     lines.append(f"for {i} in {order}:")
-    lines.append("    " + _call(body, consts + carry + [f"{x}[{i}, ...]" for x in xs],
-                                carry + slices))
-    lines += [f"    {y}[{i}] = {s}" for y, s in zip(ys, slices)]
+    if temps:
+        lines.append("    " + _call(body, inputs, temps))
+    lines += [f"    {y}[{i}] = {e}" for (y, _), e in zip(ys, expr[nk:])]
+    lines += ["    " + line for line in _assign(carry, expr[:nk])]
+    if lines[-1].startswith("for "):  # nothing to compute or keep
+        lines.append("    pass")
     return lines
+
+
+def _distinct_outputs(closed, outvars):
+    """A body computing each distinct variable of `outvars` once (inputs and literals among
+    them are not routed through it), and per entry of `outvars` its source: ("out", k) for
+    the k-th result, ("in", k) for the k-th input, ("lit", literal)."""
+    j = closed.jaxpr
+    position = {v: k for k, v in enumerate(j.invars)}
+    computed, sources = [], []
+    for v in outvars:
+        if type(v) is Literal:
+            sources.append(("lit", v))
+        elif v in position:
+            sources.append(("in", position[v]))
+        else:
+            if v not in computed:
+                computed.append(v)
+            sources.append(("out", computed.index(v)))
+    if computed == list(j.outvars):
+        return closed, sources
+    return ClosedJaxpr(Jaxpr(j.constvars, j.invars, computed, j.eqns), closed.consts), sources
 
 
 higher_order_rules["cond"] = _cond_rule

@@ -184,11 +184,10 @@ CALLS = {"dot_general": _dot_general, "reshape": _reshape, "squeeze": _reshape,
          "transpose": _transpose, "broadcast_in_dim": _broadcast_in_dim}
 
 
-def view_shape(inp, S):
-    """The shape numpy sees for a kernel input's view (broadcast axes have size 1)."""
+def _expanded(inp, S):
+    """The shape of a kernel input's view with broadcast axes of size 1, leading ones
+    dropped (numpy aligns shapes on the right)."""
     mapped = [ax for ax in inp.axes if ax >= 0]
-    if inp.is_direct(S):
-        return tuple(inp.shape)
     if not mapped:
         return ()
     start = min(mapped)
@@ -199,17 +198,38 @@ def view_shape(inp, S):
     return tuple(shape)
 
 
+def _in_order(inp):
+    order = [ax for ax in inp.axes if ax >= 0]
+    return order == sorted(order)
+
+
+def _as_is(inp, S):
+    """True when numpy's broadcasting reads the input correctly without a reshape."""
+    n = len(S)
+    return inp.is_direct(S) or (_in_order(inp) and len(inp.shape) <= n
+                                and _pad(inp.shape, n) == _pad(_expanded(inp, S), n))
+
+
+def _pad(shape, n):
+    return (1,) * (n - len(shape)) + tuple(shape)
+
+
+def view_shape(inp, S):
+    """The shape of the numpy expression `view_text` renders for a kernel input."""
+    return tuple(inp.shape) if _as_is(inp, S) else _expanded(inp, S)
+
+
 def view_text(name, inp, S):
     """Source of the numpy view of kernel input `inp` (base array `name`) over `S`: at most
     a transpose and a reshape, nothing when numpy's broadcasting already lines it up."""
+    if _as_is(inp, S):
+        return name
     mapped = [(ax, size) for ax, size in zip(inp.axes, inp.shape) if ax >= 0]
+    expanded = list(_expanded(inp, S))
+    if _in_order(inp):
+        return f"{name}.reshape{reshape_args(expanded)}"
     order = [ax for ax, _ in mapped]
     perm = tuple(sorted(range(len(order)), key=lambda i: order[i]))
-    expanded = list(view_shape(inp, S))
-    if perm == tuple(range(len(perm))):
-        if len(inp.shape) <= len(S) and _pad(inp.shape, len(S)) == _pad(expanded, len(S)):
-            return name  # numpy's right-aligned broadcasting reads it as it is
-        return f"{name}.reshape{reshape_args(expanded)}"
     expr = name
     if len(mapped) != len(inp.shape):
         expr = f"{expr}.reshape{reshape_args([size for _, size in mapped])}"
@@ -217,10 +237,6 @@ def view_text(name, inp, S):
     if expanded != [size for _, size in sorted(mapped)]:
         expr = f"{expr}.reshape{reshape_args(expanded)}"
     return expr
-
-
-def _pad(shape, n):
-    return (1,) * (n - len(shape)) + tuple(shape)
 
 
 def ident(name):

@@ -17,7 +17,10 @@ through `higher_order_rules`, keyed by primitive object or name:
         return [f"{', '.join(outs)}, = {sub}({', '.join(args)})"]
 
 A rule may emit any statements (an `if`/`else`, a `while` loop around compiled bodies...);
-its outputs are treated as arrays that may alias its operands.
+its outputs are treated as arrays that may alias its operands, unless the rule has a
+`plan(eqn) -> (kind, inplace)` attribute giving them another memory kind (e.g. "ufunc": a
+planned buffer, possibly the buffer of a dying operand in `inplace`; see
+`funcgrad.compiler.memory`), as the collectives in `collectives.py` do.
 """
 
 import itertools
@@ -212,9 +215,10 @@ class Renderer:
         var_ins = [a for a in eqn.invars if type(a) is not Literal]
         rule = higher_order_rules.get(eqn.prim) or higher_order_rules.get(name)
         if rule is not None:
-            defs = [self._value(v, v.aval.shape, v.aval.dtype, "alias", var_ins)
-                    for v in eqn.outvars]
-            self._add(defs, var_ins, lambda: rule(self, eqn), name, eqn)
+            kind, inplace = rule.plan(eqn) if hasattr(rule, "plan") else ("alias", ())
+            defs = [self._value(v, v.aval.shape, v.aval.dtype, kind,
+                                var_ins if kind == "alias" else ()) for v in eqn.outvars]
+            self._add(defs, var_ins, lambda: rule(self, eqn), name, eqn, inplace)
             return
         table = ops.CALLS.get(name)
         placeholders = [f"{{{k}}}" for k in range(len(eqn.invars))]

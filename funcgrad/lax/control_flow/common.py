@@ -15,7 +15,6 @@ from funcgrad.core import (
     ArrayBase,
     ClosedJaxpr,
     Jaxpr,
-    ShapedArray,
     Var,
     eval_jaxpr,
     get_aval,
@@ -47,9 +46,8 @@ def as_array(v, aval):
     return Array(np.asarray(getattr(v, "_value", v), aval.dtype), aval.weak_type)
 
 
-def batched_aval(aval, size, axis=0):
-    shape = aval.shape[:axis] + (size,) + aval.shape[axis:]
-    return ShapedArray(shape, aval.dtype, aval.weak_type)
+def batched_aval(aval, size):
+    return aval.update(shape=(size,) + tuple(aval.shape))
 
 
 def same_type(a, b):
@@ -125,14 +123,6 @@ def permute(closed, in_order, out_order=None):
                        closed.consts)
 
 
-def with_unused_inputs(closed, avals, position):
-    """`closed` taking extra, unused inputs of `avals` at input `position`."""
-    j = closed.jaxpr
-    extra = [Var(a) for a in avals]
-    invars = list(j.invars[:position]) + extra + list(j.invars[position:])
-    return ClosedJaxpr(Jaxpr([], invars, j.outvars, j.eqns), closed.consts)
-
-
 def dce_outputs(closed, used):
     """`closed` keeping only the outputs marked in `used` (inputs unchanged)."""
     jaxpr, _ = pe.dce_jaxpr(closed.jaxpr, list(used), drop_effects=True)
@@ -141,20 +131,52 @@ def dce_outputs(closed, used):
 
 def join_consts(programs):
     """Programs `(program_i, consts_i)` whose leading inputs are their own consts become
-    programs that all take every program's consts first: (programs, all consts)."""
-    all_consts = [c for _, cs in programs for c in cs]
-    out, before = [], 0
+    programs that all take the same consts first (each value once, by identity), then their
+    other inputs: `(programs, consts)`."""
+    unique, slot_of = [], {}
+    for _, consts in programs:
+        for c in consts:
+            if id(c) not in slot_of:
+                slot_of[id(c)] = len(unique)
+                unique.append(c)
+    out = []
     for program, consts in programs:
-        after = len(all_consts) - before - len(consts)
         j = program.jaxpr
-        mine, rest = j.invars[:len(consts)], j.invars[len(consts):]
-        pre = [Var(get_aval(c)) for c in all_consts[:before]]
-        post = [Var(get_aval(c)) for c in all_consts[before + len(consts):]]
-        assert len(post) == after
-        invars = pre + list(mine) + post + list(rest)
-        out.append(ClosedJaxpr(Jaxpr([], invars, j.outvars, j.eqns), []))
-        before += len(consts)
-    return out, all_consts
+        slots = [None] * len(unique)
+        for v, c in zip(j.invars, consts):
+            slots[slot_of[id(c)]] = v
+        invars = [v if v is not None else Var(get_aval(c)) for v, c in zip(slots, unique)]
+        out.append(ClosedJaxpr(Jaxpr([], invars + list(j.invars[len(consts):]), j.outvars,
+                                     j.eqns), []))
+    return out, unique
+
+
+def hoist_invariants(program, consts, num_consts):
+    """Loop-invariant code motion for a loop body whose first `num_consts` inputs are the
+    loop's consts (values `consts`): equations that read only consts, literals and each
+    other run once, now, in the current trace, and their results become consts.
+
+    Returns `(program, consts)` with the consts the new body reads (unused ones dropped).
+    """
+    j = program.jaxpr
+    invariant = set(j.invars[:num_consts])
+    hoisted, kept = [], []
+    for e in j.eqns:
+        if not pe.is_effectful(e) and all(type(a) is not Var or a in invariant
+                                          for a in e.invars):
+            hoisted.append(e)
+            invariant.update(e.outvars)
+        else:
+            kept.append(e)
+    if not hoisted:
+        return program, list(consts)
+    read = {a for e in kept for a in e.invars} | set(j.outvars)
+    computed = [v for e in hoisted for v in e.outvars if v in read]
+    values = eval_jaxpr(Jaxpr([], j.invars[:num_consts], computed, hoisted), [], *consts)
+    pairs = [(v, c) for v, c in zip(j.invars[:num_consts], consts) if v in read]
+    pairs += list(zip(computed, values))
+    body = Jaxpr([], [v for v, _ in pairs] + list(j.invars[num_consts:]), j.outvars, kept)
+    return ClosedJaxpr(body, []), [c for _, c in pairs]
 
 
 # --- jvp of a sub-program ------------------------------------------------------------------------
@@ -249,10 +271,6 @@ def transpose_mixed(closed, args, cts):
     lin_args = list(res) + [a for a in args if ad.is_undefined(a)]
     lin_cts = [ct for ct, u in zip(cts, out_unknowns) if u]
     return ad.backward_pass(unknown.jaxpr, {}, lin_cts, [], lin_args)[num_res:]
-
-
-def add_cts(acc, ct):
-    return ad.add_tangents(acc, ct)
 
 
 def zeros(aval):

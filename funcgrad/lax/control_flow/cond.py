@@ -17,7 +17,6 @@ from funcgrad.core import (
     Eqn,
     Jaxpr,
     Primitive,
-    ShapedArray,
     Var,
     eval_jaxpr,
     get_aval,
@@ -70,7 +69,9 @@ def cond(pred, true_fun, false_fun, *operands):
             differ in structure, shape or dtype (both are shown).
 
     Example:
-        >>> cond(x > 0, lambda x: x, lambda x: -x, x)   # abs(x)
+        >>> x = fnp.asarray(-2.0)
+        >>> cond(x > 0, lambda x: x, lambda x: -x, x)
+        Array(2., dtype=float32)
     """
     _check_callables("cond", {"true_fun": true_fun, "false_fun": false_fun})
     p = as_operand(pred)
@@ -98,7 +99,8 @@ def switch(index, branches, *operands):
         The output of the branch taken.
 
     Example:
-        >>> switch(2, [lambda x: x, lambda x: 2 * x, lambda x: 3 * x], 1.0)   # 3.0
+        >>> switch(5, [lambda x: x, lambda x: 2 * x, lambda x: 3 * x], 1.0)  # clamped to 2
+        Array(3., dtype=float32)
     """
     branches = tuple(branches)
     if not branches:
@@ -191,7 +193,7 @@ def _cond_abstract(index, *avals, branches):
             raise errors.FuncgradInternalError(
                 f"cond: operands {list(avals)} do not match a branch taking {b.in_avals}")
     outs = zip(*[b.out_avals for b in branches])
-    return [ShapedArray(o[0].shape, o[0].dtype, all(a.weak_type for a in o)) for o in outs]
+    return [o[0].update(weak_type=all(a.weak_type for a in o)) for o in outs]
 
 
 def _cond_impl(index, *args, branches):

@@ -3,11 +3,12 @@
 `while_p` takes `cond consts + body consts + init` and the params
   cond_jaxpr, body_jaxpr:     const-free programs (consts, carry) -> pred / carry,
   cond_nconsts, body_nconsts: how the operands split.
-Its trip count is data-dependent, so it supports forward mode (jvp: a while loop over the
-body's jvp program) and batching (a batched predicate runs until every example is done,
-freezing finished examples with `select_n`), but not reverse mode: its transpose raises an
-error pointing to `scan` and `fori_loop` with static bounds. `fori_loop` with concrete
-bounds lowers to `scan` (reverse-differentiable); with traced bounds, to `while_loop`.
+`while_loop` hoists loop-invariant equations out of both programs. Its trip count is
+data-dependent, so it supports forward mode (jvp: a while loop over the body's jvp program)
+and batching (a batched predicate runs until every example is done, freezing finished
+examples with `select_n`), but not reverse mode: its transpose raises an error pointing to
+`scan` and `fori_loop` with static bounds. `fori_loop` with concrete bounds lowers to `scan`
+(reverse-differentiable); with traced bounds, to `while_loop`.
 """
 
 import numpy as np
@@ -30,6 +31,7 @@ from funcgrad.lax.control_flow.common import (
     as_operand,
     batch_program,
     batch_size,
+    hoist_invariants,
     jvp_program,
     leaf_paths,
     nonzero_mask,
@@ -72,7 +74,7 @@ def while_loop(cond_fun, body_fun, init_val):
 
     Example:
         >>> while_loop(lambda v: v < 10, lambda v: v * 2, 1)
-        Array(16, dtype=int32, weak_type=True)
+        Array(16, dtype=int32)
     """
     for name, f in (("cond_fun", cond_fun), ("body_fun", body_fun)):
         if not callable(f):
@@ -96,6 +98,8 @@ def while_loop(cond_fun, body_fun, init_val):
     _check_same(tree, avals, body.out_avals)
     cond, c_consts, _, pred_tree = trace_tree_fun(cond_fun, in_tree, avals, "while_loop")
     _check_pred(pred_tree, cond.out_avals)
+    cond, c_consts = hoist_invariants(cond, c_consts, len(c_consts))
+    body, b_consts = hoist_invariants(body, b_consts, len(b_consts))
     outs = while_p.bind(*c_consts, *b_consts, *leaves, cond_jaxpr=cond, body_jaxpr=body,
                         cond_nconsts=len(c_consts), body_nconsts=len(b_consts))
     return tree_unflatten(tree, outs)
@@ -139,7 +143,7 @@ def fori_loop(lower, upper, body_fun, init_val):
 
     Example:
         >>> fori_loop(0, 5, lambda i, s: s + i, 0)
-        Array(10, dtype=int32, weak_type=True)
+        Array(10, dtype=int32)
     """
     if not callable(body_fun):
         raise errors.op_error("fori_loop", f"body_fun must be callable, got "

@@ -6,11 +6,13 @@
   length:     the trip count (the leading axis of every xs and ys),
   reverse:    iterate from the last slice to the first,
   unroll:     accepted as in JAX; results do not depend on it.
-jvp binds a scan of the body's jvp program (carry tangents found by a fixpoint). Partial
-evaluation splits a scan into a known scan that also emits the residuals each iteration
-needs (stacked along the trip axis; loop-invariant ones are passed as consts) and an unknown
-scan reading them. Transpose runs that known scan forward, then a scan of the transposed
-linear body in the opposite direction, accumulating the consts' cotangents in its carry.
+Every bind first hoists the body's loop-invariant equations (those reading only consts) out
+of the loop. jvp binds a scan of the body's jvp program (carry tangents found by a
+fixpoint). Partial evaluation splits a scan into a known scan that also emits the residuals
+each iteration needs (stacked along the trip axis; loop-invariant ones are passed as consts)
+and an unknown scan reading them. Transpose runs that known scan forward, then a scan of the
+transposed linear body in the opposite direction, accumulating the consts' cotangents in
+its carry.
 """
 
 import operator
@@ -25,7 +27,6 @@ from funcgrad.core import (
     Eqn,
     Jaxpr,
     Primitive,
-    ShapedArray,
     Var,
     eval_jaxpr,
     get_aval,
@@ -40,6 +41,7 @@ from funcgrad.lax.control_flow.common import (
     batch_size,
     batched_aval,
     dce_outputs,
+    hoist_invariants,
     jvp_program,
     leaf_paths,
     nonzero_mask,
@@ -102,8 +104,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     length = _scan_length(xs, xs_leaves, length)
     init_leaves, init_tree = tree_flatten(init)
     init_leaves = [as_operand(x) for x in init_leaves]
-    x_avals = [ShapedArray(a.shape[1:], a.dtype, a.weak_type)
-               for a in map(get_aval, xs_leaves)]
+    x_avals = [get_aval(x).update(shape=get_aval(x).shape[1:]) for x in xs_leaves]
     for _ in range(2):  # a second trace after promoting weakly typed initial values
         body, consts, y_tree = _trace_body(f, init_tree, init_leaves, xs_tree, x_avals)
         promoted = _promote_init(init_leaves, body.out_avals[:len(init_leaves)])
@@ -111,9 +112,8 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
             break
         init_leaves = promoted
     _check_carry(init_tree, [get_aval(x) for x in init_leaves], body.out_avals)
-    outs = scan_p.bind(*consts, *init_leaves, *xs_leaves, jaxpr=body, num_consts=len(consts),
-                       num_carry=len(init_leaves), length=length, reverse=bool(reverse),
-                       unroll=_unroll(unroll, length))
+    outs = _bind(consts, init_leaves, xs_leaves, body, length=length, reverse=bool(reverse),
+                 unroll=_unroll(unroll, length))
     nk = len(init_leaves)
     return tree_unflatten(init_tree, outs[:nk]), tree_unflatten(y_tree, outs[nk:])
 
@@ -203,11 +203,18 @@ def _check_carry(init_tree, in_avals, out_avals):
                  "body (e.g. x.astype(init.dtype)), or start from an init of the final type")
 
 
+def _bind(consts, carry, xs, body, **params):
+    """Bind `scan_p` after hoisting the body's loop-invariant equations out of the loop."""
+    body, consts = hoist_invariants(body, consts, len(consts))
+    return scan_p.bind(*consts, *carry, *xs, jaxpr=body, num_consts=len(consts),
+                       num_carry=len(carry), **params)
+
+
 # --- the primitive ------------------------------------------------------------------------------
 
 def _scan_abstract(*avals, jaxpr, num_consts, num_carry, length, reverse, unroll):
     consts, carry, xs = split(avals, num_consts, num_carry)
-    want = consts + carry + [ShapedArray(x.shape[1:], x.dtype) for x in xs]
+    want = consts + carry + [x.update(shape=x.shape[1:]) for x in xs]
     if (len(want) != len(jaxpr.in_avals) or not all(map(same_type, want, jaxpr.in_avals))
             or any(x.shape[:1] != (length,) for x in xs)
             or not all(map(same_type, carry, jaxpr.out_avals[:num_carry]))):
@@ -252,11 +259,9 @@ def _scan_jvp(primals, outs, tangents, *, jaxpr, num_consts, num_carry, length, 
     p_carry, p_ys, t_carry, t_ys = _ranges([nk, ny, sum(carry_nz), sum(ys_nz)])
     body = permute(prog, j + pc + tc + pk + tk + px + tx, p_carry + t_carry + p_ys + t_ys)
     (c, k, x), (t_c, t_k, t_x) = split(primals, nc, nk), split(tangents, nc, nk)
-    operands = (jconsts + c + tangent_operands(t_c, const_nz) + k
-                + tangent_operands(t_k, carry_nz) + x + tangent_operands(t_x, xs_nz))
-    res = scan_p.bind(*operands, jaxpr=body, num_consts=len(jconsts) + nc + sum(const_nz),
-                      num_carry=nk + sum(carry_nz), length=length, reverse=reverse,
-                      unroll=unroll)
+    res = _bind(jconsts + c + tangent_operands(t_c, const_nz),
+                k + tangent_operands(t_k, carry_nz), x + tangent_operands(t_x, xs_nz), body,
+                length=length, reverse=reverse, unroll=unroll)
     out_avals = [get_aval(o) for o in outs]
     n_tk = sum(carry_nz)
     return (tangents_out(res[nk:nk + n_tk], carry_nz, out_avals[:nk])
@@ -369,9 +374,8 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
     stacked = []
     if s.n_stacked:
         used = [True] * s.n_known_carry + [False] * s.n_known_ys + [True] * s.n_stacked
-        outs = scan_p.bind(*k_c, *k_k, *k_x, jaxpr=dce_outputs(s.known, used),
-                           num_consts=len(k_c), num_carry=len(k_k), length=length,
-                           reverse=reverse, unroll=unroll)
+        outs = _bind(k_c, k_k, k_x, dce_outputs(s.known, used), length=length,
+                     reverse=reverse, unroll=unroll)
         stacked = outs[len(k_k):]
     const_res, xs_res = s.residuals(k_c, stacked, k_x)
     ct_carry, ct_ys = split(cts, nk)
@@ -381,11 +385,9 @@ def _scan_transpose(cts, *args, jaxpr, num_consts, num_carry, length, reverse, u
     body, t_consts = _transposed_body(s, ys_nz)
     n_uc = sum(s.const_u)
     acc = [ad.instantiate(ad.Zero(a)) for a in s.unknown.in_avals[s.num_const_res:][:n_uc]]
-    outs = scan_p.bind(*t_consts, *const_res, *acc, *ct_carry, *xs_res,
-                       *[c for c, nz in zip(ct_ys, ys_nz) if nz], jaxpr=body,
-                       num_consts=len(t_consts) + len(const_res),
-                       num_carry=n_uc + len(ct_carry), length=length, reverse=not reverse,
-                       unroll=unroll)
+    outs = _bind(t_consts + const_res, acc + ct_carry,
+                 xs_res + [c for c, nz in zip(ct_ys, ys_nz) if nz], body, length=length,
+                 reverse=not reverse, unroll=unroll)
     g_c, g_k, g_x = (iter(g) for g in split(outs, n_uc, len(ct_carry)))
     res = [next(g_c) if ad.is_undefined(a) else None for a in consts]
     for a, u in zip(carry, s.carry_u):
@@ -433,8 +435,7 @@ def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, un
     c = [batching.moveaxis(v, d, 0) if d is not None else v for v, d in zip(c, dc)]
     k = [batching.bdim_at_front(v, d, size) if b else v for v, d, b in zip(k, dk, carry_b)]
     x = [batching.moveaxis(v, d, 1) if d is not None else v for v, d in zip(x, dx)]
-    outs = scan_p.bind(*bconsts, *c, *k, *x, jaxpr=body, num_consts=len(bconsts) + nc,
-                       num_carry=nk, length=length, reverse=reverse, unroll=unroll)
+    outs = _bind(bconsts + c, k, x, body, length=length, reverse=reverse, unroll=unroll)
     out_dims = [0 if b else None for b in carry_b] + [1 if b else None for b in out_b[nk:]]
     return outs, out_dims
 

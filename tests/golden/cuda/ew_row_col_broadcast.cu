@@ -1,0 +1,43 @@
+// funcgrad CUDA kernel module (codegen version 1)
+#ifndef FG_EMULATION
+struct fg_half { unsigned short x; };
+__device__ __forceinline__ float fg_h2f(fg_half h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x)); return f; }
+__device__ __forceinline__ fg_half fg_f2h(float f) { fg_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h; }
+__device__ __forceinline__ float fg_inff() { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ float fg_nanf() { return __int_as_float(0x7fffffff); }
+__device__ __forceinline__ double fg_inf() { return __longlong_as_double(0x7ff0000000000000ll); }
+__device__ __forceinline__ double fg_nan() { return __longlong_as_double(0x7fffffffffffffffll); }
+#endif
+template <typename T> __device__ __forceinline__ T fg_max(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T fg_min(T a, T b) { return (a < b || a != a) ? a : b; }
+__device__ __forceinline__ float fg_round_half(float x) { return fg_h2f(fg_f2h(x)); }
+__device__ __forceinline__ double fg_digamma(double x) {
+    const double pi = 3.141592653589793;
+    const bool refl = x < 0.5;
+    double z = refl ? 1.0 - x : x, acc = 0.0;
+    while (z < 10.0) { acc -= 1.0 / z; z += 1.0; }
+    const double iz2 = 1.0 / (z * z);
+    double r = log(z) - 0.5 / z - iz2 * (1.0 / 12 - iz2 * (1.0 / 120 - iz2 * (1.0 / 252 - iz2 * (
+        1.0 / 240 - iz2 * (1.0 / 132 - iz2 * (691.0 / 32760 - iz2 / 12)))))) + acc;
+    if (refl) r -= pi / tan(pi * (x - rint(x)));
+    return (x <= 0.0 && x == floor(x)) ? fg_nan() : r;
+}
+__device__ __forceinline__ float fg_digammaf(float x) { return (float)fg_digamma((double)x); }
+
+extern "C" __global__ void __launch_bounds__(256)
+fg_k0_mul_add_tanh_3a01e6fd(const float* __restrict__ p_in0, const float* __restrict__ p_in1, const float* __restrict__ p_in2, float* __restrict__ p_out0)
+{
+    for (int _i = (int)blockIdx.x * 256 + (int)threadIdx.x; _i < 252969; _i += (int)gridDim.x * 256) {
+        int o_in0 = 0;
+        int o_in1 = 0;
+        int o_in2 = 0;
+        { int _r = _i; const int _c2 = _r % 129; _r /= 129; o_in0 += _c2; o_in1 += _c2; o_in2 += _c2; const int _c1 = _r % 53; _r /= 53; o_in1 += _c1 * 129; const int _c0 = _r; o_in0 += _c0 * 129; }
+        const float v_in0 = p_in0[o_in0];
+        const float v_in1 = p_in1[o_in1];
+        const float v_in2 = p_in2[o_in2];
+        const float v_t0 = (v_in0 * v_in1);
+        const float v_t1 = (v_t0 + v_in2);
+        const float v_t2 = tanhf(v_t1);
+        p_out0[_i] = v_t2;
+    }
+}

@@ -1,0 +1,42 @@
+// funcgrad CUDA kernel module (codegen version 1)
+#ifndef FG_EMULATION
+struct fg_half { unsigned short x; };
+__device__ __forceinline__ float fg_h2f(fg_half h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x)); return f; }
+__device__ __forceinline__ fg_half fg_f2h(float f) { fg_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h; }
+__device__ __forceinline__ float fg_inff() { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ float fg_nanf() { return __int_as_float(0x7fffffff); }
+__device__ __forceinline__ double fg_inf() { return __longlong_as_double(0x7ff0000000000000ll); }
+__device__ __forceinline__ double fg_nan() { return __longlong_as_double(0x7fffffffffffffffll); }
+#endif
+template <typename T> __device__ __forceinline__ T fg_max(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T fg_min(T a, T b) { return (a < b || a != a) ? a : b; }
+__device__ __forceinline__ float fg_round_half(float x) { return fg_h2f(fg_f2h(x)); }
+__device__ __forceinline__ double fg_digamma(double x) {
+    const double pi = 3.141592653589793;
+    const bool refl = x < 0.5;
+    double z = refl ? 1.0 - x : x, acc = 0.0;
+    while (z < 10.0) { acc -= 1.0 / z; z += 1.0; }
+    const double iz2 = 1.0 / (z * z);
+    double r = log(z) - 0.5 / z - iz2 * (1.0 / 12 - iz2 * (1.0 / 120 - iz2 * (1.0 / 252 - iz2 * (
+        1.0 / 240 - iz2 * (1.0 / 132 - iz2 * (691.0 / 32760 - iz2 / 12)))))) + acc;
+    if (refl) r -= pi / tan(pi * (x - rint(x)));
+    return (x <= 0.0 && x == floor(x)) ? fg_nan() : r;
+}
+__device__ __forceinline__ float fg_digammaf(float x) { return (float)fg_digamma((double)x); }
+
+extern "C" __global__ void __launch_bounds__(256)
+fg_k0_mul_f788cfb0(const float* __restrict__ p_in0, float* __restrict__ p_out0)
+{
+    for (int _vrow = (int)blockIdx.x * 256 + (int)threadIdx.x; _vrow < 2000; _vrow += (int)gridDim.x * 256) {
+        const int _row = _vrow;
+        const int _k0 = 0, _k1 = 5;
+        const int ob_in0 = _row * 5;
+        float acc0 = 0.0f;
+        for (int _k = _k0; _k < _k1; ++_k) {
+            const float v_in0 = p_in0[ob_in0 + _k];
+            const float v_t0 = (v_in0 * 2.0f);
+            acc0 = (acc0 + v_t0);
+        }
+        p_out0[_vrow] = (float)acc0;
+    }
+}

@@ -1,0 +1,73 @@
+// funcgrad CUDA kernel module (codegen version 1)
+#ifndef FG_EMULATION
+struct fg_half { unsigned short x; };
+__device__ __forceinline__ float fg_h2f(fg_half h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x)); return f; }
+__device__ __forceinline__ fg_half fg_f2h(float f) { fg_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h; }
+__device__ __forceinline__ float fg_inff() { return __int_as_float(0x7f800000); }
+__device__ __forceinline__ float fg_nanf() { return __int_as_float(0x7fffffff); }
+__device__ __forceinline__ double fg_inf() { return __longlong_as_double(0x7ff0000000000000ll); }
+__device__ __forceinline__ double fg_nan() { return __longlong_as_double(0x7fffffffffffffffll); }
+#endif
+template <typename T> __device__ __forceinline__ T fg_max(T a, T b) { return (a > b || a != a) ? a : b; }
+template <typename T> __device__ __forceinline__ T fg_min(T a, T b) { return (a < b || a != a) ? a : b; }
+__device__ __forceinline__ float fg_round_half(float x) { return fg_h2f(fg_f2h(x)); }
+__device__ __forceinline__ double fg_digamma(double x) {
+    const double pi = 3.141592653589793;
+    const bool refl = x < 0.5;
+    double z = refl ? 1.0 - x : x, acc = 0.0;
+    while (z < 10.0) { acc -= 1.0 / z; z += 1.0; }
+    const double iz2 = 1.0 / (z * z);
+    double r = log(z) - 0.5 / z - iz2 * (1.0 / 12 - iz2 * (1.0 / 120 - iz2 * (1.0 / 252 - iz2 * (
+        1.0 / 240 - iz2 * (1.0 / 132 - iz2 * (691.0 / 32760 - iz2 / 12)))))) + acc;
+    if (refl) r -= pi / tan(pi * (x - rint(x)));
+    return (x <= 0.0 && x == floor(x)) ? fg_nan() : r;
+}
+__device__ __forceinline__ float fg_digammaf(float x) { return (float)fg_digamma((double)x); }
+
+extern "C" __global__ void __launch_bounds__(256)
+fg_k0_sum_dbe0b6ae(const float* __restrict__ p_in0, float* __restrict__ p_out0, float* __restrict__ p_part0)
+{
+    __shared__ float sm_acc0[8];
+    const int _lane = (int)threadIdx.x & 31;
+    const int _warp = (int)threadIdx.x >> 5;
+    for (int _vrow = (int)blockIdx.x; _vrow < 16; _vrow += (int)gridDim.x) {
+        const int _row = _vrow % 4;
+        const int _k0 = (_vrow / 4) * 5000;
+        const int _k1 = _k0 + 5000 < 20000 ? _k0 + 5000 : 20000;
+        const int ob_in0 = _row * 20000;
+        float acc0 = 0.0f;
+        for (int _k = _k0 + (int)threadIdx.x; _k < _k1; _k += 256) {
+            const float v_in0 = p_in0[ob_in0 + _k];
+            acc0 = (acc0 + v_in0);
+        }
+        for (int _s = 16; _s > 0; _s >>= 1) {
+            acc0 = (acc0 + __shfl_down_sync(0xffffffffu, acc0, _s));
+        }
+        if (_lane == 0) {
+            sm_acc0[_warp] = acc0;
+        }
+        __syncthreads();
+        if (_warp == 0) {
+            acc0 = _lane < 8 ? sm_acc0[_lane] : 0.0f;
+            for (int _s = 16; _s > 0; _s >>= 1) {
+                acc0 = (acc0 + __shfl_down_sync(0xffffffffu, acc0, _s));
+            }
+            if (_lane == 0) {
+                p_part0[_vrow] = acc0;
+            }
+        }
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+fg_k0_sum_dbe0b6ae_final(const float* __restrict__ p_part0, float* __restrict__ p_out0)
+{
+    for (int _row = (int)blockIdx.x * 256 + (int)threadIdx.x; _row < 4; _row += (int)gridDim.x * 256) {
+        float acc0 = 0.0f;
+        for (int _s = 0; _s < 4; ++_s) {
+            acc0 = (acc0 + p_part0[_s * 4 + _row]);
+        }
+        p_out0[_row] = (float)acc0;
+    }
+}

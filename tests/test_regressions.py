@@ -1,0 +1,43 @@
+"""Bugs found while building funcgrad, each pinned by the smallest program that showed it."""
+
+import numpy as np
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import lax
+from funcgrad.test_util import check_grads
+
+
+def test_shift_by_a_literal_amount_under_jit():
+    a = fnp.arange(5).astype(fnp.uint32)
+    for shift, ref in [(lax.shift_left, np.left_shift), (lax.shift_right_logical, np.right_shift)]:
+        got = fg.jit(lambda a, shift=shift: shift(a, np.uint32(3)))(a)
+        np.testing.assert_array_equal(got, ref(np.arange(5, dtype=np.uint32), 3))
+
+
+def test_large_iota_under_jit():
+    got = fg.jit(lambda x: lax.iota(np.int32, 100000) + x)(fnp.int32(1))
+    np.testing.assert_array_equal(got, np.arange(100000) + 1)
+
+
+def test_vmap_of_where_over_scalars():
+    xs = fnp.array([1.0, -1.0, 2.0])
+    np.testing.assert_array_equal(fg.vmap(lambda v: fnp.where(v > 0, 1.0, 0.0))(xs), [1, 0, 1])
+    relu_grad = fg.vmap(fg.grad(lambda v: fnp.where(v > 0, v, 0.0)))(xs)
+    np.testing.assert_array_equal(relu_grad, [1, 0, 1])
+    got = fg.vmap(lambda v, w: fnp.where(w > 0, v, 0.0), in_axes=(None, 0))(fnp.ones(2), xs)
+    np.testing.assert_array_equal(got, [[1, 1], [0, 0], [1, 1]])
+
+
+def test_logaddexp_gradient_at_a_tie_and_higher_orders():
+    assert float(fg.grad(lambda x: fnp.logaddexp(x, 0.0))(0.0)) == 0.5
+    check_grads(fnp.logaddexp, (fnp.array([0.0, 1.0, -2.0]), fnp.array([0.0, -1.0, 3.0])),
+                order=2)
+    assert float(fnp.logaddexp(-np.inf, -np.inf)) == -np.inf
+
+
+def test_higher_order_impl_under_a_define_by_run_trace_does_not_record_into_it():
+    # a jitted call evaluated eagerly while grad's trace is current must run, not record
+    f = fg.jit(lambda x: fnp.sin(x) * 2.0)
+    np.testing.assert_allclose(fg.grad(lambda x: f(x).sum())(fnp.ones(3)), 2 * np.cos(1.0) *
+                               np.ones(3), rtol=1e-6)
