@@ -8,8 +8,9 @@ optax / PyTorch when they are installed.
 Every runner starts from the same initial parameters (funcgrad's init), sees the same batches
 in the same order (`DataLoader(shuffle=True, seed=0, drop_last=True)`) and is timed from its
 first step to its last, compilation included (each repeat runs in a fresh process, so
-funcgrad and JAX compile every time). The table shows the median over the repeats of the
-total time and time per epoch, and the test accuracy. `--blas-threads N` limits the BLAS
+funcgrad and JAX compile every time). The table shows the medians over the repeats of the
+wall time (and per epoch) and of the process's CPU time (steadier on a shared machine), and
+the test accuracy. `--blas-threads N` limits the BLAS
 thread pool of every runner (through threadpoolctl, which scikit-learn installs).
 """
 
@@ -49,14 +50,14 @@ def accuracy_of(forward, d):
     return float(np.mean(np.argmax(np.asarray(forward(d.x_test)), axis=1) == d.y_test))
 
 
-# --- runners: each returns (seconds, test accuracy) ----------------------------------------
+# --- runners: each returns (wall s, CPU s, test accuracy) ----------------------------------------
 
 
 def run_funcgrad(epochs, batch_size):
     from train_digits_mlp import accuracy, train
     run = train(epochs, batch_size, LR, progress=False, verbose=False)
-    return run.seconds, accuracy(run.model, run.params, run.model_state, run.digits.x_test,
-                                 run.digits.y_test)
+    return run.seconds, run.cpu_seconds, accuracy(run.model, run.params, run.model_state,
+                                                  run.digits.x_test, run.digits.y_test)
 
 
 class NumpyMLP:
@@ -127,12 +128,12 @@ class NumpyMLP:
 def run_numpy(epochs, batch_size):
     d, epoch_batches = batches(epochs, batch_size)
     net = NumpyMLP(initial_params(), batch_size)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for epoch in epoch_batches:
         losses = [net.step(x, y) for x, y in epoch]
-    seconds = time.perf_counter() - start
     del losses
-    return seconds, accuracy_of(net.forward, d)
+    return (time.perf_counter() - start, time.process_time() - cpu,
+            accuracy_of(net.forward, d))
 
 
 def run_jax(epochs, batch_size):
@@ -159,14 +160,14 @@ def run_jax(epochs, batch_size):
         return optax.apply_updates(params, updates), state, loss
 
     step = jax.jit(step, donate_argnums=(0, 1))
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     state = opt.init(params)
     for epoch in epoch_batches:
         for x, y in epoch:
             params, state, loss = step(params, state, x, y)
         float(loss)
-    seconds = time.perf_counter() - start
-    return seconds, accuracy_of(lambda x: forward(params, x), d)
+    return (time.perf_counter() - start, time.process_time() - cpu,
+            accuracy_of(lambda x: forward(params, x), d))
 
 
 def run_torch(epochs, batch_size):
@@ -181,7 +182,7 @@ def run_torch(epochs, batch_size):
         layers += [lin, torch.nn.ReLU()] if i < 2 else [lin]
     model = torch.nn.Sequential(*layers)
     opt = torch.optim.Adam(model.parameters(), lr=LR, betas=(B1, B2), eps=EPS)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for epoch in epoch_batches:
         for x, y in epoch:
             opt.zero_grad(set_to_none=True)
@@ -190,9 +191,9 @@ def run_torch(epochs, batch_size):
             loss.backward()
             opt.step()
         loss.item()
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     with torch.no_grad():
-        return seconds, accuracy_of(lambda x: model(torch.from_numpy(x)).numpy(), d)
+        return seconds, cpu, accuracy_of(lambda x: model(torch.from_numpy(x)).numpy(), d)
 
 
 RUNNERS = {"funcgrad jit": run_funcgrad, "numpy by hand": run_numpy, "jax + optax": run_jax,
@@ -209,8 +210,8 @@ def worker(name, epochs, batch_size, blas_threads):
     if blas_threads:
         from threadpoolctl import threadpool_limits
         threadpool_limits(blas_threads)
-    seconds, acc = RUNNERS[name](epochs, batch_size)
-    print(json.dumps({"seconds": seconds, "accuracy": acc}))
+    seconds, cpu, acc = RUNNERS[name](epochs, batch_size)
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "accuracy": acc}))
 
 
 def main():
@@ -226,7 +227,7 @@ def main():
     print(f"# digits MLP 64-256-256-10, Adam, {args.epochs} epochs of batch {args.batch_size}; "
           f"median of {args.repeat} fresh processes; BLAS threads: "
           f"{args.blas_threads or 'default'}")
-    print(f"{'':16} {'total s':>8} {'ms/epoch':>9} {'test acc':>9}  (all runs, s)")
+    print(f"{'':16} {'wall s':>8} {'ms/epoch':>9} {'CPU s':>7} {'test acc':>9}  (wall, all runs)")
     for name in RUNNERS:
         if not available(name):
             print(f"{name:16} {'not installed':>28}")
@@ -239,8 +240,8 @@ def main():
             out = subprocess.run(cmd, capture_output=True, text=True, check=True)
             runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         secs = sorted(r["seconds"] for r in runs)
-        med = float(np.median(secs))
-        print(f"{name:16} {med:8.3f} {med / args.epochs * 1e3:9.1f} "
+        med, cpu = float(np.median(secs)), float(np.median([r["cpu"] for r in runs]))
+        print(f"{name:16} {med:8.3f} {med / args.epochs * 1e3:9.1f} {cpu:7.3f} "
               f"{runs[0]['accuracy']:9.4f}  ({', '.join(f'{s:.3f}' for s in secs)})")
 
 

@@ -133,3 +133,11 @@ def test_out_of_memory_reports_the_requested_size(monkeypatch):
     monkeypatch.setattr(CupyRuntime, "device_id", property(lambda self: 0))
     with pytest.raises(CudaOutOfMemoryError, match=r"8192\.0 MiB.*float32\[1024, 2097152\]"):
         rt.empty((1024, 2 ** 21), np.float32)
+
+
+def test_donation_is_accepted_and_ignored(runtime):
+    def f(x):
+        return x * 2.0
+    x = fnp.ones(4)
+    out = fg.jit(f, backend="cuda", donate_argnums=0)(x)
+    assert np.asarray(out).tolist() == [2.0] * 4 and np.asarray(x).tolist() == [1.0] * 4

@@ -141,8 +141,8 @@ def _bucket(eqns, bucket_bytes):
             size += nb
             key = k
             continue
-        if pending and (has_effects(e) or any(a in pending_out for a in e.invars
-                                              if type(a) is Var)):
+        if pending and (has_effects(e) or e.prim.name in COLLECTIVES
+                        or any(a in pending_out for a in e.invars if type(a) is Var)):
             flush()
         out.append(e)
     flush()

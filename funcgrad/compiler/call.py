@@ -154,7 +154,7 @@ def _jit_impl(*args, jaxpr, name, donated, backend):
         return _wrap_all(eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args), jaxpr.out_avals)
     vals = [a._value if type(a) is Array else to_array(a)._value for a in args]
     nan_check = _cfg["debug_nans"]
-    if nan_check or not any(donated):
+    if nan_check or not any(donated) or backend == "cuda":  # CuPy's pool reuses memory
         donated = (False,) * len(args)
     else:
         _donation_buffers(args, vals, donated)

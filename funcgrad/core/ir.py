@@ -255,9 +255,10 @@ def typecheck_jaxpr(jaxpr):
         got = [v.aval for v in eqn.outvars]
         if [(a.shape, a.dtype) for a in out] != [(a.shape, a.dtype) for a in got]:
             raise JaxprTypeError(f"equation {eqn.prim.name}: rule gives {out}, IR says {got}")
-        for sub in eqn.params.values():
-            if isinstance(sub, (Jaxpr, ClosedJaxpr)):
-                typecheck_jaxpr(sub if isinstance(sub, Jaxpr) else sub.jaxpr)
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, tuple) else (param,):
+                if isinstance(sub, (Jaxpr, ClosedJaxpr)):
+                    typecheck_jaxpr(sub if isinstance(sub, Jaxpr) else sub.jaxpr)
         for v in eqn.outvars:
             define(v)
     for v in jaxpr.outvars:

@@ -184,7 +184,7 @@ def shard_map(fun=None, mesh=None, in_specs=None, out_specs=None, *, check_rep=F
                 out_leaves, out_tree = tree_flatten(out)
                 outs = [b.lift(o) for o in out_leaves]
         out_specs_leaves = _leaf_specs(out_specs, out, "out_specs", "output", fname)
-        out_paths = [_path_text(p) for p, _ in tree_flatten_with_path(out)[0]]
+        out_paths = [_path_text(p, "output") for p, _ in tree_flatten_with_path(out)[0]]
         for o, s, path in zip(outs, out_specs_leaves, out_paths):
             vma = o.aval.vma or frozenset()
             if name in vma and name not in s.axes:
@@ -208,9 +208,9 @@ def _typed(aval, varying, name):
     return ShapedArray(aval.shape, aval.dtype, aval.weak_type, vma)
 
 
-def _path_text(path):
-    """`params['w']` for the leaf at `(SequenceKey(0), DictKey('w'))` of an argument tuple."""
-    return f"args[{path[0].idx}]{keystr(path[1:])}" if path else "(the whole value)"
+def _path_text(path, what="args"):
+    """`args[0]['w']` for the leaf at `(SequenceKey(0), DictKey('w'))` of the argument tuple."""
+    return f"{what}{keystr(path)}"
 
 
 def _is_spec(x):

@@ -12,8 +12,9 @@ operand that meets a varying one is cast by `pvary` (a no-op at run time). `psum
 varying -> invariant and transposes to `pvary`; `pvary` transposes to `psum`. So reverse
 mode inserts exactly one gradient allreduce where an invariant value (a parameter) meets
 per-process data, a replicated loss is not over-counted and a per-process loss is not
-under-counted. Every communicating primitive is `effectful`: passes keep it and keep the
-collectives in program order, which is the same on every process.
+under-counted. Collectives are ordinary (not `effectful`) primitives: every process runs
+the same program, so dead-code elimination, CSE and the compiler's deterministic schedule
+drop, merge and order them identically everywhere.
 
 Run-time communicators come from `register_communicator` (funcgrad.distributed calls it);
 this module imports no MPI. Imports core, the interpreters and lax.
@@ -363,7 +364,6 @@ def _psum_transpose(cts, *args, axis_name):
 
 psum_p = Primitive("psum", multiple_results=True)
 psum_p.types_vma = True
-psum_p.effectful = True
 psum_p.def_impl(_allreduce_impl("sum"))
 psum_p.def_abstract_eval(_reduction_abstract("psum"))
 ad.jvp_rules[psum_p] = _psum_jvp
@@ -409,7 +409,6 @@ def pmin(x, axis_name):
 def _extremum_primitive(name, reduce):
     p = Primitive(name, multiple_results=True)
     p.types_vma = True
-    p.effectful = True
     p.def_impl(_allreduce_impl(name[1:]))
     p.def_abstract_eval(_reduction_abstract(name))
     ad.jvp_rules[p] = _not_differentiable(name)
@@ -507,7 +506,6 @@ def _all_gather_batch(args, dims, *, axis_name, axis, tiled, axis_size):
 
 all_gather_p = Primitive("all_gather")
 all_gather_p.types_vma = True
-all_gather_p.effectful = True
 all_gather_p.def_impl(_all_gather_impl)
 all_gather_p.def_abstract_eval(_all_gather_abstract)
 ad.deflinear(all_gather_p, _all_gather_transpose)
@@ -593,7 +591,6 @@ def _psum_scatter_batch(args, dims, *, axis_name, scatter_dimension, tiled, axis
 
 psum_scatter_p = Primitive("psum_scatter")
 psum_scatter_p.types_vma = True
-psum_scatter_p.effectful = True
 psum_scatter_p.def_impl(_psum_scatter_impl)
 psum_scatter_p.def_abstract_eval(_psum_scatter_abstract)
 ad.deflinear(psum_scatter_p, _psum_scatter_transpose)

@@ -4,8 +4,10 @@
 is the hook through which control-flow primitives render (see `render.py`).
 """
 
-from funcgrad.backends.numpy import collectives  # noqa: F401  (registers psum, all_gather...)
-from funcgrad.backends.numpy import control_flow  # noqa: F401  (registers cond/while/scan)
+from funcgrad.backends.numpy import (
+    collectives,  # noqa: F401  (registers psum, all_gather...)
+    control_flow,  # noqa: F401  (registers cond/while/scan)
+)
 from funcgrad.backends.numpy.render import Renderer, compile_program, higher_order_rules
 from funcgrad.backends.numpy.runtime import Executable, LibCall, Profile
 
