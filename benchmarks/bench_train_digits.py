@@ -153,7 +153,6 @@ def run_jax(epochs, batch_size):
     def loss_fn(params, x, y):
         return optax.softmax_cross_entropy_with_integer_labels(forward(params, x), y).mean()
 
-    @jax.jit
     def step(params, state, x, y):
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
         updates, state = opt.update(grads, state, params)

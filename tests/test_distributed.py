@@ -1,6 +1,6 @@
 """funcgrad.distributed and the named-axis collectives.
 
-Three layers (see /shared/notes/scale-out.md):
+Three layers (as in the scale-out note, shared/notes/scale-out.md):
 - one process, no MPI needed: vmap(axis_name=...) against NumPy loops, the typing rules and
   the gradients of replicated and per-process losses, errors, the bucketing pass, the numpy
   lowering, the CUDA/NCCL library calls against a stub communicator (no GPU here);
@@ -42,7 +42,7 @@ def _stack_results(fn, xs):
     return np.stack([np.asarray(fn(x)) for x in xs])
 
 
-# --- vmap(axis_name=...): the single-process oracle ---------------------------------------------
+# --- vmap(axis_name=...): the single-process oracle -------------------------------------------
 
 X = np.arange(24.0, dtype=np.float32).reshape(4, 6) / 7.0 - 1.0  # 4 members, 6 values each
 
@@ -109,7 +109,7 @@ def test_jit_inside_named_vmap():
     _allclose(g, np.cos(X) / 4)  # a replicated loss, counted once: d/dx_k mean_j sin(x_j)
 
 
-# --- gradients: replicated vs per-process losses --------------------------------------------------
+# --- gradients: replicated vs per-process losses ----------------------------------------------
 
 def test_grad_of_replicated_loss_is_not_overcounted():
     # L = psum(x)^2, the same scalar on every member, counted once: dL/dx_k = 2 * sum(x)
@@ -167,6 +167,24 @@ def test_collective_derivatives_numerically():
         check_grads(fg.vmap(body, axis_name="i"), (xs,), order=2)
 
 
+def test_loops_with_collectives_and_carry_typing():
+    def body_sum(x):
+        c, _ = lax.scan(lambda c, _: (c + lax.psum(x, "i"), None), fnp.zeros_like(x), None,
+                        length=3)
+        return c
+    _allclose(fg.vmap(body_sum, axis_name="i")(X), np.broadcast_to(3 * X.sum(0), X.shape))
+
+    def per_member(w, x, init):
+        c, _ = lax.scan(lambda c, xi: (c + fnp.tanh(xi * w), None), init, x)
+        return c
+    w = fnp.float32(0.5)
+    with pytest.raises(errors.FuncgradTypeError, match=r"lax.pvary\(init"):
+        fg.vmap(fg.grad(per_member), in_axes=(None, 0, None), axis_name="i")(w, X, 0.0)
+    g = fg.vmap(fg.grad(lambda w, x: per_member(w, x, lax.pvary(fnp.float32(0.0), "i"))),
+                in_axes=(None, 0), out_axes=None, axis_name="i")(w, X)
+    _allclose(g, sum(float(fg.grad(per_member)(w, x, 0.0)) for x in X))
+
+
 def test_pmax_is_not_differentiable():
     with pytest.raises(errors.FuncgradTypeError, match="not differentiable"):
         fg.vmap(fg.grad(lambda x: lax.pmax(x, "i")), axis_name="i")(X[:, 0])
@@ -175,7 +193,7 @@ def test_pmax_is_not_differentiable():
     _allclose(out, np.full(4, X[:, 0].max()))
 
 
-# --- errors ---------------------------------------------------------------------------------------
+# --- errors -----------------------------------------------------------------------------------
 
 def test_unbound_axis_name_is_a_clear_error():
     with pytest.raises(UnboundAxisError, match="'data'") as e:
@@ -233,7 +251,7 @@ def test_missing_mpi4py_under_a_launch_names_the_extra(monkeypatch):
     assert fg.distributed.initialize().size == 1  # one process: works without mpi4py
 
 
-# --- size 1 in this process: every collective under shard_map -------------------------------------
+# --- size 1 in this process: every collective under shard_map ---------------------------------
 
 def _every_collective(x, y):
     return {"psum": lax.psum(x, "data"), "pmean": lax.pmean(x, "data"),
@@ -292,7 +310,7 @@ def test_host_utilities_at_size_one():
         fg.jit(lambda x: fg.distributed.broadcast(x))(fnp.ones(2))
 
 
-# --- the bucketing pass and the numpy lowering ----------------------------------------------------
+# --- the bucketing pass and the numpy lowering ------------------------------------------------
 
 def _grad_program(bucket_bytes):
     mesh = Mesh(("data",))
@@ -345,8 +363,7 @@ def test_numpy_lowering_calls_mpi_in_place():
 
 
 def test_bucketing_keeps_order_and_flushes_before_readers():
-    from funcgrad.core import Eqn, Jaxpr, ShapedArray, Var
-    from funcgrad.core import ClosedJaxpr
+    from funcgrad.core import ClosedJaxpr, Eqn, Jaxpr, ShapedArray, Var
     f32 = np.dtype(np.float32)
     a, b, c, d = (Var(ShapedArray((4,), f32)) for _ in range(4))
     pa, pb, pc, r = (Var(ShapedArray((4,), f32)) for _ in range(4))
@@ -360,7 +377,7 @@ def test_bucketing_keeps_order_and_flushes_before_readers():
     assert bucketing.bucket_collectives(ClosedJaxpr(Jaxpr([], [a], [a], []), [])).jaxpr.eqns == []
 
 
-# --- the CUDA path: NCCL calls against a stub (no GPU on this machine) -----------------------------
+# --- the CUDA path: NCCL calls against a stub (no GPU on this machine) ------------------------
 
 class _Stream:
     count = 0
@@ -469,7 +486,7 @@ def test_cuda_library_calls_stage_through_host_without_nccl():
     assert int(runtime.LIBRARY["axis_index"](np, axis_name=("data",))) == 0
 
 
-# --- several processes ------------------------------------------------------------------------------
+# --- several processes ------------------------------------------------------------------------
 
 def _mpiexec():
     near = os.path.join(os.path.dirname(sys.executable), "mpiexec")
@@ -585,7 +602,7 @@ def test_data_parallel_example_matches_one_process(n):
     assert f"{n} process(es)" in out and "MATCH (float32 rounding)" in out, out + err
 
 
-# --- the worker side (run by mpiexec) ---------------------------------------------------------------
+# --- the worker side (run by mpiexec) ---------------------------------------------------------
 
 def _scenario_collectives():
     mesh = Mesh(("data",))
@@ -605,12 +622,20 @@ def _scenario_collectives():
     w, _ = _data_parallel_problem()
     data = rng.normal(size=(n, 5, 6)).astype(np.float32)
     for reduce, combine in ((lambda v: lax.pmean(v, "data"), np.mean), (lambda v: v, np.sum)):
-        step = shard_map(fg.grad(lambda p, x: reduce(_local_loss(p, x))), mesh,
+        step = shard_map(fg.grad(lambda p, x, reduce=reduce: reduce(_local_loss(p, x))), mesh,
                          in_specs=(P(), P("data")), out_specs=P())
         per = [fg.grad(_local_loss)(w, x) for x in data]
         for g in (step(w, data[r]), fg.jit(step)(w, data[r])):
             for k in w:
                 _allclose(g[k], combine([np.asarray(q[k]) for q in per], 0))
+    # jit inside the shard_map, and grad outside it (eagerly and jitted)
+    mean_loss = lambda p, x: lax.pmean(_local_loss(p, x), "data")
+    inner = shard_map(fg.grad(fg.jit(mean_loss)), mesh, (P(), P("data")), P())
+    outer = fg.grad(lambda p: shard_map(mean_loss, mesh, (P(), P("data")), P())(p, data[r]))
+    mean = {k: np.mean([np.asarray(q[k]) for q in per], 0) for k in w}
+    for g in (inner(w, data[r]), fg.jit(inner)(w, data[r]), outer(w), fg.jit(outer)(w)):
+        for k in w:
+            _allclose(g[k], mean[k])
     case_b = shard_map(fg.grad(lambda x, v: (v * lax.psum(x, "data")).sum()), mesh, P("data"),
                        P("data"))
     _allclose(case_b(fnp.full(1, r + 1.0), fnp.full(1, 2.0 * r - 1.0)), [n * (n - 1) - n])
@@ -662,7 +687,7 @@ def _scenario_bad_shapes():
             raise AssertionError("no error for mismatched shapes")
     # compiled for equal shapes first; then process 1 alone retraces for a new shape
     g = fg.jit(f)
-    _allclose(g(np.ones((3, 2), np.float32)), 2.0 * mesh.size)
+    _allclose(g(np.ones((3, 2), np.float32)), float(mesh.size))
     try:
         g(np.ones((3 + r, 2), np.float32))
     except errors.FuncgradValueError as e:
@@ -692,7 +717,7 @@ def _scenario_bad_replicated():
         raise AssertionError("check_replicated passed")
     same = fg.distributed.broadcast(params)
     fg.distributed.check_replicated(same, "params")
-    _allclose(fg.jit(f)(same, np.ones(2, np.float32)), 2.0 * mesh.size)
+    _allclose(fg.jit(f)(same, np.ones(2, np.float32)), float(mesh.size))
 
 
 def _scenario_raises():

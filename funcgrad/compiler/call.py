@@ -30,6 +30,7 @@ from funcgrad.core import (
     Jaxpr,
     Literal,
     Primitive,
+    ShapedArray,
     Var,
     eval_jaxpr,
     get_aval,
@@ -233,12 +234,22 @@ _SOLE_OWNER_REFS = _calibrate()
 
 
 class _Deleted:
-    """Stands in for the buffer of a donated Array: any use raises a clear error."""
+    """Stands in for the buffer of a donated Array: any use raises a clear error.
 
-    __slots__ = ("message",)
+    The message is built only when raised: donation runs on every call of a training step.
+    """
 
-    def __init__(self, message):
-        self.message = message
+    __slots__ = ("_shape", "_dtype", "_name")
+
+    def __init__(self, shape, dtype, name):
+        self._shape, self._dtype, self._name = shape, dtype, name
+
+    @property
+    def message(self):
+        aval = ShapedArray(self._shape, self._dtype)
+        return (f"this Array ({aval}) was donated to jit({self._name}) (donate_argnums) and its "
+                "buffer may have been reused; it can no longer be used.\n"
+                "  hint: use the function's outputs instead, or do not donate this argument.")
 
     def __getattr__(self, attr):
         raise DonatedArrayError(self.message)
@@ -252,11 +263,10 @@ class _Deleted:
 
 def _delete_donated(args, donated, name):
     for a, d in zip(args, donated):
-        if d and type(a) is Array and type(a._value) is not _Deleted:
-            a._value = _Deleted(
-                f"this Array ({a.aval}) was donated to jit({name}) (donate_argnums) and its "
-                "buffer may have been reused; it can no longer be used.\n"
-                "  hint: use the function's outputs instead, or do not donate this argument.")
+        if d and type(a) is Array:
+            v = a._value
+            if type(v) is not _Deleted:
+                a._value = _Deleted(v.shape, v.dtype, name)
 
 
 def is_deleted(x):

@@ -157,7 +157,10 @@ def _vma_rule(builder, prim, args, avals, params):
         return None, None
     vmas = [a.vma or _EMPTY for a in avals]
     union = _EMPTY.union(*vmas)
-    if not union or _is_higher_order(params):
+    if _is_higher_order(params):
+        _check_loop_carry(prim, params)
+        return None, union
+    if not union:
         return None, union
     new = None
     for i, (x, v) in enumerate(zip(args, vmas)):
@@ -170,6 +173,27 @@ def _vma_rule(builder, prim, args, avals, params):
 
 def _with_vma(aval, vma):
     return ShapedArray(aval.shape, aval.dtype, aval.weak_type, vma)
+
+
+def _check_loop_carry(prim, params):
+    """A loop whose carry enters invariant and leaves varying would be typed wrongly from the
+    second iteration on (and transposed wrongly): an error, as in JAX."""
+    if prim.name == "scan":
+        body, start, n = params["jaxpr"], params["num_consts"], params["num_carry"]
+    elif prim.name == "while":
+        body, start, n = params["body_jaxpr"], params["body_nconsts"], None
+    else:
+        return
+    j = body.jaxpr if isinstance(body, ClosedJaxpr) else body
+    n = len(j.outvars) if n is None else n
+    for i, (a, b) in enumerate(zip(j.invars[start:start + n], j.outvars[:n])):
+        va, vb = a.aval.vma or _EMPTY, b.aval.vma
+        if vb is not None and not vb <= va:
+            raise errors.op_error(
+                prim.name, f"carry {i} ({a.aval.str_short()}) is the same on every member when "
+                           f"the loop starts but varies over {tuple(sorted(vb - va))} after an "
+                           "iteration",
+                hint=f"cast the initial value first: lax.pvary(init, {tuple(sorted(vb - va))}).")
 
 
 def _check_varying(op, avals, names):
@@ -212,7 +236,7 @@ def pvary(x, axis_name):
 
 
 def _pvary_abstract(*avals, axis_name):
-    return [a if a.vma is None else _with_vma(a, a.vma | frozenset(axis_name)) for a in avals]
+    return [_with_vma(a, (a.vma or _EMPTY) | frozenset(axis_name)) for a in avals]
 
 
 def _pvary_jvp(primals, outs, tangents, *, axis_name):

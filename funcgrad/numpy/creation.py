@@ -42,7 +42,9 @@ def array(object, dtype=None, copy=True, order=None, ndmin=0):
         dtype('int32')
     """
     dt = user_dtype(dtype)
-    if isinstance(object, ArrayBase):
+    if type(object) is Array and copy:  # a new buffer, as np.array (donation-safe)
+        out = Array(object._value.copy(), object.weak_type)
+    elif isinstance(object, ArrayBase):
         out = object
     elif isinstance(object, (list, tuple)) and _holds_arrays(object):
         from funcgrad.numpy.shape import stack
