@@ -288,7 +288,7 @@ def test_schedule_drives_the_learning_rate_and_current_lr():
     got, state = run(opt, params)
     assert_trees_close(got, run_reference(ref, params))
     # After STEPS updates the state records the rate of the last one.
-    assert float(optim.current_lr(state)) == pytest.approx(schedule(STEPS - 1), rel=1e-6)
+    assert float(optim.current_lr(state)) == pytest.approx(float(schedule(STEPS - 1)), rel=1e-6)
     assert float(optim.current_lr(run(optim.adam(3e-4), params)[1])) == pytest.approx(3e-4)
 
 
