@@ -256,6 +256,7 @@ class Jitted:
             return self._call(args, kwargs)
         entry.hits += 1
         if entry.donated:
+            fast = vals = None  # drop our references: a sole-owner buffer is donated uncopied
             return self._call_donating(entry, leaves, args, kwargs)
         try:  # the executable reports its own failures; anything else is wrapped
             outs = entry.exe(*entry.const_vals, *vals)
