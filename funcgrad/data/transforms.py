@@ -9,6 +9,7 @@ well (e.g. flipping a segmentation mask with its image). Host-side NumPy only: t
 imports nothing from funcgrad but `errors`.
 """
 
+import abc
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -19,7 +20,7 @@ from funcgrad.errors import FuncgradValueError
 __all__ = ["Compose", "Lambda", "Normalize", "RandomCrop", "RandomFlip", "ToFloat", "Transform"]
 
 
-class Transform:
+class Transform(abc.ABC):
     """Base class: draws random parameters once per batch, then applies them to `on`.
 
     Subclasses define `apply(x, params)` and, when random, `draw(x, rng)`, which sees the
@@ -32,8 +33,9 @@ class Transform:
     def draw(self, x: np.ndarray, rng: np.random.Generator):
         return None
 
+    @abc.abstractmethod
     def apply(self, x: np.ndarray, params) -> np.ndarray:
-        raise NotImplementedError
+        """The transformed entry `x`, given the parameters `draw` chose."""
 
     def __call__(self, batch, rng: np.random.Generator | None = None):
         batch = list(batch)

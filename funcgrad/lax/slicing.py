@@ -21,10 +21,6 @@ def _aval(x):
     return x.aval if ad.is_undefined(x) else get_aval(x)
 
 
-def _batch_size(args, dims):
-    return next(get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
-
-
 # --- pad --------------------------------------------------------------------------------------
 def pad(operand, padding_value, padding_config):
     """Pad `operand` with the scalar `padding_value`.
@@ -90,7 +86,7 @@ def _pad_transpose(ct, x, pv, *, padding_config):
 def _pad_batch(args, dims, *, padding_config):
     from funcgrad import lax
     (x, pv), (dx, dpv) = args, dims
-    size = _batch_size(args, dims)
+    size = batching.batch_size(args, dims)
     config = ((0, 0, 0),) + padding_config
     x = batching.bdim_at_front(x, dx, size)
     if dpv is batching.not_mapped:
@@ -151,7 +147,7 @@ def _concatenate_transpose(ct, *xs, dimension):
 
 
 def _concatenate_batch(args, dims, *, dimension):
-    size = _batch_size(args, dims)
+    size = batching.batch_size(args, dims)
     xs = [batching.bdim_at_front(x, d, size) for x, d in zip(args, dims)]
     return concatenate(xs, dimension + 1), 0
 
@@ -329,7 +325,7 @@ def _dynamic_slice_transpose(ct, x, *idx, slice_sizes):
 
 
 def _dynamic_slice_batch(args, dims, *, slice_sizes):
-    size = _batch_size(args, dims)
+    size = batching.batch_size(args, dims)
     (x, *idx), (dx, *idims) = args, dims
     if all(d is batching.not_mapped for d in idims):
         x = batching.moveaxis(x, dx, 0)
@@ -408,7 +404,7 @@ def _dynamic_update_slice_transpose(ct, x, u, *idx):
 
 
 def _dynamic_update_slice_batch(args, dims):
-    size = _batch_size(args, dims)
+    size = batching.batch_size(args, dims)
     x, u = (batching.bdim_at_front(a, d, size) for a, d in zip(args[:2], dims[:2]))
     idx, idims = args[2:], dims[2:]
     if all(d is batching.not_mapped for d in idims):

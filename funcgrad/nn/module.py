@@ -12,6 +12,7 @@ children's states, so users never hand-thread either. Errors raised inside a chi
 imports only funcgrad's public array layer and `funcgrad.random`.
 """
 
+import abc
 import contextlib
 
 import funcgrad.numpy as fnp
@@ -81,7 +82,7 @@ def child_key(key, index):
 
 
 # --- the protocol -----------------------------------------------------------------------------
-class Module:
+class Module(abc.ABC):
     """Base class of layers: hyper-parameters only, pure `init` and `apply`.
 
     Subclasses implement `init(key, *inputs) -> (params, state)` and
@@ -96,11 +97,13 @@ class Module:
     def name(self):
         return type(self).__name__
 
+    @abc.abstractmethod
     def init(self, key, *inputs):
-        raise NotImplementedError(f"{self.name} does not implement init")
+        """`(params, state)` for example `inputs`."""
 
+    @abc.abstractmethod
     def apply(self, params, state, *inputs, train=False, key=None):
-        raise NotImplementedError(f"{self.name} does not implement apply")
+        """`(output, new_state)`: a pure function of its arguments."""
 
     def __repr__(self):
         fields = ", ".join(f"{k}={_field_repr(v)}" for k, v in vars(self).items()
