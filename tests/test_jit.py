@@ -555,3 +555,11 @@ def test_runtime_failure_inside_compiled_code_names_the_equation():
     text = str(exc.value)
     assert "funcgrad bug" in text and "ValueError: boom" in text
     assert "generated line" in text and "fragile_test_op a" in text  # the line and the eqn
+
+
+def test_lowered_memory_analysis_predicts_peak_bytes():
+    x = fnp.ones((100, 100))
+    mem = fg.jit(lambda x: (x * 2 + 1).sum(0)).lower(x).memory_analysis()
+    # the argument alone is 40000 bytes; the peak must count it and the temporaries
+    assert mem.argument_size_in_bytes == 40000
+    assert mem.peak_bytes >= mem.argument_size_in_bytes + mem.output_size_in_bytes

@@ -571,6 +571,10 @@ class Lowered:
         e, j = self._entry, self._jitted
         return Compiled(self, call.executable(e.jaxpr, j._backend, e.params["donated"], j._name))
 
+    def memory_analysis(self):
+        """The compiler's predicted memory use (peak, temporaries, arguments, outputs)."""
+        return self.compile().memory_analysis()
+
 
 class Compiled:
     """Compiled code for one input signature (`jitted.lower(*args).compile()`)."""
