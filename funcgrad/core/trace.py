@@ -48,14 +48,23 @@ def computing_known_for():
     return _impl_known_for.get()
 
 
-@contextlib.contextmanager
-def source_context(source):
-    """Attribute equations made inside the block (e.g. by a backward pass) to `source`."""
-    token = _source_override.set(source)
-    try:
-        yield
-    finally:
-        _source_override.reset(token)
+class source_context:  # noqa: N801  (used like a function: `with source_context(src):`)
+    """Attribute equations made inside the block (e.g. by a backward pass) to `source`.
+
+    A small class rather than a generator context manager: transforms enter it once per
+    equation, so its cost is part of every eager grad.
+    """
+
+    __slots__ = ("source", "token")
+
+    def __init__(self, source):
+        self.source = source
+
+    def __enter__(self):
+        self.token = _source_override.set(self.source)
+
+    def __exit__(self, *exc):
+        _source_override.reset(self.token)
 
 
 def current_source():
