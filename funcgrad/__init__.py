@@ -17,9 +17,11 @@ from funcgrad import (  # noqa: F401
     tree_util,
 )
 from funcgrad.api import grad, jvp, linearize, make_jaxpr, value_and_grad, vjp  # noqa: F401
+from funcgrad.backends import numpy as _numpy_backend  # noqa: F401  (loaded now, not in a jit call)
 from funcgrad.batching_api import vmap  # noqa: F401
 from funcgrad.checkpoint import checkpoint, checkpoint_policies, remat  # noqa: F401
 from funcgrad.compiler import jit  # noqa: F401
+from funcgrad.compiler import pipeline as _pipeline  # noqa: F401  (likewise)
 from funcgrad.config import config  # noqa: F401
 from funcgrad.core import Array  # noqa: F401
 from funcgrad.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401

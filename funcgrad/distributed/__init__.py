@@ -24,7 +24,6 @@ The gradient of a `pmean`'d loss with respect to replicated (`P()`) parameters i
 of the per-process gradients; the gradient of an un-reduced per-process loss is their sum.
 """
 
-from funcgrad.backends.cuda import collectives as _cuda_collectives  # noqa: F401  (NCCL calls)
 from funcgrad.distributed.host import barrier, broadcast, check_replicated
 from funcgrad.distributed.mesh import Mesh, P, PartitionSpec, shard_map
 from funcgrad.distributed.runtime import (

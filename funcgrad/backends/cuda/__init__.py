@@ -19,3 +19,5 @@ from funcgrad.backends.cuda.renderer import render
 
 __all__ = ["CudaExecutable", "DeviceInfo", "KernelPlan", "compile_program", "plan_kernel",
            "render"]
+
+from funcgrad.backends.cuda import collectives as _collectives  # noqa: E402,F401  (NCCL)
