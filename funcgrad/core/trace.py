@@ -183,6 +183,26 @@ def eager_bind(prim, args, params):
     return res
 
 
+def _cached_abstract_eval(prim, avals, params):
+    """`prim.abstract_eval`, memoized on (primitive, operand types, params) like eager binds."""
+    key = [prim]
+    for a in avals:
+        key.append((a.shape, a.dtype, a.weak_type))
+    if params:
+        key.extend(params.items())
+    key = tuple(key)
+    try:
+        out = _aval_cache.get(key)
+    except TypeError:  # an unhashable parameter (e.g. a callable holding a list)
+        return prim.abstract_eval(*avals, **params)
+    if out is None:
+        out = prim.abstract_eval(*avals, **params)
+        if len(_aval_cache) > 20000:
+            _aval_cache.clear()
+        _aval_cache[key] = out
+    return out
+
+
 def _hashable(key):
     try:
         hash(key)
@@ -405,24 +425,23 @@ class Builder:
             new_args, out_vma = vma_rule(self, prim, args, avals, params)
             if new_args is not None:  # operands cast to varying first (`pvary`)
                 return self.process(prim, new_args, params)
-        out_avals = prim.abstract_eval(*avals, **params)
+        out_avals = _cached_abstract_eval(prim, avals, params)
         multi = prim.multiple_results
         out_avals_l = out_avals if multi else [out_avals]
         if out_vma is not None:
             out_avals_l = [a if a.vma is not None else a.update(vma=out_vma)
                            for a in out_avals_l]
         out_vals = None
+        src = _source_override.get() or errors.user_frame(3)
         if self.compute_known and all(v is not None for v in vals):
-            token = _known_for.set(self)
+            tokens = _known_for.set(self), _source_override.set(src)
             try:
-                with source_context(_source_override.get() or errors.user_frame(3)):
-                    out_vals = bind_at(self.parent, prim, vals, params)
+                out_vals = bind_at(self.parent, prim, vals, params)
             finally:
-                _known_for.reset(token)
+                _source_override.reset(tokens[1]), _known_for.reset(tokens[0])
             out_vals = out_vals if multi else [out_vals]
         outvars = [Var(a) for a in out_avals_l]
-        self.eqns.append(Eqn(prim, atoms, outvars, params,
-                             _source_override.get() or errors.user_frame(3)))
+        self.eqns.append(Eqn(prim, atoms, outvars, params, src))
         if out_vals is None:
             outs = [Tracer(self, a, v) for a, v in zip(out_avals_l, outvars)]
         else:
