@@ -62,7 +62,7 @@ def _check_float_inputs(name, args, argnums):
                     f"{name} requires real- or complex-valued inputs (input dtype that is a "
                     f"sub-dtype of float), but argument {i}{keystr(path)} has dtype "
                     f"{aval.dtype} ({aval}).\n{errors.where(errors.user_frame(3))}\n"
-                    "  hint: convert it with .astype(jnp.float32), or differentiate with "
+                    "  hint: convert it with .astype(fnp.float32), or differentiate with "
                     "respect to another argument via argnums.")
 
 
