@@ -134,9 +134,42 @@ def _concrete_mask(mask):
     return v
 
 
+_plan_cache = {}
+
+
+def _static_key(idx):
+    """A hashable key for an index made only of ints, int/None slices, None and `...`
+    (the common basic indices, whose plans are cached), or None."""
+    key = []
+    for it in idx if type(idx) is tuple else (idx,):
+        t = type(it)
+        if t is int or it is None or it is Ellipsis:
+            key.append(it)
+        elif t is slice and all(type(v) is int or v is None
+                                for v in (it.start, it.stop, it.step)):
+            key.append((it.start, it.stop, it.step))
+        else:
+            return None
+    return type(idx) is tuple, tuple(key)
+
+
 def _parse_index(shape, idx, strict, force_adv):
     """A `_Plan` for `x[idx]`; `strict` raises on static out-of-range ints, `force_adv`
     turns ints and traced scalars into advanced indices (for gather/scatter modes)."""
+    key = _static_key(idx)
+    if key is None:
+        return _parse_index_uncached(shape, idx, strict, force_adv)
+    key = (shape, key, strict, force_adv)
+    plan = _plan_cache.get(key)
+    if plan is None:
+        plan = _parse_index_uncached(shape, idx, strict, force_adv)
+        if len(_plan_cache) > 4096:
+            _plan_cache.clear()
+        _plan_cache[key] = plan
+    return plan
+
+
+def _parse_index_uncached(shape, idx, strict, force_adv):
     items = [_classify(i) for i in (idx if isinstance(idx, tuple) else (idx,))]
     kinds = [k for k, _ in items]
     consumed = sum(v.ndim if k == "mask" else k in ("slice", "int", "dyn", "array")
