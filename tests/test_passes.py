@@ -305,3 +305,9 @@ def test_optimize_runs_the_passes_to_a_fixpoint():
     assert prims(out) == ["sin", "add"]
     same_results(closed, out, m23)
     assert pipeline.optimize(out) is out
+
+
+def test_simplify_drops_integer_pow_by_one():
+    closed = fg.make_jaxpr(lambda x: lax.integer_pow(x, 1) * 2.0)(np.ones(3, np.float32))
+    assert "integer_pow" in str(closed)
+    assert "integer_pow" not in str(passes.simplify(closed))

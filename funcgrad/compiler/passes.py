@@ -371,7 +371,7 @@ def _simplify_view(eqn, defs):
     if not eqn.invars or len(eqn.outvars) != 1:  # iota, multi-output primitives
         return None
     name, x, out, p = eqn.prim.name, eqn.invars[0], eqn.outvars[0], eqn.params
-    if name == "stop_gradient":
+    if name == "stop_gradient" or (name == "integer_pow" and p["y"] == 1):
         return x
     if name == "convert_element_type":
         return x if x.aval.dtype == out.aval.dtype else None
