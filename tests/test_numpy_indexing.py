@@ -12,6 +12,7 @@ import funcgrad.numpy as fnp
 from funcgrad import errors
 from funcgrad.core import jaxpr_as_fun
 from funcgrad.numpy import indexing as fi
+from funcgrad.numpy import searching as fs
 from funcgrad.test_util import check_grads
 
 STEPS = [None, 1, 2, 3, -1, -2, -3]
@@ -322,7 +323,7 @@ def test_vmap_of_indexing_matches_a_loop():
         (lambda x, i, j: x[i, 1:], lambda k: xs[k][rows[k], 1:]),
         (lambda x, i, j: x[:, j], lambda k: xs[k][:, cols[k]]),
         (lambda x, i, j: x.at[i, j].add(1.0), None),
-        (lambda x, i, j: fi.argsort(x[0]), lambda k: np.argsort(xs[k][0], kind="stable")),
+        (lambda x, i, j: fs.argsort(x[0]), lambda k: np.argsort(xs[k][0], kind="stable")),
     ]
     for f, ref in cases:
         got = np.asarray(fg.vmap(f)(xs, rows, cols))
@@ -334,7 +335,7 @@ def test_vmap_of_indexing_matches_a_loop():
 def test_jit_matches_eager():
     def f(x, i, j):
         return (x[i, ::-1], x[:, j], x.at[j, i].add(1.0), x.at[::2, j].set(0.0),
-                fi.argsort(x, 1), fi.nonzero(x > 0, size=5), fi.take(x, j, axis=1))
+                fs.argsort(x, 1), fs.nonzero(x > 0, size=5), fi.take(x, j, axis=1))
     args = (fnp.asarray(_array((3, 4, 2))), -1, np.array([0, 3, 3, -1]))
     for got, want in zip(fg.tree_util.tree_leaves(fg.jit(f)(*args)),
                          fg.tree_util.tree_leaves(f(*args))):
@@ -352,11 +353,11 @@ def test_traced_boolean_mask_is_a_clear_error():
 
 def test_nonzero_with_size_traces():
     m = np.array([[0, 1, 0], [2, 0, 3]], np.int32)
-    closed = fg.make_jaxpr(lambda m: fi.nonzero(m, size=4, fill_value=-1))(m)
+    closed = fg.make_jaxpr(lambda m: fs.nonzero(m, size=4, fill_value=-1))(m)
     got = [np.asarray(r) for r in jaxpr_as_fun(closed)(m)]
     np.testing.assert_array_equal(got, [[0, 1, 1, -1], [1, 0, 2, -1]])
     with pytest.raises(errors.ConcretizationTypeError, match="size="):
-        fg.make_jaxpr(fi.nonzero)(m)
+        fg.make_jaxpr(fs.nonzero)(m)
 
 
 def test_index_errors():
@@ -435,19 +436,19 @@ def test_sort_and_argsort_match_numpy(shape, data):
     if data.draw(st.booleans()) and a.size:
         a.flat[0] = np.nan
     axis = data.draw(st.none() | st.integers(-len(shape), len(shape) - 1))
-    np.testing.assert_array_equal(np.asarray(fi.sort(a, axis)), np.sort(a, axis))
-    np.testing.assert_array_equal(np.asarray(fi.argsort(a, axis)),
+    np.testing.assert_array_equal(np.asarray(fs.sort(a, axis)), np.sort(a, axis))
+    np.testing.assert_array_equal(np.asarray(fs.argsort(a, axis)),
                                   np.argsort(a, axis, kind="stable"))
     b = np.nan_to_num(a)
-    np.testing.assert_array_equal(np.asarray(fi.argsort(b, axis, descending=True)),
+    np.testing.assert_array_equal(np.asarray(fs.argsort(b, axis, descending=True)),
                                   np.argsort(-b, axis, kind="stable"))
-    np.testing.assert_array_equal(np.asarray(fi.sort(b, axis, descending=True)),
+    np.testing.assert_array_equal(np.asarray(fs.sort(b, axis, descending=True)),
                                   -np.sort(-b, axis))
 
 
 def test_sort_gradient():
-    check_grads(lambda x: fi.sort(x, axis=0), (_array((4, 3)),), order=2)
-    check_grads(lambda x: fi.take_along_axis(x, fi.argsort(x, 1), 1), (_array((2, 5)),))
+    check_grads(lambda x: fs.sort(x, axis=0), (_array((4, 3)),), order=2)
+    check_grads(lambda x: fi.take_along_axis(x, fs.argsort(x, 1), 1), (_array((2, 5)),))
 
 
 @given(st.lists(st.integers(0, 4), min_size=1, max_size=3), st.integers(0, 8), st.data())
@@ -455,14 +456,14 @@ def test_nonzero_family_matches_numpy(shape, size, data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     a = rng.integers(0, 2, size=shape) * rng.integers(1, 5, size=shape)
     want = np.nonzero(a)
-    for got, w in zip(fi.nonzero(a), want):
+    for got, w in zip(fs.nonzero(a), want):
         np.testing.assert_array_equal(np.asarray(got), w)
     k = min(size, len(want[0]))
-    for got, w in zip(fi.nonzero(a, size=size, fill_value=-1), want):
+    for got, w in zip(fs.nonzero(a, size=size, fill_value=-1), want):
         np.testing.assert_array_equal(np.asarray(got), np.r_[w[:k], [-1] * (size - k)])
-    np.testing.assert_array_equal(np.asarray(fi.argwhere(a)), np.argwhere(a))
-    np.testing.assert_array_equal(np.asarray(fi.flatnonzero(a)), np.flatnonzero(a))
-    assert fi.argwhere(a, size=size).shape == (size, len(shape))
+    np.testing.assert_array_equal(np.asarray(fs.argwhere(a)), np.argwhere(a))
+    np.testing.assert_array_equal(np.asarray(fs.flatnonzero(a)), np.flatnonzero(a))
+    assert fs.argwhere(a, size=size).shape == (size, len(shape))
 
 
 @given(st.lists(st.integers(-3, 3), max_size=6), st.lists(st.integers(-4, 4), max_size=5),
@@ -470,10 +471,10 @@ def test_nonzero_family_matches_numpy(shape, size, data):
 def test_searchsorted_matches_numpy(a, v, side):
     a = np.sort(np.asarray(a, np.float32))
     v = np.asarray(v, np.float32)
-    np.testing.assert_array_equal(np.asarray(fi.searchsorted(a, v, side)),
+    np.testing.assert_array_equal(np.asarray(fs.searchsorted(a, v, side)),
                                   np.searchsorted(a, v, side))
     a, v = np.r_[a, np.nan], np.r_[v, np.nan]
-    np.testing.assert_array_equal(np.asarray(fi.searchsorted(a, v, side)),
+    np.testing.assert_array_equal(np.asarray(fs.searchsorted(a, v, side)),
                                   np.searchsorted(a, v, side))
 
 
@@ -481,45 +482,46 @@ def test_searchsorted_matches_numpy(a, v, side):
 def test_unravel_and_ravel_multi_index(shape, data):
     n = int(np.prod(shape))
     flat = np.asarray(data.draw(st.lists(st.integers(0, n - 1), max_size=5)), np.int32)
-    coords = fi.unravel_index(flat, tuple(shape))
+    coords = fs.unravel_index(flat, tuple(shape))
     for got, w in zip(coords, np.unravel_index(flat, shape)):
         np.testing.assert_array_equal(np.asarray(got), w)
     for order in "CF":
         np.testing.assert_array_equal(
-            np.asarray(fi.ravel_multi_index(coords, shape, order=order)),
+            np.asarray(fs.ravel_multi_index(coords, shape, order=order)),
             np.ravel_multi_index(np.unravel_index(flat, shape), shape, order=order))
 
 
 def test_unravel_clamps_and_ravel_modes():
-    got = fi.unravel_index(np.array([-1, 100]), (2, 3))
+    got = fs.unravel_index(np.array([-1, 100]), (2, 3))
     np.testing.assert_array_equal([np.asarray(g) for g in got], [[1, 1], [2, 2]])
     idx = (np.array([3, -1]), np.array([1, 4]))
-    np.testing.assert_array_equal(np.asarray(fi.ravel_multi_index(idx, (2, 3), mode="wrap")),
+    np.testing.assert_array_equal(np.asarray(fs.ravel_multi_index(idx, (2, 3), mode="wrap")),
                                   np.ravel_multi_index(idx, (2, 3), mode="wrap"))
-    np.testing.assert_array_equal(np.asarray(fi.ravel_multi_index(idx, (2, 3), mode="clip")),
+    np.testing.assert_array_equal(np.asarray(fs.ravel_multi_index(idx, (2, 3), mode="clip")),
                                   np.ravel_multi_index(idx, (2, 3), mode="clip"))
     with pytest.raises(ValueError, match="invalid entry"):
-        fi.ravel_multi_index(idx, (2, 3))
+        fs.ravel_multi_index(idx, (2, 3))
 
 
 def test_static_index_helpers():
-    for got, want in [(fi.tril_indices(4, -1, 3), np.tril_indices(4, -1, 3)),
-                      (fi.triu_indices(3, 1), np.triu_indices(3, 1)),
-                      (fi.diag_indices(3, 3), np.diag_indices(3, 3)),
-                      (fi.tril_indices_from(np.zeros((2, 5)), 1), np.tril_indices(2, 1, 5)),
-                      (fi.triu_indices_from(np.zeros((3, 3))), np.triu_indices(3)),
-                      (fi.diag_indices_from(np.zeros((2, 2))), np.diag_indices(2))]:
+    for got, want in [(fs.tril_indices(4, -1, 3), np.tril_indices(4, -1, 3)),
+                      (fs.triu_indices(3, 1), np.triu_indices(3, 1)),
+                      (fs.diag_indices(3, 3), np.diag_indices(3, 3)),
+                      (fs.tril_indices_from(np.zeros((2, 5)), 1), np.tril_indices(2, 1, 5)),
+                      (fs.triu_indices_from(np.zeros((3, 3))), np.triu_indices(3)),
+                      (fs.diag_indices_from(np.zeros((2, 2))), np.diag_indices(2))]:
         assert len(got) == len(want)
         for g, w in zip(got, want):
             assert g.dtype == np.int32
             np.testing.assert_array_equal(np.asarray(g), w)
     a = _array((3, 4))
-    ix = fi.ix_(np.array([2, 0]), [True, False, True, True])
+    ix = fs.ix_(np.array([2, 0]), [True, False, True, True])
     np.testing.assert_array_equal(np.asarray(fnp.asarray(a)[ix]),
                                   a[np.ix_([2, 0], [True, False, True, True])])
 
 
 def test_public_names_are_exported_by_funcgrad_numpy():
-    for name in fi.__all__:
-        assert getattr(fnp, name) is getattr(fi, name), name
+    for mod in (fi, fs):
+        for name in mod.__all__:
+            assert getattr(fnp, name) is getattr(mod, name), name
     assert "getitem" not in fi.__all__

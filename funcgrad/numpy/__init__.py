@@ -20,6 +20,7 @@ from funcgrad.numpy.logic import *
 from funcgrad.numpy.math import *
 from funcgrad.numpy.padding import *
 from funcgrad.numpy.reductions import *
+from funcgrad.numpy.searching import *
 from funcgrad.numpy.shape import *
 
 pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma

@@ -234,7 +234,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
         if vc.dtype.kind == "b" and vx.dtype == vy.dtype and vc.shape == vx.shape == vy.shape:
             return _select_bind(condition, y, x)
     if x is None and y is None:
-        from funcgrad.numpy.indexing import nonzero
+        from funcgrad.numpy.searching import nonzero
         return nonzero(condition, size=size, fill_value=fill_value)
     if x is None or y is None:
         raise errors.op_error("where", "takes either 1 or 3 arguments (condition, x, y)",

@@ -7,7 +7,7 @@ is installed by funcgrad.numpy.indexing; `__setitem__` explains how to update in
 """
 
 from funcgrad.core import ArrayBase
-from funcgrad.numpy import indexing, linalg, logic, math, reductions
+from funcgrad.numpy import indexing, linalg, logic, math, reductions, searching
 from funcgrad.numpy import shape as shp
 
 
@@ -112,8 +112,8 @@ _METHODS = {
     "ravel": shp.ravel, "astype": _astype, "clip": _clip, "round": _round,
     "dot": linalg.dot, "conj": math.conjugate, "conjugate": math.conjugate,
     "diagonal": shp.diagonal, "trace": shp.trace, "repeat": shp.repeat,
-    "copy": shp.copy, "sort": indexing.sort, "argsort": indexing.argsort,
-    "take": indexing.take, "nonzero": indexing.nonzero,
+    "copy": shp.copy, "sort": searching.sort, "argsort": searching.argsort,
+    "take": indexing.take, "nonzero": searching.nonzero,
 }
 
 _PROPERTIES = {
