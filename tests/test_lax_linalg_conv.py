@@ -19,7 +19,7 @@ from funcgrad.lax.convolution import (
     reduce_window_sum,
 )
 from funcgrad.lax.linalg import batch_matmul, dot, dot_general
-from funcgrad.test_util import check_grads
+from funcgrad.test_util import check_batching, check_grads
 
 RNG = np.random.default_rng(0)
 
@@ -32,20 +32,6 @@ def total(x):
     return lax.reduce_sum(x, tuple(range(np.ndim(x))))
 
 
-def check_batching(f, args, in_dims, rtol=1e-6):
-    """Batch `f`'s jaxpr with `batch_eval` and compare with a Python loop + stack."""
-    size = next(np.shape(a)[d] for a, d in zip(args, in_dims) if d is not None)
-    example = [a if d is None else np.take(a, 0, axis=d) for a, d in zip(args, in_dims)]
-    closed = fg.make_jaxpr(f)(*example)
-    outs, out_dims = batch_eval(closed.jaxpr, closed.consts, list(args), list(in_dims))
-    loop = [f(*[a if d is None else np.take(a, i, axis=d) for a, d in zip(args, in_dims)])
-            for i in range(size)]
-    loop = [loop_i if isinstance(loop_i, (tuple, list)) else [loop_i] for loop_i in loop]
-    for k, (o, d) in enumerate(zip(outs, out_dims)):
-        want = np.stack([np.asarray(res[k]) for res in loop])
-        got = np.asarray(o)
-        got = np.broadcast_to(got, (size,) + got.shape) if d is None else np.moveaxis(got, d, 0)
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-6)
 
 
 # --- dot_general ------------------------------------------------------------------------------

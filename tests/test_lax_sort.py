@@ -8,8 +8,7 @@ from hypothesis import strategies as st
 
 import funcgrad as fg
 from funcgrad import lax
-from funcgrad.interpreters.batching import batch_eval
-from funcgrad.test_util import check_grads
+from funcgrad.test_util import check_batching, check_grads
 
 RNG = np.random.default_rng(0)
 
@@ -22,20 +21,6 @@ def total(x):
     return lax.reduce_sum(x, tuple(range(np.ndim(x))))
 
 
-def check_batching(f, args, in_dims):
-    """Batch `f`'s jaxpr with `batch_eval` and compare with a Python loop + stack."""
-    size = next(np.shape(a)[d] for a, d in zip(args, in_dims) if d is not None)
-    example = [a if d is None else np.take(a, 0, axis=d) for a, d in zip(args, in_dims)]
-    closed = fg.make_jaxpr(f)(*example)
-    outs, out_dims = batch_eval(closed.jaxpr, closed.consts, list(args), list(in_dims))
-    loop = [f(*[a if d is None else np.take(a, i, axis=d) for a, d in zip(args, in_dims)])
-            for i in range(size)]
-    loop = [r if isinstance(r, (tuple, list)) else [r] for r in loop]
-    for k, (o, d) in enumerate(zip(outs, out_dims)):
-        want = np.stack([np.asarray(r[k]) for r in loop])
-        got = np.asarray(o)
-        got = np.broadcast_to(got, (size,) + got.shape) if d is None else np.moveaxis(got, d, 0)
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=3), st.integers(-3, 2),
