@@ -563,3 +563,17 @@ def test_lowered_memory_analysis_predicts_peak_bytes():
     # the argument alone is 40000 bytes; the peak must count it and the temporaries
     assert mem.argument_size_in_bytes == 40000
     assert mem.peak_bytes >= mem.argument_size_in_bytes + mem.output_size_in_bytes
+
+
+def test_numpy_arguments_take_the_cached_fast_path():
+    f = fg.jit(lambda t: [a * 2 for a in t])
+    xs = [np.full(3, i, np.float32) for i in range(4)]
+    first = f(xs)
+    assert f._cache.fast, "a call with canonical numpy leaves registers a fast-path entry"
+    again = f(xs)
+    for i, (a, b) in enumerate(zip(first, again)):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(b, np.full(3, 2 * i))
+    # float64 numpy input is canonicalized (slow path), giving the same program
+    f([x.astype(np.float64) for x in xs])
+    assert f.trace_count == 1

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from funcgrad import errors
+from funcgrad import dtypes, errors
 from funcgrad.compiler import call
 from funcgrad.config import config
 from funcgrad.core import (
@@ -61,10 +61,14 @@ _NOT_PASSED = _NotPassed()
 _SCALARS = (bool, int, float, complex)
 
 
+_CANONICAL = frozenset()  # numpy dtypes a plain ndarray argument may have on the hot path
+
+
 def _on_config_change(name, value):
-    global _FAST, _X64
+    global _FAST, _X64, _CANONICAL
     _FAST = not (_cfg["disable_jit"] or _cfg["debug_nans"])
     _X64 = bool(_cfg["enable_x64"])
+    _CANONICAL = frozenset(d for d in dtypes._SHORT if dtypes.canonicalize(d) == d)
 
 
 config.on_change(_on_config_change)
@@ -276,11 +280,16 @@ class Jitted:
         leaves = []
         sig, vals = [_flatten(args, leaves), _X64, statics], []
         for x in leaves:
-            if type(x) is not Array:
+            t = type(x)
+            if t is Array:
+                v = x._value
+                vals.append(v)
+                sig.append((v.shape, v.dtype, x.weak_type))
+            elif t is np.ndarray and x.dtype in _CANONICAL:  # used as is, as to_array would
+                vals.append(x)
+                sig.append((x.shape, x.dtype, False))
+            else:
                 return None
-            v = x._value
-            vals.append(v)
-            sig.append((v.shape, v.dtype, x.weak_type))
         return tuple(sig), leaves, vals
 
     def _call(self, args, kwargs):
