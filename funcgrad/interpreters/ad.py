@@ -71,7 +71,7 @@ def differentiable(aval):
     return dtypes.is_inexact(aval.dtype)
 
 
-def instantiate(t, aval=None):
+def instantiate(t):
     """A real array for a tangent that may be a symbolic `Zero`."""
     if type(t) is Zero:
         from funcgrad import lax
