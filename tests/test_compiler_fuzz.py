@@ -20,9 +20,9 @@ from funcgrad.backends.numpy import chunked
 from funcgrad.compiler import pipeline
 from funcgrad.core import eval_jaxpr
 
-SHAPES = [(3, 4), (2, 3, 4), (5,), (4, 1, 3), (1, 6), (2, 2, 2, 3)]
+SHAPES = [(3, 4), (2, 3, 4), (5,), (4, 1, 3), (1, 6), (2, 2, 2, 3), (4, 4), (3, 3, 3)]
 OPS = ["unary", "binary", "scalar", "reduce", "reshape", "transpose", "matmul", "slice",
-       "broadcast", "where"]
+       "broadcast", "where", "reverse", "mirror"]
 UNARY = [
     lambda m, x: m.sin(x), lambda m, x: m.tanh(x), lambda m, x: -x, lambda m, x: m.abs(x),
     lambda m, x: m.exp(m.tanh(x)), lambda m, x: m.log1p(m.abs(x)),
@@ -69,6 +69,13 @@ def _step(m, pool, op, i, j, k):
         return x[1:] if k % 2 else x[::2]
     if op == "broadcast":
         return m.broadcast_to(x, (2,) + x.shape)
+    if op == "reverse" and x.ndim:  # a reversed view of an intermediate or an input
+        return x[::-1] if k % 2 or x.ndim == 1 else x[::-1, ::-1]
+    if op == "mirror" and x.ndim:  # x combined with a reordered view of itself: aliasing
+        other = x[::-1] if x.ndim == 1 or k % 3 == 0 else (x.T if k % 3 == 1 else
+                                                             m.swapaxes(x, 0, -1))
+        if other.shape == x.shape:
+            return (x + other) / 2.0 if k % 2 else x - other * 0.5
     return UNARY[k % len(UNARY)](m, x)
 
 
@@ -103,12 +110,14 @@ def tiny_chunks():
         chunked.CHUNK_ELEMENTS, chunked.MIN_CHUNKS = saved
 
 
-def compiled_both_ways(closed, inputs):
-    """Results of the compiled program, rendered plainly and as chunked loops."""
-    plain = pipeline.compile_jaxpr(closed)(*inputs)
+def compiled_both_ways(closed, inputs, donate_argnums=()):
+    """Results of the compiled program, rendered plainly and as chunked loops (donated
+    arguments get fresh copies each time, so the caller's stay intact)."""
+    fresh = lambda: [np.array(x, copy=True) for x in inputs]
+    plain = pipeline.compile_jaxpr(closed, donate_argnums=donate_argnums)(*fresh())
     with tiny_chunks():
-        exe = pipeline.compile_jaxpr(closed)
-    return plain, exe(*inputs)
+        exe = pipeline.compile_jaxpr(closed, donate_argnums=donate_argnums)
+    return plain, exe(*fresh())
 
 
 def _close(a, b, rtol, atol):
@@ -117,12 +126,16 @@ def _close(a, b, rtol, atol):
     np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)
 
 
-@given(recipe=recipes, shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16))
-def test_random_programs_compile_to_the_same_results(recipe, shape, seed):
+donations = st.sampled_from([(), (0,), (0, 1), (0, 1, 2)])
+
+
+@given(recipe=recipes, shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16),
+       donate=donations)
+def test_random_programs_compile_to_the_same_results(recipe, shape, seed, donate):
     inputs = _inputs(shape, seed)
     closed = fg.make_jaxpr(lambda *a: run_recipe(fnp, recipe, a))(*inputs)
     eager = eval_jaxpr(closed.jaxpr, closed.consts, *inputs)
-    compiled, in_chunks = compiled_both_ways(closed, inputs)
+    compiled, in_chunks = compiled_both_ways(closed, inputs, donate)
     reference = run_recipe(np, recipe, inputs)
     assert len(compiled) == len(in_chunks) == len(eager) == len(reference)
     for c, k, e, r in zip(compiled, in_chunks, eager, reference):
@@ -144,3 +157,28 @@ def test_gradients_of_random_programs_compile_to_the_same_results(recipe, shape,
     for c, k, e in zip(compiled, in_chunks, eager):
         _close(c, e, rtol=1e-4, atol=1e-5)
         _close(k, e, rtol=1e-4, atol=1e-5)
+
+
+# Above the real chunking threshold (no tiny chunks): an output written chunk by chunk into
+# the buffer of an operand that the same loop also reads transposed or reversed.
+ALIASING = {
+    "y + y.T": lambda m, a: (lambda y: (y + y.T) / 2.0)(m.exp(a)),
+    "y + y[::-1]": lambda m, a: (lambda y: y + y[::-1])(m.exp(a)),
+    "y - y[::-1, ::-1]": lambda m, a: (lambda y: y - y[::-1, ::-1])(m.exp(a)),
+    "z - z.T": lambda m, a: (lambda z: z - z.T)(a @ a.T + 1),
+    "a + a.T": lambda m, a: a + a.T,
+}
+
+
+def test_chunked_kernels_never_overwrite_rows_they_still_read():
+    a = np.random.default_rng(0).normal(size=(800, 800)).astype(np.float32) * 0.1
+    assert chunked.chunk_rows(pipeline.fuse(pipeline.optimize(
+        fg.make_jaxpr(lambda x: fnp.exp(x) + 1)(a))).kernels[0].spec) is not None
+    for name, f in ALIASING.items():
+        closed = fg.make_jaxpr(lambda x, f=f: f(fnp, x))(a)
+        want = f(np, a.astype(np.float64))
+        for donate in ((), (0,)):
+            got = pipeline.compile_jaxpr(closed, donate_argnums=donate)(a.copy())[0]
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
+        got = fg.jit(lambda x, f=f: f(fnp, x), donate_argnums=0)(fnp.array(a))
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5, err_msg=name)

@@ -95,18 +95,38 @@ class _Chunked:
             for a in instr.args:
                 if isinstance(a, str):
                     order[a] = k
-        defs, inplace = [], {}
+        defs, inplace, safe = [], {}, self._overwritable()
         for k, (instr, _) in enumerate(self.loop):
             if instr.dst in self.outs:
                 o, var = self.outs[instr.dst]
                 defs.append(r._value(var, o.shape, o.dtype, "ufunc"))
                 inplace[var] = tuple(self.vals[a][0] for a in self.sliced
-                                     if self.vals[a][2] and order.get(a, -1) <= k)
+                                     if self.vals[a][0] in safe and order.get(a, -1) <= k)
         for o, var, _ in self.reds:
             defs.append(r._value(var, o.shape, o.dtype, "out"))
         uses = [self.vals[a][0] for a in self._loop_reads()]
         eqn = self.loop[0][1] if self.loop else self.node.out_eqns[0]
         r._add(defs, uses, self.emit, spec.name, eqn, inplace)
+
+    def _overwritable(self):
+        """Inputs whose buffer an output may take: chunk r of an output overwrites rows that
+        a later chunk must still read unchanged, so every read of that memory in the loop
+        must be the same row-aligned chunk: no transposed or reversed read of the input
+        (`y + y.T`) and no other operand that may share its memory (a view such as
+        `rev(y)`, an alias of a library call)."""
+        reads = {}  # IR value -> the spec inputs the loop reads it through
+        for a in self._loop_reads():
+            reads.setdefault(self.vals[a][0], []).append(a)
+        memory_of = {key: self.r._reach(key) | {key} if key in self.r.values else {key}
+                     for key in reads}
+        safe = set()
+        for key, names in reads.items():
+            if not all(a in self.sliced and self.vals[a][2] for a in names):
+                continue
+            if any(memory_of[key] & memory_of[other] for other in reads if other != key):
+                continue
+            safe.add(key)
+        return safe
 
     def _loop_reads(self):
         names = [a for instr, _ in self.loop for a in instr.args if isinstance(a, str)]
