@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from funcgrad.compiler import escape
 from funcgrad.compiler.fusion import KernelSpec
 
 INT32_MARGIN = 1 << 24  # headroom for grid-stride counters past the last element
@@ -246,6 +247,6 @@ def _strategy(spec, dims, groups, in_strides, rows, k, device):
 
 def _c_name(spec, decisions):
     """`fg_<spec name>_<hash of the spec and the decisions>`: a valid, unique C name."""
-    stem = "".join(c if c.isalnum() or c == "_" else "_" for c in spec.name)
+    stem = escape.identifier(spec.name)
     digest = hashlib.sha256(f"{spec.key()}{decisions}".encode()).hexdigest()
     return f"fg_{stem}_{digest[:8]}"

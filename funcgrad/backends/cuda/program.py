@@ -21,7 +21,7 @@ from funcgrad import errors
 from funcgrad.backends.cuda import ops, renderer
 from funcgrad.backends.cuda.plan import plan_kernel
 from funcgrad.backends.cuda.runtime import call_primitive
-from funcgrad.compiler import memory
+from funcgrad.compiler import escape, memory
 from funcgrad.compiler.fusion import KernelNode
 from funcgrad.core import Jaxpr, Literal, pp_jaxpr
 
@@ -180,9 +180,10 @@ class CudaExecutable:
                              f"{plan.index}, vec {plan.vec}) over {list(node.spec.iter_shape)}")
                 sources.append(renderer.render(plan))
             elif kind == "call":
-                lines.append(f"// step {k}: library call {node.prim.name}")
+                lines.append(f"// step {k}: library call {escape.comment(node.prim.name)}")
             else:
-                lines.append(f"// step {k}: kernel {node.spec.name} as library calls ({extra})")
+                lines.append(f"// step {k}: kernel {escape.identifier(node.spec.name)} as library "
+                             f"calls ({escape.comment(extra)})")
         return "\n".join(lines) + "\n\n" + "\n".join(sources)
 
     def ir_text(self):

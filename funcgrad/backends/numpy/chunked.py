@@ -27,7 +27,7 @@ import numpy as np
 
 from funcgrad.backends.numpy import ops
 from funcgrad.backends.numpy.runtime import LibCall
-from funcgrad.compiler import memory
+from funcgrad.compiler import escape, memory
 
 CHUNK_ELEMENTS = 1 << 18  # elements per chunk buffer (1 MiB of float32): measured best
 MIN_CHUNKS = 2  # arrays that fit in the last-level cache gain little from chunking
@@ -170,7 +170,8 @@ class _Chunked:
         r.plan.analysis.peak_bytes += chunk_bytes
         for _, _, _, alloc in temps:
             lines += alloc
-        lines.append(f"for r in range(0, {S[0]}, {rows}):  # kernel {self.spec.name}, "
+        label = escape.comment(self.spec.name)
+        lines.append(f"for r in range(0, {S[0]}, {rows}):  # kernel {label}, "
                      f"{-(-S[0] // rows)} chunks of {rows} rows")
         lines += [f"    {name} = {base}[r:r + {rows}]" for name, base in views]
         if S[0] % rows and temps:
@@ -254,11 +255,11 @@ class _Chunked:
                     lines.append((text.format(out=f", out={target}"), eqn))
                 continue
             instr, eqn, found, dts = item
-            args = [arg(a, instr.args, dts) for a in instr.args]
             if found is not None and found[2] and instr.dst not in outs and (
                     plan.slots.get(("chunk", instr.dst)) is None):
                 found = None  # needs an out= buffer but has none: the eager implementation
-            if found is None:
+            args = [arg(a, instr.args, dts if found else None) for a in instr.args]
+            if found is None:  # constants reach the eager implementation typed
                 fn = LibCall(eqn.prim, eqn.params, [v.aval for v in eqn.outvars])
                 f = r.constant(fn, f"_{ops.ident(instr.op)}_")
                 expr, kind = f"{f}({', '.join(args)})", "alias"

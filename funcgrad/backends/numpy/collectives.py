@@ -57,7 +57,8 @@ def _allreduce_rule(op):
     def rule(r, eqn):
         if not _direct_allreduce(eqn):
             comms = [parallel.communicator(n, eqn.prim.name) for n in eqn.params["axis_name"]]
-            f = r.constant(functools.partial(_allreduce_many, comms, op), f"_{eqn.prim.name}_")
+            f = r.constant(functools.partial(_allreduce_many, comms, op),
+                           f"_{ops.ident(eqn.prim.name)}_")
             args = ", ".join(r.read(a) for a in eqn.invars)
             return [f"{', '.join(r.output_names(eqn))}, = {f}({args})"]
         comm = _comm(eqn)

@@ -11,9 +11,10 @@ table runs through its eager implementation as a library call bound into the pro
 """
 
 import math
-import re
 
 import numpy as np
+
+from funcgrad.compiler import escape
 
 _UFUNCS = {
     "add": "add", "add_any": "add", "sub": "subtract", "mul": "multiply", "neg": "negative",
@@ -241,16 +242,29 @@ def view_text(name, inp, S):
 
 def ident(name):
     """A primitive name as part of a Python identifier (`scatter-add` -> `scatter_add`)."""
-    return re.sub(r"\W", "_", name)
+    return escape.identifier(name)
+
+
+def _float_text(v):
+    if v != v:
+        return "np.nan"
+    if v in (float("inf"), float("-inf")):
+        return "np.inf" if v > 0 else "-np.inf"
+    return repr(v)  # exact, and keeps the sign of -0.0
 
 
 def literal(value, dtype, typed):
-    """Source text of a scalar constant: a Python literal, or `np.float32(...)` if `typed`."""
+    """Source text of a scalar constant: a Python literal, or `np.float32(...)` if `typed`.
+    Every dtype renders as valid source: nan/inf (also in complex parts), -0.0, float16
+    (its exact value as a float), the full range of 64-bit integers, bools."""
     dtype = np.dtype(dtype)
     v = np.asarray(value, dtype).item()
-    if isinstance(v, float):
-        text = ("np.nan" if v != v else "np.inf" if v == float("inf")
-                else "-np.inf" if v == float("-inf") else repr(v))
-    else:
+    if isinstance(v, complex):
+        text = f"complex({_float_text(v.real)}, {_float_text(v.imag)})"
+    elif isinstance(v, float):
+        text = _float_text(v)
+    elif isinstance(v, (bool, int)):
         text = repr(v)
+    else:
+        raise TypeError(f"no source form for a constant of dtype {dtype}: {type(v).__name__}")
     return f"np.{dtype.name}({text})" if typed else text

@@ -25,7 +25,6 @@ planned buffer, possibly the buffer of a dying operand in `inplace`; see
 
 import itertools
 import math
-import os
 
 import numpy as np
 
@@ -40,7 +39,7 @@ from funcgrad.backends.numpy.runtime import (
     register_source,
     unalias,
 )
-from funcgrad.compiler import memory
+from funcgrad.compiler import escape, memory
 from funcgrad.compiler.fusion import KernelNode
 from funcgrad.core import Literal
 
@@ -96,11 +95,8 @@ def _shape_text(shape):
 
 
 def _src_comment(eqn):
-    """`file.py:12 (fn)`: the user's line that the equation was traced from."""
-    src = eqn.source
-    if src is None:
-        return eqn.prim.name
-    return f"{os.path.basename(src[0])}:{src[1]} ({src[2]})"
+    """`file.py:12 (fn)`: the user's line that the equation was traced from (escaped)."""
+    return escape.source_location(eqn.source, eqn.prim.name)
 
 
 class Renderer:
@@ -282,7 +278,7 @@ class Renderer:
         outs = {o.value: var for o, var in zip(spec.outputs, node.outputs) if o.reduce is None}
         reds = [(o, var, e) for o, var, e in zip(spec.outputs, node.outputs, node.out_eqns)
                 if o.reduce is not None]
-        header = f"# kernel {spec.name}: {_aval_text(S, spec.outputs)}"
+        header = f"# kernel {escape.comment(spec.name)}: {_aval_text(S, spec.outputs)}"
         if spec.reduce_axes:
             header += f", reduces axes {spec.reduce_axes}"
         self.blocks.append(_Block(memory.Step([], []), lambda: [header], None, None))
@@ -316,10 +312,11 @@ class Renderer:
         vals[instr.dst] = (key, shape, True, None)
 
         def emit():
-            args = [self._arg_text(a, instr.args, vals, S, dts) for a in instr.args]
-            if expr is None:
+            if expr is None:  # the eager implementation: constants as typed numpy scalars
+                args = [self._arg_text(a, instr.args, vals, S) for a in instr.args]
                 f = self.constant(fn, f"_{ops.ident(instr.op)}_")
                 return self._assign(d, f"{f}({', '.join(args)})", natural)
+            args = [self._arg_text(a, instr.args, vals, S, dts) for a in instr.args]
             return self._assign(d, expr.format(*args, out="{out}"),
                                 None if needs_out else natural)
         self._add([d], uses, emit, eqn.prim.name, eqn, inplace)
