@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from funcgrad import tree_util
+from funcgrad import _pytree, tree_util
 from funcgrad.tree_util import (
     DictKey,
     FlattenedIndexKey,
@@ -111,6 +111,14 @@ def test_round_trip(tree):
     assert tree_structure(rebuilt) == treedef
     assert hash(tree_structure(rebuilt)) == hash(treedef)
     assert tree_leaves(tree) == leaves
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees)
+def test_planned_unflatten_matches_unflatten(tree):
+    leaves, treedef = tree_flatten(tree)
+    fresh = [object() for _ in leaves]  # compared by identity
+    assert _pytree._unflattener(treedef._nodes)(fresh) == treedef.unflatten(fresh)
 
 
 @settings(max_examples=200, deadline=None)
@@ -457,5 +465,62 @@ def test_unflatten_accepts_any_iterable():
 
 
 def test_docstring_examples():
-    result = doctest.testmod(tree_util, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.failed == 0 and result.attempted > 0
+    for module in (tree_util, _pytree):
+        result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0 and result.attempted > 0
+
+
+# Depth: every walk uses explicit stacks, so nesting is limited by memory only
+
+DEEP = 3000  # three times Python's default recursion limit
+
+
+def _nested(leaf, depth):
+    """`depth` containers around `leaf`, cycling through list, tuple, dict and namedtuple."""
+    for i in range(depth):
+        leaf = [leaf, 1] if i % 4 == 0 else (leaf,) if i % 4 == 1 else \
+            {"k": leaf} if i % 4 == 2 else Point(leaf, None)
+    return leaf
+
+
+def _same(a, b):
+    """`a == b` for trees too deep for Python's recursive `==`: same structure, same leaves."""
+    (leaves_a, def_a), (leaves_b, def_b) = tree_flatten(a), tree_flatten(b)
+    return def_a == def_b and all(x is y or x == y for x, y in zip(leaves_a, leaves_b))
+
+
+def test_deep_trees_flatten_unflatten_and_map():
+    tree = _nested(0, DEEP)
+    leaves, treedef = tree_flatten(tree)
+    assert leaves == [0] + [1] * (DEEP // 4)
+    assert treedef.num_nodes == DEEP + len(leaves) + DEEP // 4  # containers, leaves, Nones
+    assert _same(tree_unflatten(treedef, leaves), tree)
+    mapped = tree_map(lambda x: x + 1, tree)
+    assert tree_structure(mapped) == treedef and tree_leaves(mapped) == [1] + [2] * (DEEP // 4)
+    assert tree_leaves(tree_map(lambda x, y: x + y, tree, tree)) == [0] + [2] * (DEEP // 4)
+    assert tree_leaves(tree, is_leaf=lambda x: x is None) == [0] + [1, None] * (DEEP // 4)
+    fresh = [object() for _ in leaves]
+    assert _same(_pytree._unflattener(treedef._nodes)(fresh), treedef.unflatten(fresh))
+
+
+def test_deep_trees_paths_structures_and_messages():
+    tree = _nested(0, DEEP)
+    treedef = tree_structure(tree)
+    pairs, with_path = tree_flatten_with_path(tree)
+    assert with_path == treedef and len(pairs[0][0]) == DEEP
+    assert tree_structure(_nested(5, DEEP)) == treedef
+    assert hash(tree_structure(_nested(5, DEEP))) == hash(treedef)
+    assert treedef.flatten_up_to(tree) == tree_leaves(tree)
+    shallower = tree_structure(_nested("x", DEEP - 1))
+    assert shallower != treedef and first_mismatch(treedef, shallower).startswith("at the root")
+    deeper = _nested((0, 0), DEEP)  # differs from `tree` at the innermost leaf only
+    message = first_mismatch(treedef, tree_structure(deeper))
+    assert message.endswith("expected a leaf, got a tuple of 2 children")
+    assert message.count("[0]") == DEEP // 2  # the list and tuple levels
+    with pytest.raises(TreeStructureError, match="expected a tuple of 2 children, got a leaf"):
+        tree_map(lambda x, y: x, deeper, tree)
+    text = repr(treedef)
+    assert text.startswith("PyTreeDef(Point(x=") and text.count("*") == treedef.num_leaves
+    assert pickle.loads(pickle.dumps(treedef)) == treedef
+    first, second = treedef.children()
+    assert first.num_leaves == treedef.num_leaves and second == tree_structure(None)

@@ -38,10 +38,13 @@ from funcgrad.core import (
 from funcgrad.tree_util import (
     SequenceKey,
     _flatten,
+    _fold,
+    _unflattener,
     first_mismatch,
     keystr,
     tree_flatten,
     tree_flatten_with_path,
+    treedef_is_leaf,
 )
 
 __all__ = ["CacheInfo", "Compiled", "Jitted", "Lowered", "RetraceWarning", "jit"]
@@ -136,27 +139,39 @@ class _Entry:
         self.hits = 0  # hits on the fast path (the others are counted by the cache)
 
 
+# Generated output builders are kept to trees well inside what Python's parser nests (about
+# 200 brackets) and small enough to compile quickly; others take the planned unflatten.
+_MAX_EXPR_DEPTH = 50
+_MAX_EXPR_NODES = 1000
+_EXPR_TYPES = (tuple, list, dict, type(None))
+
+
 def _output_builder(out_tree, out_weak):
     """A function from the executable's numpy outputs to the output pytree of Arrays.
 
-    For trees of tuples, lists, dicts and None it is generated as one expression, e.g.
-    `lambda o: {K0: (A(o[0], False), A(o[1], True))}`, which is several times faster than
-    wrapping and unflattening leaf by leaf; other trees use `unflatten`.
+    A shallow tree of tuples, lists, dicts and None gets one generated expression, e.g.
+    `lambda o: {K0: (A(o[0], False), A(o[1], True))}`. Its source holds generated identifiers
+    only (dict keys are bound as names `K0`, ..., never printed), and Python builds each
+    container with one opcode, which a planned unflatten cannot match (`dict(zip(...))`
+    alone costs more than the whole expression on a 12-leaf tree). Other trees wrap the
+    leaves in one `map` and take an unflatten planned once (any depth, any node type).
     """
-    names = {"A": Array}
-    try:
-        body = _build_expr(out_tree._node, iter(range(out_tree.num_leaves)), out_weak, names)
-    except TypeError:
-        return lambda outs: out_tree.unflatten([Array(o, w) for o, w in zip(outs, out_weak)])
-    return eval(f"lambda o: {body}", names)  # source built from the tree structure only
+    if treedef_is_leaf(out_tree):
+        weak = out_weak[0]
+        return lambda outs: Array(outs[0], weak)
+    nodes = out_tree._nodes
+    if (len(nodes) <= _MAX_EXPR_NODES and _depth(nodes) < _MAX_EXPR_DEPTH
+            and all(r is None or r[0] in _EXPR_TYPES for r in nodes)):
+        names = {"A": Array}
+        leaves = [f"A(o[{i}], {bool(w)})" for i, w in enumerate(out_weak)]
+        body = _fold(nodes, leaves, lambda rec, parts: _expr(rec, parts, names))
+        return eval(f"lambda o: {body}", names)  # generated identifiers only
+    build, weak = _unflattener(nodes), tuple(out_weak)
+    return lambda outs: build(list(map(Array, outs, weak)))
 
 
-def _build_expr(node, leaf_ids, out_weak, names):
-    if node is None:
-        i = next(leaf_ids)
-        return f"A(o[{i}], {out_weak[i]})"
-    t, aux, children = node
-    parts = [_build_expr(c, leaf_ids, out_weak, names) for c in children]
+def _expr(rec, parts, names):
+    t, aux, _ = rec
     if t is tuple:
         return "(" + "".join(p + ", " for p in parts) + ")"
     if t is list:
@@ -167,9 +182,23 @@ def _build_expr(node, leaf_ids, out_weak, names):
             keys.append(f"K{len(names)}")
             names[keys[-1]] = k
         return "{" + ", ".join(f"{k}: {p}" for k, p in zip(keys, parts)) + "}"
-    if t is type(None):
-        return "None"
-    raise TypeError(f"no generated builder for {t.__name__} nodes")
+    return "None"
+
+
+def _depth(nodes):
+    """How many containers deep a structure nests."""
+    best, open_counts = 0, []
+    for rec in nodes:
+        if rec is not None and rec[2]:
+            open_counts.append(rec[2])
+            best = max(best, len(open_counts))
+            continue
+        while open_counts:
+            open_counts[-1] -= 1
+            if open_counts[-1]:
+                break
+            open_counts.pop()
+    return best
 
 
 class _FunCache:
