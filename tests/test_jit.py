@@ -237,6 +237,68 @@ def test_donated_argument_returned_unchanged_passes_through(compiles):
     assert compiles[-1][1] == ()
 
 
+def _donating_step_that_fails(after_write):
+    """`step(x) = (x * 2 + 1, after_write(y))`, donating `x`, whose compiled call fails (on its
+    second run) in `after_write`, a library call that runs after y may be written into x."""
+    runs = []
+
+    def step(x):
+        y = x * 2.0 + 1.0
+        return y, after_write(runs, y)
+    return fg.jit(step, donate_argnums=0)
+
+
+def _raise_on_second_run(runs, *values):
+    runs.append(values)
+    if len(runs) > 1:
+        raise RuntimeError("the callback failed")
+
+
+def test_failed_donating_call_deletes_the_donated_argument():
+    jf = _donating_step_that_fails(
+        lambda runs, y: debug.callback(lambda v: _raise_on_second_run(runs, v), y))
+    close(jf(fnp.full((4,), 0.5) + 0.0)[0], [2.0] * 4)  # compiles, runs once
+    x = fnp.full((4,), 0.5) + 0.0
+    with pytest.raises(errors.FuncgradError, match="the callback failed"):
+        jf(x)
+    assert call.is_deleted(x)  # never silently holding y = 2.0
+    with pytest.raises(call.DonatedArrayError, match=r"donated to jit\(step\).*call failed"):
+        np.asarray(x)
+    with pytest.raises(call.DonatedArrayError):
+        x + 1.0
+    y = fnp.full((4,), 0.5) + 0.0
+    with pytest.raises(call.DonatedArrayError):
+        jf(x)  # a deleted argument is refused before running: y stays intact
+    close(y, [0.5] * 4)
+
+
+def test_donated_argument_deleted_when_a_later_library_call_fails():
+    from funcgrad.core import Primitive, ShapedArray
+
+    def impl(y, **params):
+        _raise_on_second_run(params["runs"].value, y)
+        return y
+    failing_p = Primitive("failing_after_write_test_op")
+    failing_p.def_impl(impl)
+    failing_p.def_abstract_eval(lambda y, **params: ShapedArray(y.shape, y.dtype, y.weak_type))
+
+    class Box:  # a hashable param holding the list of runs
+        def __init__(self, value):
+            self.value = value
+
+    def after_write(runs, y):
+        z = fnp.sin(y) * 3.0  # more fused work into the reusable buffers first
+        return failing_p.bind(z, runs=Box(runs))
+    jf = _donating_step_that_fails(after_write)
+    jf(fnp.full((4,), 0.5) + 0.0)
+    x = fnp.full((4,), 0.5) + 0.0
+    with pytest.raises(errors.FuncgradError, match="the callback failed"):
+        jf(x)
+    assert call.is_deleted(x)
+    with pytest.raises(call.DonatedArrayError, match="call failed"):
+        fnp.sum(x)
+
+
 def test_unusable_donation_warns():
     jf = fg.jit(lambda a: fnp.sum(a), donate_argnums=0)
     with pytest.warns(UserWarning, match=r"donated buffers were not usable .*: `a` f32\[3\]"):

@@ -162,7 +162,11 @@ def _jit_impl(*args, jaxpr, name, donated, backend):
     exe = executable(jaxpr, backend, donated, name)
     try:
         outs = exe(*vals)
-    except Exception as e:
+    except BaseException as e:
+        if any(donated):  # the program may have written into them before it failed
+            _delete_donated(args, donated, name, failed=True)
+        if not isinstance(e, Exception):  # KeyboardInterrupt, SystemExit
+            raise
         reraise(e, exe, name)
     stats["run", name] += 1
     res = _wrap_all(outs, jaxpr.out_avals)
@@ -237,16 +241,24 @@ class _Deleted:
     """Stands in for the buffer of a donated Array: any use raises a clear error.
 
     The message is built only when raised: donation runs on every call of a training step.
+    A call that fails also deletes its donated Arrays: the program may have overwritten part
+    of their buffers before the error.
     """
 
-    __slots__ = ("_shape", "_dtype", "_name")
+    __slots__ = ("_shape", "_dtype", "_name", "_failed")
 
-    def __init__(self, shape, dtype, name):
-        self._shape, self._dtype, self._name = shape, dtype, name
+    def __init__(self, shape, dtype, name, failed=False):
+        self._shape, self._dtype, self._name, self._failed = shape, dtype, name, failed
 
     @property
     def message(self):
         aval = ShapedArray(self._shape, self._dtype)
+        if self._failed:
+            return (f"this Array ({aval}) was donated to jit({self._name}) (donate_argnums), "
+                    "whose call failed after its buffer may have been partly overwritten; it "
+                    "can no longer be used.\n"
+                    "  hint: keep a copy (fnp.array(x)) to retry a failing call with donated "
+                    "arguments, or do not donate this argument.")
         return (f"this Array ({aval}) was donated to jit({self._name}) (donate_argnums) and its "
                 "buffer may have been reused; it can no longer be used.\n"
                 "  hint: use the function's outputs instead, or do not donate this argument.")
@@ -261,12 +273,12 @@ class _Deleted:
         return "<donated buffer>"
 
 
-def _delete_donated(args, donated, name):
+def _delete_donated(args, donated, name, failed=False):
     for a, d in zip(args, donated):
         if d and type(a) is Array:
             v = a._value
             if type(v) is not _Deleted:
-                a._value = _Deleted(v.shape, v.dtype, name)
+                a._value = _Deleted(v.shape, v.dtype, name, failed)
 
 
 def is_deleted(x):
