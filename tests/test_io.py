@@ -63,10 +63,21 @@ def test_masked_nodes_and_mixed_containers_round_trip(tmp_path):
     tree = {"s": state, 3: [1, (2.5, True)], "t": (), "l": [], "d": {},
             "c": Custom(np.arange(3, dtype=np.int64), 1 + 2j)}
     io.save(tmp_path / "m.npz", tree)
-    back = io.load(tmp_path / "m.npz")
+    back = io.load(tmp_path / "m.npz", types=[Custom])
     assert isinstance(back["s"].inner_state.mu["layer"]["b"], optim.MaskedNode)
     assert_same(back, tree)
     assert back["c"].a.dtype == np.int64  # NumPy leaves keep 64-bit dtypes
+    assert_same(io.load(tmp_path / "m.npz", like=tree), tree)
+
+
+def test_namedtuple_types_not_allowed_load_as_stand_ins_with_a_warning(tmp_path):
+    io.save(tmp_path / "c.npz", {"c": Custom(np.arange(3), 2.5)})
+    with pytest.warns(io.CheckpointWarning, match=r"test_io\.Custom.*\['c'\].*like=.*types="):
+        back = io.load(tmp_path / "c.npz")
+    assert not isinstance(back["c"], Custom)
+    assert type(back["c"]).__name__ == "Custom" and back["c"]._fields == ("a", "b")
+    np.testing.assert_array_equal(back["c"].a, np.arange(3))
+    assert back["c"].b == 2.5
 
 
 def test_dtypes_round_trip(tmp_path):
@@ -163,7 +174,7 @@ def test_failed_write_is_atomic(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(io.np, "savez", failing_savez)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(io.CheckpointError, match=r"ckpt\.npz.*disk full.*unchanged"):
         io.save(path, {"w": fnp.zeros(2)})
     monkeypatch.undo()
     assert path.read_bytes() == before
@@ -178,3 +189,53 @@ def test_saved_file_holds_no_pickles(tmp_path):
         assert all(archive[name].dtype != object for name in archive.files)
     assert len(tree_leaves(io.load(path))) == len(tree_leaves(training_tree()))
     assert tree_structure(io.load(path)) == tree_structure(training_tree())
+
+
+def test_fortran_ordered_and_empty_arrays_round_trip(tmp_path):
+    tree = {"f": np.asfortranarray(np.arange(6.0).reshape(2, 3)), "e": np.zeros((0, 3)),
+            "big_endian": np.arange(3, dtype=">i4")}
+    io.save(tmp_path / "f.npz", tree)
+    assert_same(io.load(tmp_path / "f.npz"), tree)
+
+
+# The exact `__structure__` that funcgrad.io's version-1 writer produced for this tree:
+# {'p': {'w': fnp.ones((2, 3)), 'b': np.arange(3, dtype=np.int64)},
+#  's': optim.masked(optim.scale_by_adam(), '**/w').init(p), 3: [1, (2.5, True), None, 1+2j],
+#  't': (), 'e': {}}
+V1_STRUCTURE = (
+    '{"format": "funcgrad-checkpoint", "version": 1, "tree": {"type": "dict", "keys": [["int", '
+    '3], ["str", "e"], ["str", "p"], ["str", "s"], ["str", "t"]], "children": [{"type": "list", '
+    '"children": [{"type": "scalar", "python": "int", "value": 1}, {"type": "tuple", "children"'
+    ': [{"type": "scalar", "python": "float", "value": 2.5}, {"type": "scalar", "python": "bool"'
+    ', "value": true}]}, {"type": "none"}, {"type": "scalar", "python": "complex", "value": [1.0'
+    ', 2.0]}]}, {"type": "dict", "keys": [], "children": []}, {"type": "dict", "keys": [["str", '
+    '"b"], ["str", "w"]], "children": [{"type": "leaf", "kind": "numpy", "name": "leaf_0", "path'
+    '": "[\'p\'][\'b\']", "dtype": "<i8", "shape": [3]}, {"type": "leaf", "kind": "funcgrad", "n'
+    'ame": "leaf_1", "path": "[\'p\'][\'w\']", "dtype": "<f4", "shape": [2, 3]}]}, {"type": "nam'
+    'edtuple", "module": "funcgrad.optim.transforms", "qualname": "MaskedState", "fields": ["inn'
+    'er_state"], "children": [{"type": "namedtuple", "module": "funcgrad.optim.transforms", "qua'
+    'lname": "ScaleByAdamState", "fields": ["count", "mu", "nu"], "children": [{"type": "leaf", '
+    '"kind": "funcgrad", "name": "leaf_2", "path": "[\'s\'].inner_state.count", "dtype": "<i4", '
+    '"shape": []}, {"type": "dict", "keys": [["str", "b"], ["str", "w"]], "children": [{"type": '
+    '"namedtuple", "module": "funcgrad.optim.base", "qualname": "MaskedNode", "fields": [], "chi'
+    'ldren": []}, {"type": "leaf", "kind": "funcgrad", "name": "leaf_3", "path": "[\'s\'].inner_'
+    'state.mu[\'w\']", "dtype": "<f4", "shape": [2, 3]}]}, {"type": "dict", "keys": [["str", "b"'
+    '], ["str", "w"]], "children": [{"type": "namedtuple", "module": "funcgrad.optim.base", "qua'
+    'lname": "MaskedNode", "fields": [], "children": []}, {"type": "leaf", "kind": "funcgrad", "'
+    'name": "leaf_4", "path": "[\'s\'].inner_state.nu[\'w\']", "dtype": "<f4", "shape": [2, 3]}]'
+    '}]}]}, {"type": "tuple", "children": []}]}}')
+
+
+def test_version_1_checkpoints_still_load(tmp_path):
+    params = {"w": fnp.ones((2, 3)), "b": np.arange(3, dtype=np.int64)}
+    tree = {"p": params, "s": optim.masked(optim.scale_by_adam(), "**/w").init(params),
+            3: [1, (2.5, True), None, 1 + 2j], "t": (), "e": {}}
+    leaves = [np.arange(3, dtype=np.int64), np.ones((2, 3), np.float32), np.int32(0),
+              np.zeros((2, 3), np.float32), np.zeros((2, 3), np.float32)]
+    with open(tmp_path / "v1.npz", "wb") as f:
+        np.savez(f, **{f"leaf_{i}": x for i, x in enumerate(leaves)},
+                 __structure__=np.frombuffer(V1_STRUCTURE.encode(), np.uint8))
+    back = io.load(tmp_path / "v1.npz")
+    assert_same(back, tree)
+    assert isinstance(back["s"].inner_state, optim.ScaleByAdamState)
+    assert_same(io.load(tmp_path / "v1.npz", like=tree), tree)
