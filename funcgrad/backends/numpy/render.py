@@ -196,10 +196,11 @@ class Renderer:
                                        self.donated,
                                        WORKSPACE_MIN_BYTES if self.persistent else None)
         self.buffer_names = [f"b{i}" for i in range(len(self.plan.buffers))]
-        for i, v in enumerate(j.invars):
-            for b, holders in enumerate(self.plan.holders):
-                if holders and holders[0] is v:
-                    self.buffer_names[b] = f"a{i}"
+        arg_index = {id(v): i for i, v in enumerate(j.invars)}  # one pass: many inputs
+        for b, holders in enumerate(self.plan.holders):
+            i = arg_index.get(id(holders[0])) if holders else None
+            if i is not None and holders[0] is j.invars[i]:
+                self.buffer_names[b] = f"a{i}"
         for b in self.plan.workspace:
             self.workspace.append((self.buffer_names[b], *self.plan.buffers[b]))
         for block in self.blocks:
