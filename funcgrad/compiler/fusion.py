@@ -235,17 +235,24 @@ def view_axes(eqn):
 # --- grouping --------------------------------------------------------------------------------
 
 class _Groups:
-    """Union-find over equation indices with per-group data and a reachability test."""
+    """Union-find over equation indices, with what the merge test needs kept per group.
 
-    def __init__(self, eqns):
-        n = len(eqns)
+    `preds[r]`, `succs[r]` and `bad[r]` hold the equations (or groups) that group `r` reads,
+    that read it, and that it reads in a way a kernel cannot fuse (through a view, or a
+    reduction's result); they are resolved to current groups when read (`resolved`), so a
+    merge only joins sets, the smaller into the larger. `pos` is a topological order of the
+    groups (a group after every group it reads), kept valid across merges by Pearce and
+    Kelly's reordering; a search for a path to some groups stops at groups placed before
+    them. Every equation is added once and each merge costs its own sets and searches, not
+    the size of the groups, so fusion is close to linear in the program."""
+
+    def __init__(self, n):
         self.parent = list(range(n))
-        self.members = {i: [i] for i in range(n)}
-        self.lo = list(range(n))
+        self.pos = list(range(n))
         self.hi = list(range(n))
-        self.shape = {}
-        self.reduce_axes = {}
+        self.members, self.shape, self.reduce_axes = {}, {}, {}
         self.reads = [()] * n  # eqn index -> (base var, axes) of each var operand
+        self.preds, self.succs, self.bad = {}, {}, {}
 
     def find(self, i):
         while self.parent[i] != i:
@@ -253,57 +260,98 @@ class _Groups:
             i = self.parent[i]
         return i
 
-    def union(self, reps):
-        root = min(reps)
-        for r in reps:
-            if r != root:
-                self.parent[r] = root
-                self.members[root] += self.members.pop(r)
-                self.lo[root] = min(self.lo[root], self.lo[r])
-                self.hi[root] = max(self.hi[root], self.hi[r])
-                if self.reduce_axes.get(r) is not None:
-                    self.reduce_axes[root] = self.reduce_axes[r]
-        self.members[root].sort()
-        return root
+    def add(self, i, reads, producer, bad=()):
+        """Equation `i` as a group of its own, after every group that exists."""
+        self.reads[i] = reads
+        self.members[i] = [i]
+        self.preds[i] = preds = {self.find(producer[b]) for b, _ in reads if b in producer}
+        self.succs[i] = set()
+        self.bad[i] = set(bad)
+        for p in preds:
+            self.succs[p].add(i)
 
-    def preds(self, rep, producer):
-        out = set()
-        for m in self.members[rep]:
-            for base, _ in self.reads[m]:
-                p = producer.get(base)
-                if p is not None:
-                    out.add(self.find(p))
-        out.discard(rep)
+    def resolved(self, table, r):
+        """`table[r]` (preds, succs or bad) as a set of current groups other than `r`."""
+        out = {self.find(x) for x in table[r]}
+        out.discard(r)
+        table[r] = out
         return out
 
-    def reaches(self, starts, targets, producer):
-        """Does any node in `starts` depend (transitively) on a node in `targets`?"""
-        floor = min(self.lo[t] for t in targets)
-        seen, stack = set(), [s for s in starts if s not in targets]
+    def merge(self, reps, behind):
+        """Make `reps` one group; `behind` (from `search_back`) lists the groups placed after
+        the first of them that the new group reads: they move before it."""
+        floor = min(self.pos[r] for r in reps)
+        root = min(reps)
+        for table in (self.members, self.preds, self.succs, self.bad):
+            table[root] = _joined(table, reps)
+        axes = [self.reduce_axes[r] for r in reps if self.reduce_axes.get(r) is not None]
+        self.reduce_axes[root] = axes[0] if axes else None
+        for r in reps:
+            self.parent[r] = root
+        self.hi[root] = max(self.hi[r] for r in reps)
+        self.pos[root] = floor
+        if behind:
+            self._reorder(root, behind)
+        return root
+
+    def _reorder(self, root, behind):
+        """Pearce-Kelly: the groups `behind` and the groups reading `root` placed before the
+        last of `behind` share out their places, `behind` first, each set in its old order."""
+        bound = max(self.pos[r] for r in behind)
+        ahead, stack = set(), [root]
         while stack:
             r = stack.pop()
-            if r in seen or self.hi[r] < floor:
+            if r in ahead or self.pos[r] > bound:
+                continue
+            ahead.add(r)
+            stack.extend(self.resolved(self.succs, r))
+        order = sorted(behind, key=self.pos.__getitem__) + sorted(ahead, key=self.pos.__getitem__)
+        for r, p in zip(order, sorted(self.pos[r] for r in order)):
+            self.pos[r] = p
+
+    def search_back(self, starts, targets):
+        """The groups placed after the first target that some start depends on (starts
+        included), or None when a start depends (transitively) on a target."""
+        floor = min(self.pos[t] for t in targets)
+        seen, stack = set(), list(starts)
+        while stack:
+            r = stack.pop()
+            if r in seen or self.pos[r] < floor:
                 continue
             seen.add(r)
-            for p in self.preds(r, producer):
+            for p in self.resolved(self.preds, r):
                 if p in targets:
-                    return True
+                    return None
                 stack.append(p)
-        return False
+        return seen
 
 
-def _resolve(atom, producer, eqns, classes):
-    """(base atom, axes) for an operand: walks back through foldable view equations."""
+def _joined(table, reps):
+    """The union of `table[r]` (lists or sets) over `reps`, grown from the largest; the
+    entries of `reps` leave `table`."""
+    parts = sorted((table.pop(r) for r in reps), key=len)
+    out = parts.pop()
+    for part in parts:
+        if type(out) is list:
+            out += part
+        else:
+            out |= part
+    return out
+
+
+def _resolve(atom, views):
+    """(base atom, axes) for an operand: through the foldable views that produce it."""
     if type(atom) is Literal:
         return atom, ()
-    axes = tuple(range(atom.aval.ndim))
-    while True:
-        i = producer.get(atom)
-        if i is None or classes[i] != "view":
-            return atom, axes
-        src = view_axes(eqns[i])
-        axes = tuple(-1 if a < 0 else axes[a] for a in src)
-        atom = eqns[i].invars[0]
+    hit = views.get(atom)
+    return hit if hit is not None else (atom, tuple(range(atom.aval.ndim)))
+
+
+def _view_read(eqn, views):
+    """(base atom, axes) of a view equation's result: its operand's, seen through it."""
+    src = view_axes(eqn)
+    base, axes = _resolve(eqn.invars[0], views)
+    return base, tuple(-1 if a < 0 else src[a] for a in axes)
 
 
 def _classify(eqn):
@@ -316,7 +364,7 @@ def _classify(eqn):
     return "call"
 
 
-def _try_join(g, i, eqn, kind, producer, reduced):
+def _try_join(g, i, eqn, kind, producer, classes):
     """Merge equation `i` into the groups of its operands' producers when that is legal."""
     shape = eqn.invars[0].aval.shape if kind == "reduce" else eqn.outvars[0].aval.shape
     axes = tuple(eqn.params["axes"]) if kind == "reduce" else None
@@ -324,7 +372,7 @@ def _try_join(g, i, eqn, kind, producer, reduced):
     cands = []
     for base, ax in g.reads[i]:
         p = producer.get(base)
-        if p is None or base in reduced or ax != identity:
+        if p is None or classes[p] == "reduce" or ax != identity:
             continue
         r = g.find(p)
         if g.shape.get(r) == shape and r not in cands and (
@@ -335,28 +383,27 @@ def _try_join(g, i, eqn, kind, producer, reduced):
     attempts = ([cands] if len(cands) > 1 else []) + [[c] for c in cands]
     for attempt in attempts:
         kinds = {g.reduce_axes.get(r) for r in attempt} | {axes}
-        if len(kinds - {None}) <= 1 and _legal(g, i, set(attempt), shape, producer, reduced):
-            root = g.union(attempt + [i])
+        behind = None if len(kinds - {None}) > 1 else _legal(g, i, set(attempt))
+        if behind is not None:
+            root = g.merge(attempt + [i], behind)
             g.shape[root] = shape
             return
 
 
-def _legal(g, i, targets, shape, producer, reduced):
-    """No path from a target group to equation `i` (or between targets) outside them, and
-    every value `i` reads from a target is an unreduced value read in place."""
-    identity = tuple(range(len(shape)))
-    members = [i] + ([m for t in targets for m in g.members[t]] if len(targets) > 1 else [])
-    for m in members:
-        for base, ax in g.reads[m]:
-            p = producer.get(base)
-            if p is None or g.find(p) not in targets or (m != i and g.find(p) == g.find(m)):
-                continue
-            if ax != identity or base in reduced:
-                return False
-    starts = {g.find(producer[b]) for b, _ in g.reads[i] if b in producer} - targets
-    for t in targets:
-        starts |= g.preds(t, producer) - targets
-    return not starts or not g.reaches(starts, targets, producer)
+def _legal(g, i, targets):
+    """Whether equation `i` may join `targets`: it reads no target through a view or a
+    reduction's result, nor does a target read another so, and no path leads from a target
+    to `i` (or to another target) outside them. Returns the groups that must move before
+    the merged group (see `_Groups.search_back`), or None when the merge is not legal."""
+    if not g.resolved(g.bad, i).isdisjoint(targets):
+        return None
+    starts = g.resolved(g.preds, i) - targets
+    if len(targets) > 1:
+        for t in targets:
+            if not g.resolved(g.bad, t).isdisjoint(targets):
+                return None
+            starts |= g.resolved(g.preds, t) - targets
+    return g.search_back(starts, targets)
 
 
 def fuse(closed):
@@ -373,24 +420,30 @@ def fuse(closed):
     eqns = jaxpr.eqns
     producer = {v: i for i, e in enumerate(eqns) for v in e.outvars}
     classes = [_classify(e) for e in eqns]
-    g = _Groups(eqns)
-    reduced = set()
+    g = _Groups(len(eqns))
+    views = {}  # view result -> (base atom, axes), for views a kernel reads through
     for i, eqn in enumerate(eqns):
         kind = classes[i]
-        if kind in ("ew", "reduce"):
-            g.reads[i] = tuple(_resolve(a, producer, eqns, classes) for a in eqn.invars
-                               if type(a) is not Literal)
-            _try_join(g, i, eqn, kind, producer, reduced)
-            if kind == "reduce":
-                reduced.add(eqn.outvars[0])
-        else:
-            g.reads[i] = tuple((a, None) for a in eqn.invars if type(a) is not Literal)
+        if kind not in ("ew", "reduce"):
+            g.add(i, tuple((a, None) for a in eqn.invars if type(a) is not Literal), producer)
+            if kind == "view":
+                views[eqn.outvars[0]] = _view_read(eqn, views)
+            continue
+        reads = tuple(_resolve(a, views) for a in eqn.invars if type(a) is not Literal)
+        identity = tuple(range(eqn.invars[0].aval.ndim if kind == "reduce"
+                               else eqn.outvars[0].aval.ndim))
+        bad = [producer[b] for b, ax in reads if b in producer
+               and (ax != identity or classes[producer[b]] == "reduce")]
+        g.add(i, reads, producer, bad)
+        _try_join(g, i, eqn, kind, producer, classes)
+    for members in g.members.values():
+        members.sort()
     users = _users(jaxpr, eqns, g, classes)
-    order = _schedule(g, eqns, classes, users, producer)
+    order = _schedule(g, eqns, classes, users)
     nodes = []
     for rep in order:
         if classes[rep] in ("ew", "reduce"):
-            nodes.append(_kernel(g, rep, eqns, classes, producer, users, len(nodes)))
+            nodes.append(_kernel(g, rep, eqns, classes, users, len(nodes)))
         else:
             nodes.append(CallNode(eqns[rep]))
     return Program(jaxpr, list(closed.consts), nodes)
@@ -415,7 +468,7 @@ def _users(jaxpr, eqns, g, classes):
     return users
 
 
-def _schedule(g, eqns, classes, users, producer):
+def _schedule(g, eqns, classes, users):
     """Node reps in a topological order (Kahn), preferring the original program order.
 
     View equations whose results only kernels read (through strides) are dropped; equations
@@ -428,7 +481,7 @@ def _schedule(g, eqns, classes, users, producer):
             continue
         reps.append(i)
     live = set(reps)
-    deps = {r: {d for d in g.preds(r, producer) if d in live} for r in reps}
+    deps = {r: {d for d in g.resolved(g.preds, r) if d in live} for r in reps}
     effects = [i for i in reps if classes[i] == "call" and has_effects(eqns[i])]
     for prev, nxt in zip(effects, effects[1:]):  # side effects keep their program order
         deps[nxt].add(prev)
@@ -452,7 +505,7 @@ def _schedule(g, eqns, classes, users, producer):
     return order
 
 
-def _kernel(g, rep, eqns, classes, producer, users, index):
+def _kernel(g, rep, eqns, classes, users, index):
     members = g.members[rep]
     iter_shape = g.shape[rep]
     names, inputs, in_vars, body, body_eqns = {}, [], [], [], []
