@@ -243,6 +243,24 @@ def test_simplify_select_of_zero_and_one_is_a_cast():
     same_results(closed, out, x3)
 
 
+def casts(x, n):
+    for _ in range(n):
+        x = lax.convert_element_type(lax.convert_element_type(x, np.float16), np.float32)
+    return x
+
+
+def test_simplify_follows_thousands_of_casts_without_recursing():
+    closed = fg.make_jaxpr(lambda x: casts(x, 1500) * 2.0)(x3)  # 3,001 equations
+    out = passes.simplify(closed)
+    assert prims(out) == prims(closed)
+    ones = fg.make_jaxpr(lambda x: x * casts(lax.full((3,), 1.0), 1500))(x3)
+    assert prims(passes.dce(passes.simplify(ones))) == []  # x * 1.0, seen through the casts
+    rounded = fg.make_jaxpr(lambda x: x * casts(lax.full((3,), 1.0001), 2))(x3)
+    assert prims(passes.dce(passes.simplify(rounded))) == []  # float16(1.0001) is 1.0
+    kept = fg.make_jaxpr(lambda x: x * lax.full((3,), 1.0001))(x3)
+    assert "mul" in prims(passes.dce(passes.simplify(kept)))
+
+
 def test_simplify_transposed_product_becomes_the_swapped_product():
     a, b = np.ones((4, 2), np.float32), np.ones((4, 3), np.float32)
     dims = (((0,), (0,)), ((), ()))

@@ -76,41 +76,53 @@ def _split(eqn):
             for x, o in zip(eqn.invars, eqn.outvars)]
 
 
-def _uses(eqns, outvars):
-    uses = {}
+def _sink(eqns, outvars):
+    """Move each psum below its only user while that user is a reduction or reshaping.
+
+    A move only touches the psum and its user, so moves commute: they run from a worklist
+    over a linked list of the equations (a psum is looked at again only when a move gave
+    it a new user), not by rescanning the program after each one."""
+    order = list(eqns)  # node -> equation; nodes made by moves are appended
+    ids = [-1, *range(len(eqns)), -2]  # -1, -2: the ends
+    nxt, prv = dict(zip(ids, ids[1:])), dict(zip(ids[1:], ids))
+    uses, psum_at = {}, {}
     for i, e in enumerate(eqns):
         for a in e.invars:
             if type(a) is Var:
                 uses.setdefault(a, []).append(i)
+        if e.prim.name == "psum":
+            psum_at[e.outvars[0]] = i
     for v in outvars:
         if type(v) is Var:
-            uses.setdefault(v, []).append(len(eqns))
-    return uses
-
-
-def _sink(eqns, outvars):
-    """Move each psum below its only user when that user is a reduction or reshaping."""
-    changed = True
-    while changed:
-        changed = False
-        uses = _uses(eqns, outvars)
-        for i, e in enumerate(eqns):
-            if e.prim.name != "psum":
-                continue
-            users = uses.get(e.outvars[0], [])
-            if len(users) != 1 or users[0] >= len(eqns):
-                continue
-            k = users[0]
-            u = eqns[k]
-            if u.prim.name not in _SINKABLE or len(u.invars) != 1:
-                continue
-            mid = Var(u.outvars[0].aval.update(vma=e.invars[0].aval.vma))
-            moved = Eqn(u.prim, [e.invars[0]], [mid], u.params, u.source)
-            reduced = Eqn(e.prim, [mid], [u.outvars[0]], e.params, e.source)
-            eqns = eqns[:i] + eqns[i + 1:k] + [moved, reduced] + eqns[k + 1:]
-            changed = True
-            break
-    return eqns
+            uses.setdefault(v, []).append(None)
+    work = list(psum_at.values())
+    while work:
+        i = work.pop()
+        e = order[i]
+        users = uses.get(e.outvars[0], ())
+        k = users[0] if len(users) == 1 else None
+        if k is None or order[k].prim.name not in _SINKABLE or len(order[k].invars) != 1:
+            continue
+        u, x = order[k], e.invars[0]
+        del uses[e.outvars[0]]  # the psum moves: its result is gone
+        mid = Var(u.outvars[0].aval.update(vma=x.aval.vma))
+        order[k] = Eqn(u.prim, [x], [mid], u.params, u.source)
+        order.append(Eqn(e.prim, [mid], [u.outvars[0]], e.params, e.source))
+        r = len(order) - 1
+        nxt[prv[i]], prv[nxt[i]] = nxt[i], prv[i]  # unlink the psum, relink it after k
+        nxt[r], prv[r], prv[nxt[k]], nxt[k] = nxt[k], k, r, r
+        uses[mid] = [r]
+        psum_at[u.outvars[0]] = r
+        work.append(r)
+        if type(x) is Var:
+            uses[x] = [k if j == i else j for j in uses[x]]
+            if x in psum_at:  # a psum of a psum: the inner one has a new user
+                work.append(psum_at[x])
+    out, i = [], nxt[-1]
+    while i != -2:
+        out.append(order[i])
+        i = nxt[i]
+    return out
 
 
 def _nbytes(aval):

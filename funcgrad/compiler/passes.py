@@ -275,20 +275,21 @@ _SCALAR_BROADCASTING = frozenset(
 
 def _scalar_value(a, defs):
     """The value of `a` when it is one scalar everywhere (a literal, or a broadcast or cast
-    of one), else None."""
-    while True:
-        if type(a) is Literal:
-            return np.asarray(a.val, a.aval.dtype)
+    of one), else None. A loop, not a recursion: casts can chain for thousands of steps."""
+    casts = []
+    while type(a) is not Literal:
         d = defs.get(a)
         if d is None:
             return None
-        if d.prim.name == "broadcast_in_dim":
-            a = d.invars[0]
-        elif d.prim.name == "convert_element_type":
-            v = _scalar_value(d.invars[0], defs)
-            return None if v is None else v.astype(d.params["new_dtype"])
-        else:
+        if d.prim.name == "convert_element_type":
+            casts.append(d.params["new_dtype"])
+        elif d.prim.name != "broadcast_in_dim":
             return None
+        a = d.invars[0]
+    v = np.asarray(a.val, a.aval.dtype)
+    for dtype in reversed(casts):  # the innermost cast first
+        v = v.astype(dtype)
+    return v
 
 
 def _is(a, value, defs):
