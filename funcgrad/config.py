@@ -21,6 +21,7 @@ class Config:
         "disable_jit": False,  # run jitted functions op by op
         "check_jaxprs": False,  # re-derive every type after each transform (on in tests)
         "retrace_warn_after": 4,  # warn once per jitted function after this many traces
+        "jit_cache_size": 64,  # traces (and derived programs) kept per jitted function; LRU
         "collective_bucket_bytes": 4 << 20,  # jit groups gradient allreduces up to this size
         "cuda_cache_dir": None,  # compiled CUDA kernels on disk (None: ~/.cache/funcgrad/cuda)
     }

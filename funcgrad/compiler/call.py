@@ -17,7 +17,7 @@ This module must not import funcgrad.compiler.jit (the user-facing API sits on t
 import importlib.util
 import linecache
 import sys
-from collections import Counter
+from collections import Counter, OrderedDict
 
 import numpy as np
 
@@ -83,15 +83,53 @@ def require_backend(backend):
 
 # --- compiling and running --------------------------------------------------------------------
 
+class _ProgramCache(OrderedDict):
+    """Compiled code and derived programs (jvp, transpose, vmap per batch size) of one
+    program, least recently used first; beyond `config.jit_cache_size` the oldest is
+    released (vmap over ever new batch sizes would otherwise grow it without bound)."""
+
+    def get(self, key, default=None):
+        value = super().get(key, default)
+        if value is not default:
+            self.move_to_end(key)
+        return value
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        while len(self) > max(1, _cfg["jit_cache_size"]):
+            _release_value(self.popitem(last=False)[1])
+
+
 def program_cache(closed):
     """The cache of one program, kept on the program object itself: compiled code and
-    derived programs live exactly as long as the program. (A global WeakKeyDictionary would
-    pin every program, because compiled code may refer back to the IR it came from.)"""
+    derived programs live as long as the program or until evicted. (A global
+    WeakKeyDictionary would pin every program, because compiled code refers back to the IR
+    it came from: that cycle is why `release` exists.)"""
     state = closed.__dict__
     cache = state.get("_funcgrad_cache")
     if cache is None:
-        cache = state["_funcgrad_cache"] = {}
+        cache = state["_funcgrad_cache"] = _ProgramCache()
     return cache
+
+
+def release(closed):
+    """Drop the compiled code and derived programs cached on `closed`, and theirs, now:
+    the executable refers back to its program, so without this they would wait for the
+    cycle collector (and keep their generated source in `linecache` until then). A later
+    call through `closed` compiles again."""
+    _release_value(closed)
+
+
+def _release_value(value):
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is ClosedJaxpr:
+            stack.extend(v.__dict__.pop("_funcgrad_cache", {}).values())
+        elif type(v) is tuple:  # (program, consts, out_info) of a derived program
+            stack.extend(x for x in v if type(x) is ClosedJaxpr)
+        elif type(v) is _TransposePlan:
+            stack += [v.known, v.transposed]
 
 
 def executable(closed, backend, donated, name):
@@ -461,4 +499,4 @@ pe.partial_eval_rules[jit_p] = _jit_partial_eval
 
 __all__ = ["BackendUnavailableError", "DonatedArrayError", "KNOWN_BACKENDS", "call_jaxpr",
            "check_backend", "closure_convert", "executable", "is_deleted", "jit_p", "program_cache",
-           "require_backend", "reraise", "stats"]
+           "release", "require_backend", "reraise", "stats"]

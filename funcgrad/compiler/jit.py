@@ -125,7 +125,8 @@ class _Entry:
     """One cached trace: the program, its closed-over values and how to call it."""
 
     __slots__ = ("jaxpr", "consts", "const_vals", "out_tree", "build_outputs", "params",
-                 "traced_params", "donated", "exe", "cacheable", "hits")
+                 "traced_params", "donated", "exe", "cacheable", "hits", "seen_hits",
+                 "fast_keys")
 
     def __init__(self, jaxpr, consts, out_tree, donated, name, backend):
         self.jaxpr, self.consts, self.out_tree = jaxpr, consts, out_tree
@@ -137,6 +138,8 @@ class _Entry:
         self.traced_params = dict(self.params, donated=(False,) * len(donated))
         self.exe = None
         self.hits = 0  # hits on the fast path (the others are counted by the cache)
+        self.seen_hits = 0  # `hits` when eviction last passed over this entry
+        self.fast_keys = []  # its keys in the fast-path table
 
 
 # Generated output builders are kept to trees well inside what Python's parser nests (about
@@ -202,18 +205,76 @@ def _depth(nodes):
 
 
 class _FunCache:
-    """The traces of one function (shared by every `jit` of it with the same options)."""
+    """The traces of one function (shared by every `jit` of it with the same options).
+
+    At most `config.jit_cache_size` entries are kept. Eviction approximates least recently
+    used without costing the hot path anything (the CLOCK policy): entries are queued in
+    insertion order, a slow-path hit moves its entry to the back, and an entry at the front
+    that had fast-path hits since eviction last looked at it is moved to the back instead of
+    evicted. An evicted entry's programs are released at once (see `call.release`).
+    """
 
     def __init__(self):
-        self.entries = {}  # full key -> _Entry
+        self.entries = {}  # full key -> _Entry, in eviction order
         self.fast = {}  # (tree node, x64, leaf signatures...) -> _Entry, for the hot path
         self.hits = self.misses = self.traces = 0
         self.recent = deque(maxlen=16)  # (key, leaf names) of recent traces
+        self.evicted = {}  # recently evicted keys (at most 16), to explain their misses
         self.last_miss = None
         self.warned = False
+        # A dead function's cache releases its programs at once (see `call.release`).
+        weakref.finalize(self, _release_all, self.entries)
+
+    def hit(self, key, entry):
+        """A slow-path hit: `entry` becomes the most recently used."""
+        self.hits += 1
+        del self.entries[key]
+        self.entries[key] = entry
+
+    def add(self, key, entry):
+        self.entries[key] = entry
+        self.evicted.pop(key, None)
+        while len(self.entries) > max(1, _cfg["jit_cache_size"]):
+            self._evict_one(entry)
+
+    def add_fast(self, fast_key, entry):
+        if self.fast.get(fast_key) is not entry:
+            self.fast[fast_key] = entry
+            entry.fast_keys.append(fast_key)
+
+    def _evict_one(self, newest):
+        entries = self.entries
+        while True:  # ends: an entry passed over once has no new hits on its next turn
+            key = next(iter(entries))
+            entry = entries.pop(key)
+            if entry.hits == entry.seen_hits and entry is not newest:
+                break
+            entry.seen_hits = entry.hits
+            entries[key] = entry
+        self._drop(entry)
+        self.evicted[key] = None
+        if len(self.evicted) > 16:
+            del self.evicted[next(iter(self.evicted))]
+
+    def _drop(self, entry):
+        self.hits += entry.hits  # the counts outlive the entry
+        for k in entry.fast_keys:
+            if self.fast.get(k) is entry:
+                del self.fast[k]
+        call.release(entry.jaxpr)
+
+    def clear(self):
+        for entry in self.entries.values():
+            self._drop(entry)
+        self.entries.clear()
+        self.fast.clear()
 
     def explain(self, key, names):
         """Why `key` missed: the differences from the closest recently traced key."""
+        if key in self.evicted:
+            return (f"this signature was traced before, but its trace was evicted: the cache "
+                    f"keeps the {max(1, _cfg['jit_cache_size'])} most recently used "
+                    f"(config.jit_cache_size)")
         if not self.recent:
             return "first call: nothing was cached yet"
         diffs = min((_key_diff(old, key, names) for old, _ in reversed(self.recent)), key=len)
@@ -221,6 +282,11 @@ class _FunCache:
             return ("the key is unchanged, but the function closes over values traced by an "
                     "enclosing transformation, so its traces cannot be cached")
         return "; ".join(diffs)
+
+
+def _release_all(entries):
+    for entry in entries.values():
+        call.release(entry.jaxpr)
 
 
 _shared_caches = weakref.WeakKeyDictionary()  # function -> {options: _FunCache}
@@ -308,15 +374,16 @@ class Jitted:
             args = tuple([a for i, a in enumerate(args) if i not in nums])
         leaves = []
         sig, vals = [_flatten(args, leaves), _X64, statics], []
+        add_sig, add_val = sig.append, vals.append
         for x in leaves:
             t = type(x)
             if t is Array:
                 v = x._value
-                vals.append(v)
-                sig.append((v.shape, v.dtype, x.weak_type))
+                add_val(v)
+                add_sig((v.shape, v.dtype, x.weak_type))
             elif t is np.ndarray and x.dtype in _CANONICAL:  # used as is, as to_array would
-                vals.append(x)
-                sig.append((x.shape, x.dtype, False))
+                add_val(x)
+                add_sig((x.shape, x.dtype, False))
             else:
                 return None
         return tuple(sig), leaves, vals
@@ -335,7 +402,7 @@ class Jitted:
         if entry.exe is not None and not kwargs:
             fast = self._fast_key(args)
             if fast is not None:
-                self._cache.fast[fast[0]] = entry
+                self._cache.add_fast(fast[0], entry)
         if entry.donated:
             return self._call_donating(entry, leaves, args, kwargs)
         outs = call.jit_p.bind(*entry.consts, *leaves, **entry.params)
@@ -383,7 +450,7 @@ class Jitted:
         cache = self._cache
         entry = cache.entries.get(key)
         if entry is not None:
-            cache.hits += 1
+            cache.hit(key, entry)
             return entry
         cache.misses += 1
         names = self._leaf_names(info)
@@ -393,7 +460,7 @@ class Jitted:
         cache.recent.append((key, names))
         cache.last_miss = reason
         if entry.cacheable:
-            cache.entries[key] = entry
+            cache.add(key, entry)
         if cache.traces > _cfg["retrace_warn_after"] and not cache.warned:
             cache.warned = True
             self._warn_retrace(cache.traces, reason)
@@ -523,14 +590,14 @@ class Jitted:
         dyn_args = info.dyn[0] if info.with_kwargs else info.dyn
         positions = [i for i in range(len(dyn_args) + len(info.static_pos))
                      if i not in info.static_pos]
-        names = []
+        names, labels = [], [self._arg_label(i) for i in positions]
         for path, _ in tree_flatten_with_path(info.dyn)[0]:
             if info.with_kwargs:
                 head, path = path[0], path[1:]
                 if head == SequenceKey(1):
                     names.append(f"{path[0].key}{keystr(path[1:])}")
                     continue
-            names.append(f"{self._arg_label(positions[path[0].idx])}{keystr(path[1:])}")
+            names.append(f"{labels[path[0].idx]}{keystr(path[1:])}")
         return names
 
     def _bad_leaf(self, info, i, x):
@@ -563,9 +630,8 @@ class Jitted:
         return self._cache.last_miss
 
     def clear_cache(self):
-        """Forget every trace (the compiled code goes with its programs)."""
-        self._cache.entries.clear()
-        self._cache.fast.clear()
+        """Forget every trace; its compiled code and generated source go with it."""
+        self._cache.clear()
 
     def lower(self, *args, **kwargs):
         """Trace for these arguments: a `Lowered` whose `.as_text()` is the optimized IR."""

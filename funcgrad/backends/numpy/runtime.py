@@ -6,6 +6,7 @@ at the generated line and the IR equation, and the optional per-statement profil
 import linecache
 import time
 import traceback
+import weakref
 
 import numpy as np
 
@@ -96,8 +97,15 @@ def readonly(value):
 
 
 def register_source(filename, source):
-    """Make `source` visible to tracebacks and `inspect` under `filename`."""
+    """Make `source` visible to tracebacks and `inspect` under `filename`; the `Executable`
+    that runs it drops it again when it is freed (`drop_sources`)."""
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+
+def drop_sources(filenames):
+    """Forget generated sources registered with `register_source`."""
+    for name in filenames:
+        linecache.cache.pop(name, None)
 
 
 class Profile:
@@ -141,7 +149,11 @@ class Executable:
     def __init__(self, fn, source, filename, ir, memory, steps, line_eqns, profiled):
         self._fn = fn
         self._source = source
+        self._lines = source.splitlines()
         self._filename = filename
+        # Generated sources registered for tracebacks go when the program goes.
+        self._sources = [filename]
+        weakref.finalize(self, drop_sources, self._sources)
         self._ir = ir
         self._memory = memory
         self._steps = steps  # (first line, last line, label, eqn) per timed statement group
@@ -176,16 +188,22 @@ class Executable:
             A `Profile`; `print(profile)` shows microseconds per statement.
         """
         fn, acc = self._profiled()
+        if fn.__code__.co_filename not in self._sources:
+            self._sources.append(fn.__code__.co_filename)
         acc[:] = [0.0] * len(acc)
         with np.errstate(all="ignore"):
             for _ in range(repeat):
                 fn(*args)
         rows = []
         for k, (first, _, label, eqn) in enumerate(self._steps):
-            text = linecache.getline(self._filename, first).split("#")[0].strip()
+            text = self._line(first).split("#")[0].strip()
             src = errors.format_frame(eqn.source) if eqn is not None else ""
             rows.append((acc[k] / repeat, label, text, src))
         return Profile(rows, repeat)
+
+    def _line(self, lineno):
+        """Line `lineno` (from 1) of the generated source."""
+        return self._lines[lineno - 1] if 0 < lineno <= len(self._lines) else ""
 
     def _internal_error(self, exc):
         lineno = None
@@ -196,7 +214,7 @@ class Executable:
         if eqn is None:
             eqn = next((s[3] for s in self._steps
                         if lineno is not None and s[0] <= lineno <= s[1]), None)
-        text = linecache.getline(self._filename, lineno).rstrip() if lineno else "?"
+        text = self._line(lineno) if lineno else "?"
         msg = [f"the compiled program raised {type(exc).__name__}: {exc}",
                f"  at generated line {self._filename}:{lineno}", f"    {text.strip()}"]
         if eqn is not None:
