@@ -80,6 +80,14 @@ class TracerLeakError(FuncgradError):
     """A traced value was used after the transformation that made it had finished."""
 
 
+class FuncgradOverflowError(FuncgradError, OverflowError):
+    """A Python number too large for the dtype it must become."""
+
+
+class FuncgradMemoryError(FuncgradError, MemoryError):
+    """An operation needed more memory than could be allocated."""
+
+
 class FuncgradInternalError(FuncgradError):
     """A bug in funcgrad itself (please report it with the message)."""
 
@@ -90,3 +98,42 @@ def op_error(op, message, cls=FuncgradTypeError, hint=None):
     if hint:
         text += f"\n  hint: {hint}"
     return cls(text)
+
+
+def memory_error(op, avals, frame=None):
+    """A `FuncgradMemoryError` for operation `op` whose outputs `avals` (ShapedArrays or
+    `(shape, dtype)` pairs) could not be allocated: 'out of memory: needed N bytes ...'."""
+    parts, total = [], 0
+    for a in avals:
+        shape, dtype = (a.shape, a.dtype) if hasattr(a, "shape") else a
+        n = 1
+        for d in shape:
+            n *= d
+        total += n * dtype.itemsize
+        parts.append(f"{dtype}{list(shape)}")
+    frame = frame if frame is not None else user_frame(2)
+    return FuncgradMemoryError(
+        f"{op}: out of memory: needed {total} bytes ({total / 2**30:.1f} GiB) for "
+        f"{', '.join(parts) or 'its outputs'}\n{where(frame)}\n"
+        "  hint: make the arrays smaller, process the data in chunks (lax.map, lax.scan), "
+        "or free arrays that are no longer needed")
+
+
+_USER_ERROR = "__funcgrad_user_error__"
+
+
+def mark_user_error(exc, note=None):
+    """Mark `exc`, raised by user code that funcgrad called (a debug.callback), so that
+    funcgrad re-raises it unchanged instead of reporting a funcgrad bug; returns `exc`."""
+    try:
+        setattr(exc, _USER_ERROR, True)
+    except AttributeError:  # an exception type with __slots__: it still propagates
+        pass
+    if note and hasattr(exc, "add_note") and note not in getattr(exc, "__notes__", ()):
+        exc.add_note(note)
+    return exc
+
+
+def is_user_error(exc):
+    """True for an exception marked by `mark_user_error` (re-raise it as it is)."""
+    return getattr(exc, _USER_ERROR, False) is True

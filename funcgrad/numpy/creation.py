@@ -11,6 +11,7 @@ import numpy as np
 
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Array, ArrayBase, is_concrete, to_array
+from funcgrad.lax.elementwise import float_to_int
 from funcgrad.numpy._util import (
     asarray_operand,
     broadcast_to_shape,
@@ -51,17 +52,31 @@ def array(object, dtype=None, copy=True, order=None, ndmin=0):
         out = stack([array(o) for o in object]) if object else to_array(np.zeros(0))
     else:
         try:
-            out = to_array(object) if dt is None else Array(
-                np.asarray(object, dt), False)
+            out = to_array(object) if dt is None else Array(_host_array(object, dt), False)
         except (TypeError, ValueError) as e:
             raise errors.op_error("array", f"cannot convert {type(object).__name__} to a "
                                   f"funcgrad array ({e})") from None
+        except OverflowError as e:
+            raise errors.op_error("array", f"{e}", cls=errors.FuncgradOverflowError,
+                                  hint="choose a wider dtype (enable_x64 allows 64 bits)"
+                                  ) from None
     if dt is not None:
         out = convert(out, dt, False)
     nd = len(shape_of(out))
     if ndmin > nd:
         out = lax.reshape(out, (1,) * (ndmin - nd) + shape_of(out))
     return out
+
+
+def _host_array(obj, dt):
+    """Python/numpy data as a numpy array of `dt`; floats become integers as
+    `lax.convert_element_type` converts them (saturating, NaN -> 0), not as numpy casts."""
+    v = np.asarray(obj)
+    if v.dtype.kind in "fc" and dt.kind in "iu":
+        return float_to_int(v.real, dt)
+    if v.dtype == object:
+        raise TypeError(f"{type(obj).__name__} of mixed or non-numeric values")
+    return np.asarray(obj, dt)
 
 
 def _holds_arrays(seq):

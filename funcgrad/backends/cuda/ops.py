@@ -7,8 +7,8 @@ instruction whose operands are the (already typed) expressions `args`, or raises
 header (`emulate.py`), which defines the few CUDA-only functions they use.
 Integer arithmetic wraps like numpy's (done in the unsigned type: signed overflow is
 undefined in C); division by zero gives 0 as numpy does; shifts past the bit width follow
-XLA. Float-to-integer casts saturate on the GPU (numpy's result for NaN or out-of-range
-values is platform-defined).
+XLA. Float-to-integer casts saturate and map NaN to 0 (XLA's rule), as the numpy backend
+and eager lax do.
 """
 
 import numpy as np
@@ -248,7 +248,22 @@ def _convert(a, d, p, dst):
         return f"fg_round_half({a[0]})"
     if dst == "bool":
         return f"({a[0]} != 0)"
+    if _kind(d[0]) == "f" and _kind(dst) in "iu":
+        return _float_to_int(a[0], d[0], dst)
     return f"(({ctype(dst)}){a[0]})"
+
+
+def _float_to_int(x, src, dst):
+    # XLA's rule (as lax.elementwise.float_to_int): toward zero, saturating, NaN -> 0. An
+    # out-of-range float-to-int cast is undefined in C, so the bounds are tested first against
+    # exact powers of two (hex float literals): x >= max + 1 gives max, x <= min gives min.
+    info, t = np.iinfo(dst), ctype(dst)
+    suffix = "f" if ctype(src) == "float" else ""
+    bits = np.dtype(dst).itemsize * 8 - (info.min < 0)
+    top = f"0x1p{bits}{suffix}"
+    low = f"(-0x1p{bits}{suffix})" if info.min < 0 else f"0.0{suffix}"
+    return (f"({x} != {x} ? ({t})0 : {x} >= {top} ? ({t}){literal(info.max, dst)} : "
+            f"{x} <= {low} ? ({t}){literal(info.min, dst)} : ({t}){x})")
 
 
 def _is_finite(a, d, p):

@@ -91,9 +91,32 @@ def _clamp(args, dts, p, consts=None):
 
 def _convert(args, dts, p, consts=None):
     src, dst = dts[0], np.dtype(p["new_dtype"])
-    if src.kind == "c" or (src.kind == "f" and dst.kind in "iub"):
+    if src.kind == "c":
         return None
+    if src.kind == "f" and dst.kind == "b":
+        return f"np.not_equal({args[0]}, 0{{out}})", "ufunc"
+    if src.kind == "f" and dst.kind in "iu":
+        return _float_to_int(args[0], dst)
     return f"{args[0]}.astype(np.{dst.name})", "fresh"
+
+
+def _float_to_int(x, dst):
+    # As lax.elementwise.float_to_int (XLA's rule): toward zero, saturating, NaN -> 0. Up to
+    # 32 bits the clip runs in a float type holding the bounds exactly and casts into `out`.
+    info = np.iinfo(dst)
+    wide = dst.itemsize == 8
+    f = "np.float32" if dst.itemsize < 4 else "np.float64"
+    hi = repr(float(np.nextafter(2.0 ** (64 - (info.min < 0)), 0))) if wide else info.max
+    out = "" if wide else "{out}, casting='unsafe'"
+    if info.min == 0:  # fmax maps NaN to 0
+        inside = f"np.fmin(np.fmax({x}, {f}(0)), {f}({hi}){out})"
+    else:
+        inside = f"np.clip(np.where({x} == {x}, {x}, 0), {f}({info.min}), {f}({hi}){out})"
+    if not wide:
+        return inside, "ufunc!"
+    top = repr(2.0 ** (64 if info.min == 0 else 63))
+    return (f"np.where({x} >= np.float64({top}), np.{dst.name}({info.max}), "
+            f"{inside}.astype(np.{dst.name}))"), "fresh"
 
 
 ELEMENTWISE = {name: _ufunc(fn) for name, fn in _UFUNCS.items()}
