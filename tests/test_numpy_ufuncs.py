@@ -303,3 +303,23 @@ def test_bitwise_count_and_shifts_unsigned():
     u = fnp.array([0x80000000, 8], fnp.uint32)
     assert_matches(u >> 1, np.array([0x40000000, 4], np.uint32), np.uint32)
     assert_matches(fnp.array([-8, 8]) >> 1, np.array([-4, 4]), I32)
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc", "fix"])
+@pytest.mark.parametrize("value", [1.6 + 2.4j, np.array([1.6 + 2.4j], np.complex64)])
+def test_floor_ceil_trunc_of_complex_raise_like_numpy(name, value):
+    from funcgrad.errors import FuncgradTypeError
+    with pytest.raises(TypeError):  # NumPy's behaviour: no rounding loop for complex
+        getattr(np, name)(value)
+    with pytest.raises(FuncgradTypeError, match=r"complex64") as info:
+        getattr(fnp, name)(value)
+    assert ("trunc" if name == "fix" else name) in str(info.value)
+    assert "test_numpy_ufuncs.py" in str(info.value)
+
+
+@pytest.mark.parametrize("value", [1.6 + 2.4j, -2.5 + 0.5j, np.array([1.5 - 3.5j, 0.2j])])
+def test_rint_of_complex_rounds_both_parts(value):
+    got = fnp.rint(value)
+    want = np.rint(np.asarray(value, np.complex64))
+    assert got.dtype == np.complex64
+    np.testing.assert_array_equal(np.asarray(got), want)

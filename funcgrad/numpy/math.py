@@ -112,7 +112,10 @@ def unary_operand(name, x, kinds, inexact):
         dt, weak = dtypes.scalar_dtype(x)
         if inexact and dt.kind not in "fc":
             dt = dtypes.default_float()
-        return scalar_array(x, dt, weak, name)
+        x = scalar_array(x, dt, weak, name)
+        if dt.kind not in kinds:  # as for arrays: floor(1 + 2j) is an error, as in NumPy
+            raise _kind_error(name, x, _KIND_WORDS[kinds])
+        return x
     x = asarray_operand(name, x)
     k = dtype_of(x).kind
     if inexact and k not in "fc":
@@ -375,9 +378,13 @@ fix = trunc
 
 
 def rint(x, /):
-    """Elementwise rounding to the nearest integer, halves to even."""
-    x = unary_operand("rint", x, "biuf", False)
-    if dtype_of(x).kind != "f":
+    """Elementwise rounding to the nearest integer, halves to even; a complex input has both
+    parts rounded (as in NumPy)."""
+    x = unary_operand("rint", x, "biufc", False)
+    k = dtype_of(x).kind
+    if k == "c":
+        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
+    if k != "f":
         return lax.convert_element_type(x, dtypes.default_float(), weak_type=x.weak_type)
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
