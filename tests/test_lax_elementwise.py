@@ -576,3 +576,71 @@ def test_special_values_give_no_numpy_warnings(op, recwarn):
     op.fn(*[SPECIAL if i == 0 else SPECIAL[::-1] for i in range(op.nargs)])
     lax.div(np.array([1, 0], I32), np.array([0, 0], I32))
     assert not [str(w.message) for w in recwarn if issubclass(w.category, RuntimeWarning)]
+
+
+def _binary_int_prims():
+    """Every lax primitive that is elementwise over two integer operands with a rank-0 one
+    (found by its shape rule), with the integer dtypes it accepts."""
+    from funcgrad.core import Primitive, ShapedArray
+    out = []
+    for name in sorted(dir(lax)):
+        p = getattr(lax, name)
+        if not isinstance(p, Primitive) or p.multiple_results:
+            continue
+        for dt in (I32, U8):
+            try:
+                aval = p.abstract_eval(ShapedArray((), dt), ShapedArray((3,), dt))
+            except Exception:  # not binary, needs params or rejects integers
+                continue
+            if getattr(aval, "shape", None) == (3,):
+                out.append(pytest.param(p, dt, id=f"{p.name}-{dt}"))
+    return out
+
+
+_BINARY_INT = _binary_int_prims()
+
+
+def test_binary_integer_primitives_are_found():
+    names = {p.values[0].name for p in _BINARY_INT}
+    assert {"add", "div", "rem", "shift_left", "shift_right_logical", "max", "and",
+            "eq", "select_n"} <= names
+
+
+@pytest.mark.parametrize("prim, dt", _BINARY_INT)
+def test_impls_take_python_scalar_operands(prim, dt):
+    # A compiled program may hand a rank-0 literal to an impl as a Python or numpy scalar.
+    x = np.array([1, 2, 3], dt)
+    for one in (1, np.asarray(1, dt), np.asarray(1, dt)[()]):
+        for args in ((one, x), (x, one)):
+            if prim.name == "select_n" and args[0] is x:
+                continue  # `which` must be the rank-0 operand to pair with one case
+            got = np.asarray(prim.impl_rule(*args))
+            want = prim.impl_rule(*[np.asarray(a, dt) for a in args])
+            np.testing.assert_array_equal(got, want)
+            assert got.dtype == want.dtype or prim.name == "select_n", (got.dtype, want.dtype)
+
+
+@pytest.mark.parametrize("prim, dt", _BINARY_INT)
+def test_jit_with_a_literal_operand_equals_eager(prim, dt):
+    from funcgrad.core import Array
+    one = Array(np.asarray(1, dt), True)  # a weak rank-0 constant: a literal under jit
+    x = np.array([1, 2, 3], dt)
+    fns = [lambda v: prim.bind(one, v)]
+    if prim.name != "select_n":
+        fns.append(lambda v: prim.bind(v, one))
+    for f in fns:
+        want = f(x)
+        got = fg.jit(f)(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_python_int_first_operand_of_integer_ops_under_jit():
+    import funcgrad.numpy as fnp
+    x = fnp.array([1, 2, 3, -4], dtype=np.int32)
+    for f in (lambda v: 1 // v, lambda v: 1 << v, fnp.reciprocal,
+              lambda v: fnp.floor_divide(1, v), lambda v: 7 % v, lambda v: 1 >> v):
+        want = f(x)
+        got = fg.jit(f)(x)
+        assert got.dtype == want.dtype == np.int32
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

@@ -18,7 +18,7 @@ from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters.ad import defjvp, defjvp_zero
 from funcgrad.lax.logic import eq, ge, select_n
 from funcgrad.lax.shape import broadcast_in_dim, full
-from funcgrad.lax.utils import binop, match_scalars, unop
+from funcgrad.lax.utils import binop, match_scalars, np_operands, unop
 
 
 def _quiet(fn):
@@ -131,6 +131,7 @@ def div(x, y):
 
 
 def _div_impl(x, y):
+    x, y = np_operands(x, y)
     if x.dtype.kind not in "iu":
         return np.true_divide(x, y)
     q = np.floor_divide(x, y)
@@ -201,6 +202,7 @@ def _integer_pow_jvp(t, x, *, out, y):
 
 
 def _integer_pow_impl(x, *, y):
+    x = np.asarray(x)
     if x.dtype.kind in "iu":  # in 64 bits, then wrapped to x's width (as repeated mul would)
         return np.power(x.astype(np.dtype(f"{x.dtype.kind}8")), y)
     return np.power(x, y)
@@ -317,6 +319,7 @@ def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):
 
 
 def _round_impl(x, *, rounding_method):
+    x = np.asarray(x)
     if rounding_method == RoundingMethod.TO_NEAREST_EVEN:
         return np.rint(x)
     r = np.trunc(x)  # x - trunc(x) is exact, unlike floor(x + 0.5)
@@ -406,6 +409,7 @@ def logistic(x):
 
 
 def _logistic_impl(x):
+    x = np.asarray(x)
     if x.dtype.kind == "c":
         return 1 / (1 + np.exp(-x))
     e = np.exp(-np.abs(x))
@@ -611,7 +615,8 @@ def _conj_transpose(ct, x):
     return [conj(ct) if x.aval.dtype.kind == "c" else real(ct)]
 
 
-conj_p = unop("conj", lambda x: np.conj(x.astype(_complex_dtype(x.dtype))), kinds="fc",
+conj_p = unop("conj", lambda x: np.conj(np.asarray(x, _complex_dtype(np.asarray(x).dtype))),
+              kinds="fc",
               out_dtype=_complex_dtype)
 ad.deflinear(conj_p, _conj_transpose)
 
@@ -622,6 +627,7 @@ def complex(x, y):
 
 
 def _complex_impl(x, y):
+    x, y = np_operands(x, y)
     out = np.empty(np.broadcast_shapes(x.shape, y.shape), _complex_dtype(x.dtype))
     out.real, out.imag = x, y  # not x + 1j*y, which turns inf into nan
     return out

@@ -13,7 +13,7 @@ from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters.ad import defjvp_zero
 from funcgrad.lax.shape import broadcast_in_dim, full
-from funcgrad.lax.utils import binop, check_kind, match_scalars, to_bool, unop
+from funcgrad.lax.utils import binop, check_kind, match_scalars, np_operands, to_bool, unop
 
 
 def _zeros_like(x):
@@ -123,7 +123,6 @@ and_, or_, xor, not_ = bitwise_and, bitwise_or, bitwise_xor, bitwise_not
 # --- shifts (XLA semantics: a shift amount outside [0, bits) shifts everything out) ---------
 def _shift_parts(x, y):
     """(bit width, in-range mask, shift amount clipped into range, in x's dtype)."""
-    x = np.asarray(x)  # fused kernels may pass a literal amount as a Python scalar
     y = np.asarray(y, x.dtype)
     bits = x.dtype.itemsize * 8
     ok = y.astype(np.dtype(f"u{x.dtype.itemsize}")) < bits
@@ -140,6 +139,7 @@ def shift_left(x, y):
 
 
 def _shift_left_impl(x, y):
+    x, y = np_operands(x, y)
     _, ok, s = _shift_parts(x, y)
     u = np.left_shift(_as_kind(x, "u"), _as_kind(s, "u"))
     return _as_kind(np.asarray(np.where(ok, u, 0), u.dtype), x.dtype.kind)
@@ -158,6 +158,7 @@ def shift_right_logical(x, y):
 
 
 def _shift_right_logical_impl(x, y):
+    x, y = np_operands(x, y)
     _, ok, s = _shift_parts(x, y)
     u = np.right_shift(_as_kind(x, "u"), _as_kind(s, "u"))
     return _as_kind(np.asarray(np.where(ok, u, 0), u.dtype), x.dtype.kind)
@@ -174,6 +175,7 @@ def shift_right_arithmetic(x, y):
 
 
 def _shift_right_arithmetic_impl(x, y):
+    x, y = np_operands(x, y)
     bits, ok, s = _shift_parts(x, y)
     sx = _as_kind(x, "i")
     r = np.where(ok, np.right_shift(sx, _as_kind(s, "i")), np.right_shift(sx, bits - 1))
@@ -217,7 +219,7 @@ def _bitcast_abstract(x, *, new_dtype):
 
 bitcast_convert_type_p = Primitive("bitcast_convert_type")
 bitcast_convert_type_p.def_impl(
-    lambda x, *, new_dtype: x.view(new_dtype))
+    lambda x, *, new_dtype: np.asarray(x).view(new_dtype))
 bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract)
 defjvp_zero(bitcast_convert_type_p)
 batching.defvectorized(bitcast_convert_type_p)
@@ -256,6 +258,7 @@ def _select_n_abstract(which, *cases):
 
 
 def _select_n_impl(which, *cases):
+    which, cases = np.asarray(which), np_operands(*cases)
     if which.dtype == np.bool_:
         return np.where(which, cases[-1], cases[0])
     return np.choose(which, cases, mode="clip")

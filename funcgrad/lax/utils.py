@@ -75,6 +75,15 @@ def to_bool(dt):
     return dtypes.bool_
 
 
+def np_operands(*args):
+    """Impl operands as numpy values. Rank-0 operands may arrive as numpy scalars or Python
+    scalars (a compiled program's literals); Python scalars take the dtype of the first other
+    operand, which a same-dtype primitive shares."""
+    ref = next((a for a in args if type(a) not in _SCALAR_KIND), None)
+    dt = None if ref is None else np.asarray(ref).dtype
+    return [np.asarray(a, dt) if type(a) in _SCALAR_KIND else np.asarray(a) for a in args]
+
+
 _SCALAR_KIND = {bool: "b", int: "i", float: "f", complex: "c"}
 _KIND_ORDER = "biufc"
 
