@@ -11,8 +11,8 @@ import pytest
 import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad import errors, lax
-from funcgrad.backends.numpy import higher_order_rules
-from funcgrad.compiler import pipeline
+from funcgrad.backends.numpy import compile_program, higher_order_rules
+from funcgrad.compiler import fusion, pipeline
 from funcgrad.core import Primitive, ShapedArray, eval_jaxpr
 
 rng = np.random.default_rng(0)
@@ -375,6 +375,23 @@ def test_a_call_that_is_not_inlined_runs_as_a_compiled_subprogram():
     assert re.search(r"v0, = call0\(b0\)", exe.as_text())
     np.testing.assert_allclose(exe(x48)[0], pipeline.compile_jaxpr(inner)(np.sin(x48))[0] + 1,
                                rtol=1e-6)
+
+
+def test_sub_programs_compile_through_the_callback_the_pipeline_passes():
+    """The backend imports no compiler pass: `compile_program` gets a `compile_subprogram`
+    callback (the pipeline's), and a program with sub-programs but no callback is a bug."""
+    cond = fg.make_jaxpr(lambda p, x: lax.cond(p, fnp.sin, fnp.cos, x))(True, x48)
+    program = fusion.fuse(pipeline.optimize(cond))
+    seen = []
+
+    def compile_sub(closed):
+        seen.append(closed)
+        return pipeline.compile_jaxpr(closed)
+    exe = compile_program(program, (), None, compile_subprogram=compile_sub)
+    assert len(seen) == 2  # both branches
+    np.testing.assert_allclose(exe(np.bool_(False), x48)[0], np.cos(x48), rtol=1e-6)
+    with pytest.raises(errors.FuncgradInternalError, match="compile_subprogram"):
+        compile_program(program, (), None)
 
 
 def _repeat_rule(r, eqn):

@@ -1,22 +1,27 @@
-"""Liveness-based buffer planning for a compiled program.
+"""Liveness-based buffer planning for a compiled program, in words every backend shares.
 
 A backend describes its program as a list of `Step`s: each step reads values and defines
-values. A defined value says how the backend can produce it (its `kind`):
+values. A defined value says how the backend can produce it (its `kind`, one of):
 
-- "ufunc": writes into any buffer of its shape and dtype, also one of its own operands that
-  dies at this step (in place); allocates when given none;
-- "out": writes into a free buffer (never an operand's); allocates when given none;
-- "fresh": always allocates a new array that nothing else references;
-- "alias": may share memory with the values in `aliases` (a library call, a view); counted
-  as allocated, never reused;
-- "view": shares memory with `aliases`; costs nothing;
-- "scalar": a rank-0 value, never planned.
+- `ANY_BUFFER`: writes into any buffer of its shape and dtype it is given, also the buffer
+  of one of its own operands that dies at this step (in place); allocates when given none;
+- `FREE_BUFFER`: writes into a buffer it is given that is none of its operands';
+  allocates when given none;
+- `NEW_ARRAY`: always allocates a new array that nothing else references;
+- `ALIAS`: may share memory with the values in `aliases` (a library call's result);
+  counted as allocated, never reused;
+- `VIEW`: shares memory with `aliases`; costs nothing;
+- `SCALAR`: a rank-0 value, never planned;
+- `ARG`, `CONST`: the program's inputs and bound constants.
 
 `plan_memory` assigns buffers by a linear scan: a buffer is free once the value it holds
-and every value that may alias it are dead. Donated arguments join the free pool once dead.
-Optionally, large buffers that only ever hold temporaries (no result, nothing a result may
-alias) form a workspace that a backend allocates once and reuses across calls. The plan
-also predicts the peak bytes. This module knows nothing about IR or numpy source.
+and every value that may alias it are dead; free buffers are pooled by shape and dtype.
+Donated arguments join the pool once dead. Optionally, large buffers that only ever hold
+temporaries (no result, nothing a result may alias) form a workspace that a backend
+allocates once and reuses across calls. The plan also predicts the peak bytes
+(`MemoryAnalysis`). How a kind is written in code (numpy's `out=`, a kernel's output
+pointer) is the backend's business: this module knows nothing about IR, numpy source or
+any backend, and imports none.
 """
 
 import math
@@ -24,7 +29,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_OWNING = ("ufunc", "out", "fresh")
+ANY_BUFFER = "any-buffer"
+FREE_BUFFER = "free-buffer"
+NEW_ARRAY = "new-array"
+ALIAS = "alias"
+VIEW = "view"
+SCALAR = "scalar"
+ARG = "arg"
+CONST = "const"
+
+WRITES_INTO = (ANY_BUFFER, FREE_BUFFER)  # kinds that can be given a buffer to write into
+OWNING = (ANY_BUFFER, FREE_BUFFER, NEW_ARRAY)  # kinds whose memory is their own
+SHARING = (ALIAS, VIEW)  # kinds that may share memory with other values
 
 
 @dataclass
@@ -45,8 +61,8 @@ class Value:
 @dataclass
 class Step:
     """One statement: the values it defines and reads; `inplace` lists read values whose
-    buffer a "ufunc" definition may take when they die here (read with their own layout),
-    or maps each definition's key to such a list."""
+    buffer an `ANY_BUFFER` definition may take when they die here (read with their own
+    layout), or maps each definition's key to such a list."""
 
     defs: list
     uses: list
@@ -61,6 +77,11 @@ class Slot:
 
     action: str
     buffer: int = None
+
+    @property
+    def existing(self):
+        """True when the value is written into a buffer that exists before this step."""
+        return self.action in ("reuse", "inplace")
 
 
 @dataclass
@@ -153,7 +174,7 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=(), workspace_min_by
 
     Args:
         steps: the program's `Step`s in execution order.
-        args: `Value`s of the inputs (kind "arg"); consts: `Value`s of bound consts.
+        args: `Value`s of the inputs (kind `ARG`); consts: `Value`s of bound consts (`CONST`).
         outputs: keys of the returned values, in order (repeats allowed).
         donated: keys of arguments whose buffers the program may overwrite once dead.
         workspace_min_bytes: keep the buffers of temporaries of at least this size across
@@ -205,32 +226,39 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=(), workspace_min_by
                       donated_used, analysis, holders, workspace)
 
 
+def alias_reach(values, keys):
+    """The keys of the values that the values `keys` may share memory with, following
+    `aliases` transitively (`values`: key -> `Value`; keys not in it are skipped)."""
+    seen, stack = set(), [a for k in keys if k in values for a in values[k].aliases]
+    while stack:
+        k = stack.pop()
+        if k not in seen and k in values:
+            seen.add(k)
+            stack.extend(values[k].aliases)
+    return seen
+
+
 def _workspace(values, holders, born, outputs, buffers, min_bytes):
     """Buffers (of at least `min_bytes`) allocated by the program that hold no result and
     nothing a result may alias, and whose first value can be written into a buffer."""
-    escaping, stack = set(), list(outputs)
-    while stack:
-        k = stack.pop()
-        if k not in escaping and k in values:
-            escaping.add(k)
-            stack.extend(values[k].aliases)
+    escaping = {k for k in outputs if k in values} | alias_reach(values, outputs)
     return [b for b, hs in enumerate(holders)
-            if born[b] >= 0 and values[hs[0]].kind in ("ufunc", "out")
+            if born[b] >= 0 and values[hs[0]].kind in WRITES_INTO
             and _nbytes(buffers[b]) >= min_bytes and not any(h in escaping for h in hs)]
 
 
 def _place(d, step, i, last, buf_of, buffers, holders, pool, taken, out_set):
-    if d.kind not in _OWNING or tuple(d.shape) == ():
+    if d.kind not in OWNING or tuple(d.shape) == ():
         return Slot("none")
     shape, dt = tuple(d.shape), np.dtype(d.dtype)
-    if d.kind == "ufunc":
+    if d.kind == ANY_BUFFER:
         cands = step.inplace.get(d.key, ()) if isinstance(step.inplace, dict) else step.inplace
         for u in cands:
             b = buf_of.get(u)
             if (b is not None and b not in taken and last.get(u) == i and u not in out_set
                     and holders[b][-1] == u and buffers[b] == (shape, dt)):
                 return Slot("inplace", b)
-    if d.kind in ("ufunc", "out"):
+    if d.kind in WRITES_INTO:
         free = pool.get((shape, dt.str))
         if free:
             return Slot("reuse", free.pop())
@@ -255,9 +283,9 @@ def _account(steps, values, last, buffers, holders, born, slots, out_set, args, 
         if rel < end:
             releases.setdefault(rel, []).append(("buffer", b))
     for k, v in values.items():
-        if v.kind in ("alias", "view") and k in slots:
+        if v.kind in SHARING and k in slots:
             rel = end if k in out_set else last.get(k, def_step[k])
-            if v.kind == "alias":
+            if v.kind == ALIAS:
                 events.append((def_step[k], rel, v.nbytes, k in out_set))
             if rel < end:
                 releases.setdefault(rel, []).append(("value", k))
@@ -290,7 +318,7 @@ def _copies(outputs, values, donated):
         v = values.get(k)
         if v is None:
             continue
-        if (v.kind == "arg" and k not in donated) or v.kind == "const" or k in seen:
+        if (v.kind == ARG and k not in donated) or v.kind == CONST or k in seen:
             copies.add(idx)
         seen.add(k)
     return copies

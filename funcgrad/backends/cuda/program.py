@@ -63,9 +63,11 @@ class _Kernel:
         self.node, self.plan, self.handle = node, plan, handle
 
 
-def compile_program(program, donate_argnums=(), ir=None):
+def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None):
     """Compile `program` (a fusion `Program`) for the current GPU; returns a
-    `CudaExecutable`. `donate_argnums` is accepted and ignored (CuPy's pool reuses memory)."""
+    `CudaExecutable`. `donate_argnums` is accepted and ignored (CuPy's pool reuses memory),
+    and so is `compile_subprogram`: higher-order primitives run through their own eager
+    implementation on device arrays."""
     rt = get_runtime()
     device = rt.device_info()
     steps, plans, contexts = [], [], []

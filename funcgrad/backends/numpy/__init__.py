@@ -1,7 +1,19 @@
 """The CPU backend: fused programs rendered as readable Python/numpy source.
 
-`compile_program(program, donate_argnums)` returns an `Executable`; `higher_order_rules`
-is the hook through which control-flow primitives render (see `render.py`).
+    render.py        Renderer: the program walk, the memory plan, the generated function;
+                     `compile_program` and the `higher_order_rules` hook
+    chunked.py       large kernels as loops over row chunks (one step of the plan)
+    emit.py          one instruction -> numpy statements (shared by both renderers): table
+                     lookup, library-call fallback, writing into `out=`/copies/new values
+    ops.py           the tables: one numpy expression per primitive, views, literals
+    control_flow.py  cond/while/scan as Python statements around compiled bodies
+    collectives.py   psum/all_gather/... as mpi4py calls
+    runtime.py       what generated code calls: Executable, LibCall, workspace, profiling
+
+`compile_program(program, donate_argnums, ir, compile_subprogram)` returns an `Executable`;
+sub-programs compile through the `compile_subprogram` callback the pipeline passes. This
+package imports no compiler pass (only the fusion pass's data types, the memory planner and
+the escaping policy).
 """
 
 from funcgrad.backends.numpy import (

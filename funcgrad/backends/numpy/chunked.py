@@ -18,24 +18,21 @@ rows accumulates: each chunk's partial result is added to (or max/min-ed into) t
 
 The whole loop is one step of the program's memory plan: it reads its inputs and defines
 its outputs; an output may take the buffer of an input that the chunk no longer reads
-after writing that output (donated Adam states are updated in place).
+after writing that output (donated Adam states are updated in place), and only when every
+read of that memory in the loop is the same row chunk (`_Chunked._overwritable`). Each
+instruction is written by `emit.py`, as in the whole-array renderer that calls this module
+(`render.py`, whose public `Renderer` methods this module uses; it never imports it).
 """
 
 import math
 
 import numpy as np
 
-from funcgrad.backends.numpy import ops
-from funcgrad.backends.numpy.runtime import LibCall
+from funcgrad.backends.numpy import emit, ops
 from funcgrad.compiler import escape, memory
 
 CHUNK_ELEMENTS = 1 << 18  # elements per chunk buffer (1 MiB of float32): measured best
 MIN_CHUNKS = 2  # arrays that fit in the last-level cache gain little from chunking
-
-
-def rule_for(instr, dts):
-    from funcgrad.backends.numpy.render import _rule
-    return _rule(instr, dts)
 
 
 def chunk_rows(spec):
@@ -77,6 +74,7 @@ class _Chunked:
                 self.invariant.add(instr.dst)
         self.reds = [(o, v, e) for o, v, e in zip(spec.outputs, node.outputs, node.out_eqns)
                      if o.reduce is not None]
+        self.instr_dtypes = {instr.dst: np.dtype(instr.dtype) for instr in spec.body}
 
     def possible(self):
         return not any(o.value in self.invariant for o, _, _ in self.reds)
@@ -87,7 +85,7 @@ class _Chunked:
         self.loop = []
         for instr, eqn in zip(spec.body, self.node.eqns):
             if instr.dst in self.invariant:
-                r._instr(instr, eqn, self.vals, {}, self.S, self.node)
+                r.instruction(instr, eqn, self.vals, {}, self.S, self.node)
             else:
                 self.loop.append((instr, eqn))
         order = {}
@@ -99,14 +97,14 @@ class _Chunked:
         for k, (instr, _) in enumerate(self.loop):
             if instr.dst in self.outs:
                 o, var = self.outs[instr.dst]
-                defs.append(r._value(var, o.shape, o.dtype, "ufunc"))
+                defs.append(r.value(var, o.shape, o.dtype, memory.ANY_BUFFER))
                 inplace[var] = tuple(self.vals[a][0] for a in self.sliced
                                      if self.vals[a][0] in safe and order.get(a, -1) <= k)
         for o, var, _ in self.reds:
-            defs.append(r._value(var, o.shape, o.dtype, "out"))
+            defs.append(r.value(var, o.shape, o.dtype, memory.FREE_BUFFER))
         uses = [self.vals[a][0] for a in self._loop_reads()]
         eqn = self.loop[0][1] if self.loop else self.node.out_eqns[0]
-        r._add(defs, uses, self.emit, spec.name, eqn, inplace)
+        r.add_step(defs, uses, self.emit, spec.name, eqn, inplace)
 
     def _overwritable(self):
         """Inputs whose buffer an output may take: chunk r of an output overwrites rows that
@@ -117,7 +115,7 @@ class _Chunked:
         reads = {}  # IR value -> the spec inputs the loop reads it through
         for a in self._loop_reads():
             reads.setdefault(self.vals[a][0], []).append(a)
-        memory_of = {key: self.r._reach(key) | {key} if key in self.r.values else {key}
+        memory_of = {key: self.r.reach(key) | {key} if key in self.r.values else {key}
                      for key in reads}
         safe = set()
         for key, names in reads.items():
@@ -145,16 +143,16 @@ class _Chunked:
             slot, dt = r.plan.slots[var], f"np.{np.dtype(o.dtype).name}"
             if o.reduce is not None and across:
                 total, start = r.name_of(var), _identity(o.reduce, np.dtype(o.dtype))
-                if slot.action in ("reuse", "inplace"):
+                if slot.existing:
                     lines.append(f"{total}.fill({start})")
                 else:
-                    lines.append(f"{total} = np.full({ops._shape(o.shape)}, {start}, {dt})")
+                    lines.append(f"{total} = np.full({emit.shape_text(o.shape)}, {start}, {dt})")
                 partial, alloc = r.scratch(o.shape, o.dtype, "p")
                 lines += alloc
                 outs[(o.value, o.reduce, var)] = (total, partial)
                 continue
             if slot.action == "new":
-                lines.append(f"{r.name_of(var)} = np.empty({ops._shape(o.shape)}, {dt})")
+                lines.append(emit.allocate(r.name_of(var), o.shape, o.dtype))
             name = r.fresh_name("o")
             views.append((name, r.name_of(var)))
             outs[o.value if o.reduce is None else (o.value, o.reduce, var)] = name
@@ -196,16 +194,16 @@ class _Chunked:
                 steps.append(memory.Step([], []))
                 todo.append((o, e, var, None))
         for instr, eqn in self.loop:
-            dts = [np.dtype(a.dtype) if not isinstance(a, str) else self._dtype(a)
-                   for a in instr.args]
+            dts = emit.operand_dtypes(instr, self._dtype)
             arg_shapes = [shapes.get(a, self.vals[a][1] if a in self.vals else ())
                           if isinstance(a, str) else () for a in instr.args]
             shape = tuple(np.broadcast_shapes(*arg_shapes)) if arg_shapes else ()
-            found = rule_for(instr, dts)
-            kind = "ufunc" if found and found[1] == "ufunc" else "alias"  # chunk buffers
+            found = emit.instruction_rule(instr, dts)
+            # chunk buffers only for expressions that write into any buffer
+            kind = memory.ANY_BUFFER if found and found[1] == memory.ANY_BUFFER else memory.ALIAS
             key = ("chunk", instr.dst)
             if instr.dst in self.outs:
-                kind = "view"  # written into the output's chunk, not planned here
+                kind = memory.VIEW  # written into the output's chunk, not planned here
                 shapes[instr.dst] = (rows,) + self.S[1:]  # later reads see the chunk
             else:
                 shapes[instr.dst] = shape
@@ -226,24 +224,20 @@ class _Chunked:
         temps = [(name, shape, dt, alloc) for name, alloc, shape, dt in temps]
         values = {}
 
-        def arg(a, args, dts):
-            if not isinstance(a, str):
-                typed = dts is None or not any(isinstance(b, str) and dt == np.dtype(a.dtype)
-                                               for b, dt in zip(args, dts))
-                return ops.literal(a.value, a.dtype, typed)
+        def arg(a):
             if a in local:
                 return local[a]
             if a in outs:
                 return outs[a]
             if a in values:
                 return values[a]
-            return r._arg_text(a, (a,), self.vals, self.S)
+            return r.operand_text(a, self.vals, self.S)
 
         lines = []
         for item in todo:
             if item[3] is None:  # a reduction of the chunk: into its output's chunk, or
                 o, eqn, var, _ = item  # into a partial result added to the running total
-                text = ops.reduce_expr(o.reduce, arg(o.value, (), None), self.spec.reduce_axes,
+                text = ops.reduce_expr(o.reduce, arg(o.value), self.spec.reduce_axes,
                                        np.dtype(o.dtype))
                 target = outs[(o.value, o.reduce, var)]
                 if isinstance(target, tuple):
@@ -255,37 +249,26 @@ class _Chunked:
                     lines.append((text.format(out=f", out={target}"), eqn))
                 continue
             instr, eqn, found, dts = item
-            if found is not None and found[2] and instr.dst not in outs and (
-                    plan.slots.get(("chunk", instr.dst)) is None):
+            slot = plan.slots.get(("chunk", instr.dst))
+            buffer = None if slot is None or slot.buffer is None else names[slot.buffer]
+            if found is not None and found[2] and instr.dst not in outs and buffer is None:
                 found = None  # needs an out= buffer but has none: the eager implementation
-            args = [arg(a, instr.args, dts if found else None) for a in instr.args]
-            if found is None:  # constants reach the eager implementation typed
-                fn = LibCall(eqn.prim, eqn.params, [v.aval for v in eqn.outvars])
-                f = r.constant(fn, f"_{ops.ident(instr.op)}_")
-                expr, kind = f"{f}({', '.join(args)})", "alias"
-            else:
-                expr, kind = found[0].format(*args, out="{out}"), found[1]
+            expr, kind = emit.expression(r, instr, eqn, found, dts, arg)
             if instr.dst in outs:
-                out = outs[instr.dst]
-                text = (expr.format(out=f", out={out}") if kind == "ufunc"
-                        else f"np.copyto({out}, {expr.format(out='')})")
+                text = emit.into(outs[instr.dst], expr, kind)
+            elif kind == memory.ANY_BUFFER and buffer is not None:
+                values[instr.dst] = buffer
+                text = emit.into(buffer, expr, kind)
             else:
-                slot = plan.slots.get(("chunk", instr.dst))
-                if kind == "ufunc" and slot is not None and slot.buffer is not None:
-                    values[instr.dst] = names[slot.buffer]
-                    text = expr.format(out=f", out={names[slot.buffer]}")
-                else:
-                    values[instr.dst] = r.fresh_name("u")
-                    text = f"{values[instr.dst]} = {expr.format(out='')}"
+                values[instr.dst] = r.fresh_name("u")
+                text = f"{values[instr.dst]} = {expr.format(out='')}"
             lines.append((text, eqn))
         return lines, temps
 
     def _dtype(self, a):
         if a in self.vals:
-            inp = self.vals[a][3]
-            return np.dtype(inp.dtype if inp is not None else self.r.values[self.vals[a][0]].dtype)
-        instr = next(i for i in self.spec.body if i.dst == a)
-        return np.dtype(instr.dtype)
+            return self.r.operand_dtype(a, self.vals)
+        return self.instr_dtypes[a]
 
 
 _COMBINE = {"sum": "add", "max": "maximum", "min": "minimum"}

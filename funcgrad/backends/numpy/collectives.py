@@ -22,6 +22,7 @@ import numpy as np
 
 from funcgrad.backends.numpy import ops
 from funcgrad.backends.numpy.render import higher_order_rules
+from funcgrad.compiler import memory
 from funcgrad.core import Literal
 from funcgrad.distributed.comm import wire_dtype
 from funcgrad.lax import parallel
@@ -34,15 +35,6 @@ def _comm(eqn):
 
 def _native(aval):
     return wire_dtype(aval.dtype) == aval.dtype
-
-
-def _buffer_name(r, out, shape, dtype):
-    """(name, allocation lines) of the buffer a planned result is written into."""
-    name = r.name_of(out)
-    slot = r.plan.slots.get(out)
-    if slot is not None and slot.action in ("reuse", "inplace"):
-        return name, []
-    return name, [f"{name} = np.empty({ops._shape(tuple(shape))}, np.{np.dtype(dtype).name})"]
 
 
 # --- psum, pmax, pmin -------------------------------------------------------------------------
@@ -68,14 +60,14 @@ def _allreduce_rule(op):
         if slot is not None and slot.action == "inplace":
             inplace = r.constant(comm.IN_PLACE, "_IN_PLACE")
             return [f"{mpi}.Allreduce({inplace}, {r.name_of(out)}, op={mop})"]
-        name, lines = _buffer_name(r, out, out.aval.shape, out.aval.dtype)
+        name, lines = r.planned_buffer(out, out.aval.shape, out.aval.dtype)
         src = f"np.ascontiguousarray({r.read(eqn.invars[0])})"
         return lines + [f"{mpi}.Allreduce({src}, {name}, op={mop})"]
 
     def plan(eqn):
         if _direct_allreduce(eqn):
-            return "ufunc", [eqn.invars[0]]
-        return "alias", ()
+            return memory.ANY_BUFFER, [eqn.invars[0]]
+        return memory.ALIAS, ()
     rule.plan = plan
     return rule
 
@@ -106,7 +98,7 @@ def _all_gather_rule(r, eqn):
         f = r.constant(functools.partial(_all_gather, comm, p["axis"], p["tiled"]), "_gather")
         return [f"{r.name_of(out)} = {f}({r.read(x)})"]
     mpi = r.constant(comm.mpi, "_comm")
-    name, lines = _buffer_name(r, out, out.aval.shape, out.aval.dtype)
+    name, lines = r.planned_buffer(out, out.aval.shape, out.aval.dtype)
     return lines + [f"{mpi}.Allgather(np.ascontiguousarray({r.read(x)}), {name})"]
 
 
@@ -114,8 +106,8 @@ def _all_gather(comm, axis, tiled, x):
     return parallel._place_gathered(np, comm.allgather(x), axis, tiled)
 
 
-_all_gather_rule.plan = lambda eqn: (("out", ()) if _direct_block(eqn, "axis")
-                                     else ("alias", ()))
+_all_gather_rule.plan = lambda eqn: ((memory.FREE_BUFFER, ()) if _direct_block(eqn, "axis")
+                                     else (memory.ALIAS, ()))
 higher_order_rules["all_gather"] = _all_gather_rule
 
 
@@ -127,7 +119,7 @@ def _psum_scatter_rule(r, eqn):
         f = r.constant(functools.partial(_psum_scatter, comm, p), "_scatter")
         return [f"{r.name_of(out)} = {f}({r.read(x)})"]
     mpi, mop = r.constant(comm.mpi, "_comm"), r.constant(comm.ops["sum"], "_op")
-    name, lines = _buffer_name(r, out, out.aval.shape, out.aval.dtype)
+    name, lines = r.planned_buffer(out, out.aval.shape, out.aval.dtype)
     src = f"np.ascontiguousarray({r.read(x)})"
     return lines + [f"{mpi}.Reduce_scatter_block({src}, {name}, op={mop})"]
 
@@ -140,8 +132,9 @@ def _psum_scatter(comm, params, x):
         parallel._scattered_shape(np.shape(x), d, params["tiled"], n))
 
 
-_psum_scatter_rule.plan = lambda eqn: (("out", ()) if _direct_block(eqn, "scatter_dimension")
-                                       else ("alias", ()))
+_psum_scatter_rule.plan = lambda eqn: ((memory.FREE_BUFFER, ())
+                                       if _direct_block(eqn, "scatter_dimension")
+                                       else (memory.ALIAS, ()))
 higher_order_rules["psum_scatter"] = _psum_scatter_rule
 
 

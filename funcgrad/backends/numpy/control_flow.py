@@ -2,9 +2,11 @@
 statements around separately compiled bodies (never an unrolled program).
 
 Each body program is compiled once, with the enclosing program, into its own generated
-function, bound as a constant of the enclosing one and called from the loop. A scan writes
+function (through the renderer's `compile_executable`, i.e. the callback the pipeline
+passed), bound as a constant of the enclosing one and called from the loop. A scan writes
 each iteration's outputs into preallocated stacked buffers. Registered into
-`render.higher_order_rules` by primitive name; imports no funcgrad.lax module.
+`render.higher_order_rules` by primitive name; imports no funcgrad.lax module and no
+compiler pass.
 
 Example (a scan with one carry and one stacked output):
 
@@ -23,10 +25,9 @@ from funcgrad.core import ClosedJaxpr, Jaxpr, Literal
 
 
 def _body(r, closed, prefix):
-    """Compile `closed` and bind its generated function (errors are reported by the
-    enclosing program, which also sets numpy's error state)."""
-    from funcgrad.compiler.pipeline import compile_jaxpr
-    return r.constant(compile_jaxpr(closed)._fn, prefix)
+    """Compile `closed` (with the pipeline's callback) and bind its generated function
+    (errors are reported by the enclosing program, which also sets numpy's error state)."""
+    return r.constant(r.compile_executable(closed)._fn, prefix)
 
 
 def _tuple(names):

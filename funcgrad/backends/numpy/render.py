@@ -1,14 +1,15 @@
 """The numpy renderer: a fused `Program` becomes ONE readable Python function.
 
 One loop walks the program's nodes; each kernel instruction, reduction and call becomes one
-statement (looked up in the tables of `ops.py`), commented with the user's source line.
-Buffers come from the liveness plan of `funcgrad.compiler.memory`: elementwise chains write
-with `out=` into reused buffers (in place when an operand dies), matmuls go to BLAS through
-`np.matmul`, dead buffers are dropped with `del`. Primitives in no table are library calls
-to their eager implementation, bound as constants of the generated function.
+statement (written by `emit.py` from the tables of `ops.py`), commented with the user's
+source line. Buffers come from the liveness plan of `funcgrad.compiler.memory`: elementwise
+chains write with `out=` into reused buffers (in place when an operand dies), matmuls go to
+BLAS through `np.matmul`, dead buffers are dropped with `del`. Primitives in no table are
+library calls to their eager implementation, bound as constants of the generated function.
+Large kernels become loops over row chunks (`chunked.py`).
 
-Higher-order primitives (a `jit` call that was not inlined; cond/while/scan later) render
-through `higher_order_rules`, keyed by primitive object or name:
+Higher-order primitives (a `jit` call that was not inlined, cond/while/scan, collectives)
+render through `higher_order_rules`, keyed by primitive object or name:
 
     def rule(r, eqn) -> list[str]      # statements, without the function's indentation
         sub = r.compile_subprogram(eqn.params["jaxpr"])   # bound name of an Executable
@@ -16,11 +17,13 @@ through `higher_order_rules`, keyed by primitive object or name:
         args = [r.read(a) for a in eqn.invars]            # expressions of the operands
         return [f"{', '.join(outs)}, = {sub}({', '.join(args)})"]
 
-A rule may emit any statements (an `if`/`else`, a `while` loop around compiled bodies...);
-its outputs are treated as arrays that may alias its operands, unless the rule has a
-`plan(eqn) -> (kind, inplace)` attribute giving them another memory kind (e.g. "ufunc": a
-planned buffer, possibly the buffer of a dying operand in `inplace`; see
-`funcgrad.compiler.memory`), as the collectives in `collectives.py` do.
+Sub-programs compile through the `compile_subprogram` callback the pipeline passes to
+`compile_program` (this backend imports no compiler pass). A rule may emit any statements
+(an `if`/`else`, a `while` loop around compiled bodies...); its outputs are treated as
+arrays that may alias its operands, unless the rule has a `plan(eqn) -> (kind, inplace)`
+attribute giving them another memory kind (e.g. `memory.ANY_BUFFER`: a planned buffer,
+possibly the buffer of a dying operand in `inplace`; see `funcgrad.compiler.memory`), as
+the collectives in `collectives.py` do.
 """
 
 import itertools
@@ -28,10 +31,10 @@ import math
 
 import numpy as np
 
-from funcgrad.backends.numpy import chunked, ops
+from funcgrad import errors
+from funcgrad.backends.numpy import chunked, emit, ops
 from funcgrad.backends.numpy.runtime import (
     Executable,
-    LibCall,
     Workspace,
     clock,
     own,
@@ -76,24 +79,6 @@ class _Block:
         self.lines = lines
 
 
-def _rule(instr, dts):
-    """The table's (expression template, kind, needs an out buffer) for a kernel
-    instruction, or None."""
-    rule = ops.ELEMENTWISE.get(instr.op)
-    if rule is None:
-        return None
-    consts = [None if isinstance(a, str) else a.value for a in instr.args]
-    found = rule([f"{{{k}}}" for k in range(len(instr.args))], dts, instr.param_dict, consts)
-    if found is None:
-        return None
-    expr, kind = found
-    return expr, kind.rstrip("!"), kind.endswith("!")
-
-
-def _shape_text(shape):
-    return ops._shape(tuple(shape))
-
-
 def _src_comment(eqn):
     """`file.py:12 (fn)`: the user's line that the equation was traced from (escaped)."""
     return escape.source_location(eqn.source, eqn.prim.name)
@@ -102,8 +87,10 @@ def _src_comment(eqn):
 class Renderer:
     """Renders one `Program` into Python source plus the namespace it runs in."""
 
-    def __init__(self, program, donate_argnums=(), chunking=True, workspace=True):
+    def __init__(self, program, donate_argnums=(), chunking=True, workspace=True,
+                 compile_subprogram=None):
         self.program = program
+        self._compile = compile_subprogram
         self.chunking = chunking
         self.persistent = workspace
         self.workspace = []  # (name, shape, dtype) of the buffers kept between calls
@@ -140,8 +127,15 @@ class Renderer:
             return self.buffer_names[slot.buffer]
         if key not in self.names:
             v = self.values[key]
-            self.names[key] = self.fresh_name("s" if v.kind == "scalar" else "v")
+            self.names[key] = self.fresh_name("s" if v.kind == memory.SCALAR else "v")
         return self.names[key]
+
+    def planned_buffer(self, key, shape, dtype):
+        """(name, allocation lines) of the buffer value `key` is written into: the buffer the
+        plan gave it, or a new one."""
+        name, slot = self.name_of(key), self.plan.slots.get(key)
+        return name, [] if slot is not None and slot.existing else [
+            emit.allocate(name, shape, dtype)]
 
     def output_names(self, eqn):
         return [self.name_of(v) for v in eqn.outvars]
@@ -155,31 +149,43 @@ class Renderer:
             self.workspace.append((name, tuple(shape), np.dtype(dtype)))
             self.plan.analysis.workspace_bytes += nbytes
             return name, []
-        return name, [f"{name} = np.empty({_shape_text(shape)}, np.{np.dtype(dtype).name})"]
+        return name, [emit.allocate(name, shape, dtype)]
+
+    def compile_executable(self, closed):
+        """A sub-program (a ClosedJaxpr) compiled into an `Executable` by the callback the
+        pipeline gave `compile_program`."""
+        if self._compile is None:
+            raise errors.FuncgradInternalError(
+                "this program calls a sub-program, but compile_program was given no "
+                "compile_subprogram callback to compile it with")
+        return self._compile(closed)
 
     def compile_subprogram(self, closed):
         """Compile a sub-program (a ClosedJaxpr) and bind its Executable; returns its name."""
-        from funcgrad.compiler.pipeline import compile_jaxpr
-        return self.constant(compile_jaxpr(closed), "call")
+        return self.constant(self.compile_executable(closed), "call")
 
     # --- building steps ------------------------------------------------------------------
 
-    def _value(self, key, shape, dtype, kind, aliases=()):
-        if tuple(shape) == () and kind in ("ufunc", "out", "fresh"):
-            kind = "scalar"
+    def value(self, key, shape, dtype, kind, aliases=()):
+        """Declare value `key` of memory `kind` (rank-0 results of numpy calls are numpy
+        scalars, never written into a buffer)."""
+        if tuple(shape) == () and kind in memory.OWNING:
+            kind = memory.SCALAR
         v = memory.Value(key, tuple(shape), np.dtype(dtype), kind, tuple(aliases))
         self.values[key] = v
         return v
 
-    def _add(self, defs, uses, emit, label, eqn, inplace=()):
+    def add_step(self, defs, uses, lines, label, eqn, inplace=()):
+        """One step of the memory plan; `lines()` gives its statements once the plan is
+        made (see `_Block`)."""
         inplace = inplace if isinstance(inplace, dict) else tuple(inplace)
         step = memory.Step(defs, [u for u in uses if u is not None], inplace)
-        self.blocks.append(_Block(step, emit, label, eqn))
+        self.blocks.append(_Block(step, lines, label, eqn))
 
     def build(self):
         j = self.jaxpr
-        args = [self._value(v, v.aval.shape, v.aval.dtype, "arg") for v in j.invars]
-        consts = [self._value(v, v.aval.shape, v.aval.dtype, "const") for v in j.constvars]
+        args = [self.value(v, v.aval.shape, v.aval.dtype, memory.ARG) for v in j.invars]
+        consts = [self.value(v, v.aval.shape, v.aval.dtype, memory.CONST) for v in j.constvars]
         for i, v in enumerate(j.invars):
             self.names[v] = f"a{i}"
         for i, (v, c) in enumerate(zip(j.constvars, self.program.consts)):
@@ -212,57 +218,41 @@ class Renderer:
         var_ins = [a for a in eqn.invars if type(a) is not Literal]
         rule = higher_order_rules.get(eqn.prim) or higher_order_rules.get(name)
         if rule is not None:
-            kind, inplace = rule.plan(eqn) if hasattr(rule, "plan") else ("alias", ())
-            defs = [self._value(v, v.aval.shape, v.aval.dtype, kind,
-                                var_ins if kind == "alias" else ()) for v in eqn.outvars]
-            self._add(defs, var_ins, lambda: rule(self, eqn), name, eqn, inplace)
+            kind, inplace = rule.plan(eqn) if hasattr(rule, "plan") else (memory.ALIAS, ())
+            defs = [self.value(v, v.aval.shape, v.aval.dtype, kind,
+                               var_ins if kind == memory.ALIAS else ()) for v in eqn.outvars]
+            self.add_step(defs, var_ins, lambda: rule(self, eqn), name, eqn, inplace)
             return
-        table = ops.CALLS.get(name)
-        placeholders = [f"{{{k}}}" for k in range(len(eqn.invars))]
-        found = table(self, eqn, placeholders) if table is not None else None
+        found = emit.call_rule(self, eqn)
         if found is None:
-            fn = LibCall(eqn.prim, eqn.params, [v.aval for v in eqn.outvars])
-            defs = [self._value(v, v.aval.shape, v.aval.dtype, "alias", var_ins)
+            defs = [self.value(v, v.aval.shape, v.aval.dtype, memory.ALIAS, var_ins)
                     for v in eqn.outvars]
 
-            def emit_lib():
-                f = self.constant(fn, f"_{ops.ident(name)}_")
+            def library_call():
+                f = emit.library_call(self, eqn)
                 args = ", ".join(self.read(a) for a in eqn.invars)
                 if not any(v in self.used for v in eqn.outvars):  # run for its effect
                     return [f"{f}({args})"]
                 lhs = ", ".join(self.name_of(v) if v in self.used else "_"
                                 for v in eqn.outvars)
                 return [f"{lhs}{',' if eqn.prim.multiple_results else ''} = {f}({args})"]
-            self._add(defs, var_ins, emit_lib, name, eqn)
+            self.add_step(defs, var_ins, library_call, name, eqn)
             return
         expr, kind = found
         out = eqn.outvars[0]
-        d = self._value(out, out.aval.shape, out.aval.dtype, kind,
-                        var_ins if kind == "view" else ())
+        d = self.value(out, out.aval.shape, out.aval.dtype, kind,
+                       var_ins if kind == memory.VIEW else ())
 
-        def emit_call():
+        def call():
             text = expr.format(*[self.read(a) for a in eqn.invars], out="{out}")
             return self._assign(d, text, out.aval.shape)
-        self._add([d], var_ins, emit_call, name, eqn)
+        self.add_step([d], var_ins, call, name, eqn)
 
-    def _assign(self, d, expr, natural):
-        """Statements computing `expr` (with an `{out}` slot) into value `d`; `natural` is
-        the shape the expression has by itself (None: it must be given a buffer)."""
+    def _assign(self, d, text, natural):
+        """Statements computing `text` (with an `{out}` slot) as value `d` (`emit.assign`)."""
         slot = self.plan.slots.get(d.key)
-        if d.kind in ("ufunc", "out") and slot.action in ("reuse", "inplace"):
-            return [expr.format(out=f", out={self.name_of(d.key)}")]
-        name = self.name_of(d.key)
-        if (d.kind in ("ufunc", "out") and (natural is None or tuple(natural) != d.shape)
-                or d.kind == "scalar" and natural is None):
-            return [f"{name} = np.empty({_shape_text(d.shape)}, np.{d.dtype.name})",
-                    expr.format(out=f", out={name}")]
-        text = expr.format(out="")
-        if d.kind == "fresh" and tuple(natural) != d.shape:
-            return [f"{name} = np.empty({_shape_text(d.shape)}, np.{d.dtype.name})",
-                    f"np.copyto({name}, {text})"]
-        if d.kind == "alias" and tuple(natural) != d.shape:
-            text = f"np.broadcast_to({text}, {_shape_text(d.shape)})"
-        return [f"{name} = {text}"]
+        return emit.assign(self.name_of(d.key), text, d.kind, d.shape, d.dtype, natural,
+                           slot is not None and slot.existing)
 
     # --- kernels -------------------------------------------------------------------------
 
@@ -287,65 +277,58 @@ class Renderer:
             if o.value in vals and o.value.startswith("in"):
                 self._reduction(o, var, e, vals, S, spec.reduce_axes)
         for instr, eqn in zip(spec.body, node.eqns):
-            self._instr(instr, eqn, vals, outs, S, node)
+            self.instruction(instr, eqn, vals, outs, S, node)
             for o, var, e in reds:
                 if o.value == instr.dst:
                     self._reduction(o, var, e, vals, S, spec.reduce_axes)
 
-    def _instr(self, instr, eqn, vals, outs, S, node):
+    def instruction(self, instr, eqn, vals, outs, S, node):
+        """Kernel instruction `instr` as one whole-array step. `vals`: spec name -> (value
+        key, natural shape, read directly, KernelInput or None), extended with `instr.dst`;
+        `outs`: spec name -> the IR variable of a kernel output."""
         arg_shapes = [() if not isinstance(a, str) else vals[a][1] for a in instr.args]
         natural = tuple(np.broadcast_shapes(*arg_shapes)) if arg_shapes else ()
-        dts = [np.dtype(a.dtype if not isinstance(a, str) else self._dtype_of(a, vals, node))
-               for a in instr.args]
-        found = _rule(instr, dts)
+        dts = emit.operand_dtypes(instr, lambda a: self.operand_dtype(a, vals))
+        found = emit.instruction_rule(instr, dts)
         out_var = outs.get(instr.dst)
         key = out_var if out_var is not None else (id(node), instr.dst)
         shape = S if out_var is not None else natural
         uses = [vals[a][0] for a in instr.args if isinstance(a, str)]
-        if found is None:
-            fn = LibCall(eqn.prim, eqn.params, [v.aval for v in eqn.outvars])
-            expr, kind, needs_out = None, "alias", False
-        else:
-            expr, kind, needs_out = found
-        d = self._value(key, shape, instr.dtype, kind, uses if kind == "alias" else ())
+        kind = memory.ALIAS if found is None else found[1]
+        d = self.value(key, shape, instr.dtype, kind, uses if kind == memory.ALIAS else ())
         inplace = [vals[a][0] for a in instr.args
                    if isinstance(a, str) and vals[a][2] and vals[a][1] == shape]
         vals[instr.dst] = (key, shape, True, None)
 
-        def emit():
-            if expr is None:  # the eager implementation: constants as typed numpy scalars
-                args = [self._arg_text(a, instr.args, vals, S) for a in instr.args]
-                f = self.constant(fn, f"_{ops.ident(instr.op)}_")
-                return self._assign(d, f"{f}({', '.join(args)})", natural)
-            args = [self._arg_text(a, instr.args, vals, S, dts) for a in instr.args]
-            return self._assign(d, expr.format(*args, out="{out}"),
-                                None if needs_out else natural)
-        self._add([d], uses, emit, eqn.prim.name, eqn, inplace)
+        def lines():
+            text, _ = emit.expression(self, instr, eqn, found, dts,
+                                      lambda a: self.operand_text(a, vals, S))
+            return self._assign(d, text, None if found and found[2] else natural)
+        self.add_step([d], uses, lines, eqn.prim.name, eqn, inplace)
 
     def _reduction(self, o, var, eqn, vals, S, axes):
         key, shape, _, _ = vals[o.value]
-        d = self._value(var, o.shape, o.dtype, "out")
+        d = self.value(var, o.shape, o.dtype, memory.FREE_BUFFER)
 
-        def emit():
-            arg = self._arg_text(o.value, (o.value,), vals, S)
+        def lines():
+            arg = self.operand_text(o.value, vals, S)
             if tuple(shape) != S:
-                arg = f"np.broadcast_to({arg}, {_shape_text(S)})"
+                arg = f"np.broadcast_to({arg}, {emit.shape_text(S)})"
             expr = ops.reduce_expr(o.reduce, arg, axes, np.dtype(o.dtype))
             return self._assign(d, expr, o.shape)
-        self._add([d], [key], emit, eqn.prim.name, eqn)
+        self.add_step([d], [key], lines, eqn.prim.name, eqn)
 
-    def _dtype_of(self, name, vals, node):
+    def operand_dtype(self, name, vals):
+        """The dtype of spec value `name` (see `instruction` for `vals`)."""
         inp = vals[name][3]
         if inp is not None:
             return inp.dtype
         return self.values[vals[name][0]].dtype
 
-    def _arg_text(self, a, args, vals, S, dts=None):
-        if not isinstance(a, str):
-            typed = dts is None or not any(isinstance(b, str) and dt == np.dtype(a.dtype)
-                                           for b, dt in zip(args, dts))
-            return ops.literal(a.value, a.dtype, typed)
-        key, _, _, inp = vals[a]
+    def operand_text(self, name, vals, S):
+        """Source of spec value `name` over iteration shape `S`: a kernel input's view, or the
+        name of an earlier instruction's value."""
+        key, _, _, inp = vals[name]
         if inp is None:
             return self.name_of(key)
         return ops.view_text(self.name_of(key), inp, S)
@@ -409,7 +392,7 @@ class Renderer:
         against the arguments, consts and other results they may share memory with."""
         outs = self.jaxpr.outvars
         owned = {v for v in outs if type(v) is not Literal
-                 and self.values[v].kind in ("ufunc", "out", "fresh")}
+                 and self.values[v].kind in memory.OWNING}
         earlier, texts = set(), []
         for idx, atom in enumerate(outs):
             if type(atom) is Literal:
@@ -418,10 +401,10 @@ class Renderer:
             name, v = self.name_of(atom), self.values[atom]
             if idx in self.plan.copies:
                 texts.append(f"np.array({name}, copy=True)")
-            elif v.kind == "scalar":
+            elif v.kind == memory.SCALAR:
                 texts.append(f"np.asarray({name})")
-            elif v.kind in ("alias", "view"):
-                reach = self._reach(atom)
+            elif v.kind in memory.SHARING:
+                reach = self.reach(atom)
                 risky = [k for k in reach if k in owned or k in earlier or self._kept(k)]
                 earlier |= reach
                 texts.append(f"_unalias({name}, {', '.join(self.name_of(k) for k in risky)})"
@@ -433,17 +416,11 @@ class Renderer:
     def _kept(self, key):
         """Arguments the caller keeps (not donated) and consts."""
         v = self.values[key]
-        return (v.kind == "arg" and key not in self.donated) or v.kind == "const"
+        return (v.kind == memory.ARG and key not in self.donated) or v.kind == memory.CONST
 
-    def _reach(self, key):
+    def reach(self, key):
         """The values that value `key` may share memory with (following aliases)."""
-        seen, stack = set(), list(self.values[key].aliases)
-        while stack:
-            k = stack.pop()
-            if k not in seen:
-                seen.add(k)
-                stack.extend(self.values[k].aliases)
-        return seen
+        return memory.alias_reach(self.values, (key,))
 
 
 def _aval_text(shape, outputs):
@@ -451,10 +428,20 @@ def _aval_text(shape, outputs):
     return f"{'/'.join(np.dtype(d).name for d in dts)}{list(shape)}"
 
 
-def compile_program(program, donate_argnums=(), ir=None, workspace=True):
-    """Render `program` and compile it into an `Executable`; with `workspace`, temporaries
-    are allocated once and reused by later calls."""
-    r = Renderer(program, donate_argnums, workspace=workspace).build()
+def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None,
+                    workspace=True):
+    """Render `program` (a fusion `Program`) and compile it into an `Executable`.
+
+    Args:
+        program: the fused program.
+        donate_argnums: positions of arguments whose buffers the program may overwrite.
+        ir: the optimized IR it was fused from (for `Executable.ir_text()`).
+        compile_subprogram: `fn(closed_jaxpr) -> Executable` compiling the sub-programs of
+            higher-order primitives (the pipeline passes one).
+        workspace: allocate large temporaries once and reuse them in later calls.
+    """
+    r = Renderer(program, donate_argnums, workspace=workspace,
+                 compile_subprogram=compile_subprogram).build()
     n = next(_program_ids)
     fn_name = f"fg_jit_{n}"
     filename = f"<funcgrad-jit-{n}>"
