@@ -11,7 +11,8 @@ and the reason.
 
 GPU access goes through a provider object (`cuda_provider()`, CuPy by default), which is
 the one place that imports CuPy; tests substitute a fake one. Nothing here is imported by
-the core on the CPU hot path.
+the core on the CPU hot path, and nothing here imports a backend (the "cuda" backend is
+registered in `funcgrad.backends`).
 """
 
 import warnings
@@ -23,7 +24,6 @@ from funcgrad.compiler.call import BackendUnavailableError
 from funcgrad.core import array as _array
 from funcgrad.core.array import Array
 
-_CUDA_MODULE = "funcgrad.backends.cuda"
 __all__ = ["BackendUnavailableError", "Device", "DeviceFallbackWarning", "block_until_ready",
            "default_backend", "device_get", "device_put", "devices"]
 
@@ -124,15 +124,6 @@ def set_cuda_provider(provider):
     if provider is not None and getattr(provider, "array_type", None) is not None:
         _array.register_device_type(provider.array_type, provider)
     return old
-
-
-def _register_backend():
-    from funcgrad.backends import _BACKENDS, register_backend
-    if "cuda" not in _BACKENDS:
-        register_backend("cuda", _CUDA_MODULE)
-
-
-_register_backend()
 
 
 # --- queries -----------------------------------------------------------------------------------

@@ -1,19 +1,25 @@
-"""Code generators for compiled programs, one sub-package per backend.
+"""Code generators for compiled programs, one sub-package per backend, and their registry.
 
-A backend module provides `compile_program(program, donate_argnums=(), ir_text="")`
-returning an `Executable` (`exe(*numpy_arrays) -> list of arrays`, `as_text()`,
-`ir_text()`, `memory_analysis()`). "cpu" is `funcgrad.backends.numpy`.
+A backend module provides
+`compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None)` returning
+an `Executable` (`exe(*arrays) -> list of arrays`, `as_text()`, `ir_text()`,
+`memory_analysis()`); `compile_subprogram(closed_jaxpr) -> Executable` is the pipeline's
+callback for the bodies of higher-order primitives. "cpu" is `funcgrad.backends.numpy`,
+"cuda" `funcgrad.backends.cuda` (imported when first asked for). The core never imports
+this package; the compiler pipeline asks it for a backend by name.
 """
 
 import importlib
 
 from funcgrad import errors
 
-_BACKENDS = {"cpu": "funcgrad.backends.numpy", "numpy": "funcgrad.backends.numpy"}
+_BACKENDS = {"cpu": "funcgrad.backends.numpy", "numpy": "funcgrad.backends.numpy",
+             "cuda": "funcgrad.backends.cuda"}
 
 
 def get_backend(name):
-    """The backend module for `name` ("cpu"); an error naming the known backends otherwise."""
+    """The backend module for `name` ("cpu", "cuda"); an error naming the known backends
+    otherwise."""
     module = _BACKENDS.get(name)
     if module is None:
         raise errors.FuncgradValueError(
@@ -22,5 +28,6 @@ def get_backend(name):
 
 
 def register_backend(name, module):
-    """Make backend `name` available as the module named `module` (e.g. a CUDA renderer)."""
+    """Make backend `name` available as the module named `module` (a backend outside this
+    package)."""
     _BACKENDS[name] = module
