@@ -5,12 +5,13 @@ report); the two-level compile cache; compile failures are readable. No GPU need
 import dataclasses
 import os
 
+import cuda_canonical as canonical
 import numpy as np
 import pytest
 
 import funcgrad as fg
-from funcgrad.backends.cuda import canonical, renderer
 from funcgrad.backends.cuda import compile as cc
+from funcgrad.backends.cuda import renderer
 from funcgrad.backends.cuda.plan import H200
 
 ARCH = 90

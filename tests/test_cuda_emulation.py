@@ -6,10 +6,11 @@ Needs only a host C++ compiler (g++ or clang++)."""
 
 import dataclasses
 
+import cuda_canonical as canonical
 import numpy as np
 import pytest
 
-from funcgrad.backends.cuda import canonical, emulate
+from funcgrad.backends.cuda import emulate
 from funcgrad.backends.cuda.plan import plan_kernel
 from funcgrad.compiler.fusion import Instr, KernelInput, KernelOutput, KernelSpec
 

@@ -2,12 +2,12 @@
 canonical kernel against funcgrad's eager results with poisoned outputs, eager device arrays,
 and a jitted training step on backend="cuda" against backend="cpu"."""
 
+import cuda_canonical as canonical
 import numpy as np
 import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad.backends.cuda import canonical
 
 
 def _gpu():

@@ -6,12 +6,13 @@ import dataclasses
 import os
 import re
 
+import cuda_canonical as canonical
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from funcgrad.backends.cuda import canonical, ops, plan, renderer
+from funcgrad.backends.cuda import ops, plan, renderer
 from funcgrad.backends.cuda.plan import H200, DeviceInfo, plan_kernel
 from funcgrad.compiler.fusion import Const, Instr, KernelInput, KernelOutput, KernelSpec
 

@@ -6,11 +6,11 @@
 On a GPU (sections are time-guarded; each appends to OUT/results.json; a failing section is
 recorded and the next one runs):
   env          device, SMs, L2, arch, driver/runtime/NVRTC/CuPy/numpy/JAX versions
-  correctness  every canonical kernel (planned for this GPU, and for small devices so split
-               reductions run too) on fresh random inputs, outputs poisoned with NaN, vs
-               funcgrad's eager (numpy) results; a 64-bit-index kernel over 3 x 2^30
-               elements (12 GiB) checked on 10^6 sampled indices; the jitted MLP training
-               step on backend="cuda" vs backend="cpu"
+  correctness  every canonical kernel (tests/cuda_canonical.py; planned for this GPU, and
+               for small devices so split reductions run too) on fresh random inputs,
+               outputs poisoned with NaN, vs funcgrad's eager (numpy) results; a
+               64-bit-index kernel over 3 x 2^30 elements (12 GiB) checked on 10^6 sampled
+               indices; the jitted MLP training step on backend="cuda" vs backend="cpu"
   bandwidth    fused tanh(a * b + c) over 2^28 float32 (4 GiB moved per call) vs
                device-to-device copy, CuPy unfused, ElementwiseKernel, cupy.fuse, jax.jit
   reductions   sum(tanh(a * b), -1) for 16384x16384, 2^24x16, 64x2^22 vs CuPy and cupy.fuse
@@ -34,12 +34,16 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # before jax is
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+_REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+sys.path.insert(0, _REPO)
+sys.path.insert(1, os.path.join(_REPO, "tests"))  # the canonical kernels are test cases
+
+import cuda_canonical as canonical  # noqa: E402
 
 import funcgrad as fg  # noqa: E402
 import funcgrad.numpy as fnp  # noqa: E402
-from funcgrad.backends.cuda import canonical, renderer  # noqa: E402
 from funcgrad.backends.cuda import compile as cc  # noqa: E402
+from funcgrad.backends.cuda import renderer  # noqa: E402
 from funcgrad.backends.cuda.plan import H200, plan_kernel  # noqa: E402
 from funcgrad.compiler.fusion import fuse  # noqa: E402
 from funcgrad.compiler.pipeline import optimize  # noqa: E402

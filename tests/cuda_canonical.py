@@ -1,9 +1,11 @@
-"""Canonical kernels: small funcgrad functions that each fuse into exactly one kernel,
-covering every strategy, index pattern and dtype family the CUDA renderer handles. Tests run
-them through the CPU emulation and the CUDA compilers; `tools/gpu/validate.py` runs them on
-a GPU against numpy.
+"""Canonical CUDA kernels (test cases, not part of the library): small funcgrad functions
+that each fuse into exactly one kernel, covering every strategy, index pattern and dtype
+family the CUDA renderer handles. The tests (`test_cuda_*.py`) run them through the CPU
+emulation and the CUDA compilers; `tools/gpu/validate.py` (which puts this folder on
+`sys.path`) runs them on a GPU against numpy.
 
-    for case in CASES:
+    import cuda_canonical as canonical
+    for case in canonical.CASES:
         plan, inputs, expected = case.build(rng)     # plan for case.device
 """
 
@@ -12,7 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import funcgrad.numpy as fnp
+from funcgrad import lax, make_jaxpr
 from funcgrad.backends.cuda.plan import DeviceInfo, plan_kernel
+from funcgrad.compiler.fusion import fuse
+from funcgrad.compiler.pipeline import optimize
 from funcgrad.config import config
 
 SMALL = DeviceInfo(arch=90, sm_count=1, max_threads_per_sm=512)  # few blocks: cheap to emulate
@@ -34,9 +40,6 @@ class Case:
     x64: bool = False
 
     def trace(self, args):
-        from funcgrad import make_jaxpr
-        from funcgrad.compiler.fusion import fuse
-        from funcgrad.compiler.pipeline import optimize
         prev = config.enable_x64
         config.update("enable_x64", self.x64)
         try:
@@ -50,7 +53,6 @@ class Case:
 
     def build(self, rng, device=None):
         """(plan, input arrays in the kernel's order, expected outputs in its order)."""
-        import funcgrad.numpy as fnp
         args = self.make(rng)
         program = self.trace(args)
         node, j = program.kernels[0], program.jaxpr
@@ -71,9 +73,6 @@ def _f32(rng, *shape):
 
 
 def _cases():
-    import funcgrad.numpy as fnp
-    from funcgrad import lax
-
     def nan_rows(rng):
         x = _f32(rng, 100, 50)
         x[3, 7] = np.nan
