@@ -9,7 +9,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad.compiler import call
+from funcgrad.compiler import jit_cache
 from funcgrad.compiler.jit import RetraceWarning
 from funcgrad.tree_util import tree_leaves, tree_map, tree_structure
 
@@ -184,7 +184,7 @@ def test_program_cache_of_derived_programs_is_bounded(cache_size):
     for n in range(1, 11):  # one batched program per batch size
         close(batched(fnp.ones((n, 3))), 2.0 * np.sin(np.ones((n, 3))))
     (entry,) = f._cache.entries.values()
-    assert len(call.program_cache(entry.jaxpr)) <= 4
+    assert len(jit_cache.programs.cached(entry.jaxpr)) <= 4
     assert len(jit_sources() - before) <= 4
     f.clear_cache()
     assert jit_sources() - before == set()

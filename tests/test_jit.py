@@ -11,7 +11,7 @@ import pytest
 import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad import debug, errors
-from funcgrad.compiler import call, pipeline
+from funcgrad.compiler import call, jit_cache, pipeline
 from funcgrad.compiler.jit import RetraceWarning
 from funcgrad.core import Array, to_array
 from funcgrad.interpreters import batching
@@ -200,8 +200,8 @@ def test_donation_reuses_and_deletes_the_argument(compiles):
     p2 = jf(p, fnp.ones(3))
     close(p2, [0.5, 1.5, 2.5])
     assert compiles[-1][1] == (0,)
-    assert call.is_deleted(p)
-    with pytest.raises(call.DonatedArrayError, match="donated to jit"):
+    assert jit_cache.is_deleted(p)
+    with pytest.raises(jit_cache.DonatedArrayError, match="donated to jit"):
         p + 1.0
     p3 = jf(p2, fnp.ones(3))  # the output of a donating call can be donated again
     close(p3, [0.0, 1.0, 2.0])
@@ -225,7 +225,7 @@ def test_donating_an_argument_that_is_also_passed_again_is_an_error():
     x = fnp.ones(3) + 0.0
     with pytest.raises(errors.FuncgradValueError, match=r"argument `a` is donated.*`b`"):
         jf(x, x)
-    assert not call.is_deleted(x)
+    assert not jit_cache.is_deleted(x)
 
 
 def test_donated_argument_returned_unchanged_passes_through(compiles):
@@ -261,13 +261,13 @@ def test_failed_donating_call_deletes_the_donated_argument():
     x = fnp.full((4,), 0.5) + 0.0
     with pytest.raises(errors.FuncgradError, match="the callback failed"):
         jf(x)
-    assert call.is_deleted(x)  # never silently holding y = 2.0
-    with pytest.raises(call.DonatedArrayError, match=r"donated to jit\(step\).*call failed"):
+    assert jit_cache.is_deleted(x)  # never silently holding y = 2.0
+    with pytest.raises(jit_cache.DonatedArrayError, match=r"donated to jit\(step\).*call failed"):
         np.asarray(x)
-    with pytest.raises(call.DonatedArrayError):
+    with pytest.raises(jit_cache.DonatedArrayError):
         x + 1.0
     y = fnp.full((4,), 0.5) + 0.0
-    with pytest.raises(call.DonatedArrayError):
+    with pytest.raises(jit_cache.DonatedArrayError):
         jf(x)  # a deleted argument is refused before running: y stays intact
     close(y, [0.5] * 4)
 
@@ -294,8 +294,8 @@ def test_donated_argument_deleted_when_a_later_library_call_fails():
     x = fnp.full((4,), 0.5) + 0.0
     with pytest.raises(errors.FuncgradError, match="the callback failed"):
         jf(x)
-    assert call.is_deleted(x)
-    with pytest.raises(call.DonatedArrayError, match="call failed"):
+    assert jit_cache.is_deleted(x)
+    with pytest.raises(jit_cache.DonatedArrayError, match="call failed"):
         fnp.sum(x)
 
 
@@ -588,7 +588,7 @@ def test_the_cache_does_not_pin_programs_of_dead_functions():
     jf(fnp.ones(4))
     jf(fnp.ones(4))
     ref = weakref.ref(next(iter(jf._cache.entries.values())).jaxpr)
-    assert any(k[0] == "exe" for k in call.program_cache(ref()))
+    assert any(k[0] == "exe" for k in jit_cache.programs.cached(ref()))
     del f, jf
     gc.collect()
     assert ref() is None
@@ -631,7 +631,7 @@ def test_numpy_arguments_take_the_cached_fast_path():
     f = fg.jit(lambda t: [a * 2 for a in t])
     xs = [np.full(3, i, np.float32) for i in range(4)]
     first = f(xs)
-    assert f._cache.fast, "a call with canonical numpy leaves registers a fast-path entry"
+    assert f._cache.entries, "a call with canonical numpy leaves registers a cache entry"
     again = f(xs)
     for i, (a, b) in enumerate(zip(first, again)):
         np.testing.assert_array_equal(a, b)

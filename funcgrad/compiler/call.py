@@ -4,24 +4,25 @@
   jaxpr:   a ClosedJaxpr with no consts (closure conversion: closed-over arrays are
            passed as leading inputs, never baked in as literals),
   name:    the function's name (`f`, `jvp(f)`, `transpose(jvp(f))`, ...),
-  donated: one bool per input; only an eager top-level call donates buffers,
+  donated: one bool per input; all False in a bound equation (buffers are donated only by
+           jit's own eager call, in compiler/jit_cache.py),
   backend: "cpu" or "cuda".
-Eagerly it compiles the sub-program once (cache keyed on the jaxpr object and backend)
-and runs it on numpy values. Transforms keep it a compiled call: jvp binds `jit_p` of the
-jvp program; transpose partially evaluates that program into a known part (residuals)
-and a linear part and binds `jit_p` of each (the linear one transposed); vmap binds
-`jit_p` of the batched program. So `grad(jit(f))` runs compiled forward and backward code.
+Eagerly it compiles the sub-program once (kept by the program cache of jit_cache.py, keyed
+on the jaxpr object, backend and donation) and runs it on numpy values. Transforms keep it
+a compiled call: jvp binds `jit_p` of the jvp program; transpose partially evaluates that
+program into a known part (residuals) and a linear part and binds `jit_p` of each (the
+linear one transposed); vmap binds `jit_p` of the batched program. So `grad(jit(f))` runs
+compiled forward and backward code.
 This module must not import funcgrad.compiler.jit (the user-facing API sits on top).
 """
 
 import importlib.util
-import linecache
-import sys
-from collections import Counter, OrderedDict
 
 import numpy as np
 
 from funcgrad import dtypes, errors
+from funcgrad.compiler.jit_cache import programs, reraise
+from funcgrad.compiler.jit_cache import stats as _stats
 from funcgrad.config import config
 from funcgrad.core import (
     Array,
@@ -30,7 +31,6 @@ from funcgrad.core import (
     Jaxpr,
     Literal,
     Primitive,
-    ShapedArray,
     Var,
     eval_jaxpr,
     get_aval,
@@ -43,15 +43,11 @@ from funcgrad.interpreters import partial_eval as pe
 
 KNOWN_BACKENDS = ("cpu", "cuda")
 _cfg = config._values
-stats = Counter()  # ("compile", name) and ("run", name) counts, for tests and curious users
+stats = _stats.counts  # ("compile", name) and ("run", name): a view of jit_cache.stats
 
 
 class BackendUnavailableError(errors.FuncgradError, RuntimeError):
     """A known backend that cannot run on this machine (e.g. "cuda" without CuPy)."""
-
-
-class DonatedArrayError(errors.FuncgradError, RuntimeError):
-    """An array that was donated to a jitted function was used afterwards."""
 
 
 # --- backends ---------------------------------------------------------------------------------
@@ -83,62 +79,9 @@ def require_backend(backend):
 
 # --- compiling and running --------------------------------------------------------------------
 
-class _ProgramCache(OrderedDict):
-    """Compiled code and derived programs (jvp, transpose, vmap per batch size) of one
-    program, least recently used first; beyond `config.jit_cache_size` the oldest is
-    released (vmap over ever new batch sizes would otherwise grow it without bound)."""
-
-    def get(self, key, default=None):
-        value = super().get(key, default)
-        if value is not default:
-            self.move_to_end(key)
-        return value
-
-    def __setitem__(self, key, value):
-        super().__setitem__(key, value)
-        while len(self) > max(1, _cfg["jit_cache_size"]):
-            _release_value(self.popitem(last=False)[1])
-
-
-def program_cache(closed):
-    """The cache of one program, kept on the program object itself: compiled code and
-    derived programs live as long as the program or until evicted. (A global
-    WeakKeyDictionary would pin every program, because compiled code refers back to the IR
-    it came from: that cycle is why `release` exists.)"""
-    state = closed.__dict__
-    cache = state.get("_funcgrad_cache")
-    if cache is None:
-        cache = state["_funcgrad_cache"] = _ProgramCache()
-    return cache
-
-
-def release(closed):
-    """Drop the compiled code and derived programs cached on `closed`, and theirs, now:
-    the executable refers back to its program, so without this they would wait for the
-    cycle collector (and keep their generated source in `linecache` until then). A later
-    call through `closed` compiles again."""
-    _release_value(closed)
-
-
-def _release_value(value):
-    stack = [value]
-    while stack:
-        v = stack.pop()
-        if type(v) is ClosedJaxpr:
-            stack.extend(v.__dict__.pop("_funcgrad_cache", {}).values())
-        elif type(v) is tuple:  # (program, consts, out_info) of a derived program
-            stack.extend(x for x in v if type(x) is ClosedJaxpr)
-        elif type(v) is _TransposePlan:
-            stack += [v.known, v.transposed]
-
-
 def executable(closed, backend, donated, name):
-    """The compiled form of `closed` (compiled on first use, then cached with the program)."""
-    cache = program_cache(closed)
-    exe = cache.get(("exe", backend, donated))
-    if exe is None:
-        exe = cache["exe", backend, donated] = _compile(closed, backend, donated, name)
-    return exe
+    """The compiled form of `closed` (compiled on first use, then kept by the program cache)."""
+    return programs.executable(closed, backend, donated, name, _compile)
 
 
 def _compile(closed, backend, donated, name):
@@ -148,9 +91,11 @@ def _compile(closed, backend, donated, name):
     # A donated input that is returned unchanged passes its buffer through as the output.
     donate = tuple(i for i, (d, v) in enumerate(zip(donated, closed.jaxpr.invars))
                    if d and v not in outs)
-    stats["compile", name] += 1
+    # The code is built from a copy of the wrapper: cached code must not refer to the program
+    # it is cached for (`jit_cache.ProgramCache`).
+    copy = ClosedJaxpr(closed.jaxpr, closed.consts)
     try:
-        return pipeline.compile_jaxpr(closed, backend=backend, donate_argnums=donate)
+        return pipeline.compile_jaxpr(copy, backend=backend, donate_argnums=donate)
     except errors.FuncgradError:
         raise
     except Exception as e:
@@ -160,57 +105,19 @@ def _compile(closed, backend, donated, name):
             "  hint: config.update('disable_jit', True) runs the function op by op.") from e
 
 
-def reraise(e, exe, name):
-    """Re-raise an exception from running compiled code: funcgrad errors as they are,
-    anything else as a FuncgradInternalError naming the generated line."""
-    if isinstance(e, errors.FuncgradError):
-        raise e
-    raise errors.FuncgradInternalError(
-        f"jit({name}): the compiled code raised {type(e).__name__}: {e}\n"
-        f"{_generated_line(e, exe)}  This is a funcgrad bug, please report it.\n"
-        f"{errors.where()}\n"
-        "  hint: config.update('disable_jit', True) runs the function op by op.") from e
-
-
-def _generated_line(e, exe):
-    """'  generated code FILE:LINE: text' for the deepest frame in generated source."""
-    tb, frame = e.__traceback__, None
-    while tb is not None:
-        if tb.tb_frame.f_code.co_filename.startswith("<"):
-            frame = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
-        tb = tb.tb_next
-    if frame is None:
-        return ""
-    text = linecache.getline(*frame).strip()
-    if not text and hasattr(exe, "as_text"):
-        lines = exe.as_text().splitlines()
-        text = lines[frame[1] - 1].strip() if 0 < frame[1] <= len(lines) else ""
-    return f"  generated code {frame[0]}:{frame[1]}: {text}\n"
-
-
 def _jit_impl(*args, jaxpr, name, donated, backend):
     if _cfg["disable_jit"]:
         return _wrap_all(eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args), jaxpr.out_avals)
     vals = [a._value if type(a) is Array else to_array(a)._value for a in args]
-    nan_check = _cfg["debug_nans"]
-    if nan_check or not any(donated) or backend == "cuda":  # CuPy's pool reuses memory
-        donated = (False,) * len(args)
-    else:
-        _donation_buffers(args, vals, donated)
-    exe = executable(jaxpr, backend, donated, name)
+    # A bound equation never overwrites its operands: jit's own eager call donates buffers.
+    exe = executable(jaxpr, backend, (False,) * len(args), name)
     try:
         outs = exe(*vals)
-    except BaseException as e:
-        if any(donated):  # the program may have written into them before it failed
-            _delete_donated(args, donated, name, failed=True)
-        if not isinstance(e, Exception):  # KeyboardInterrupt, SystemExit
-            raise
+    except Exception as e:
         reraise(e, exe, name)
     stats["run", name] += 1
     res = _wrap_all(outs, jaxpr.out_avals)
-    if any(donated):
-        _delete_donated(args, donated, name)
-    if nan_check:
+    if _cfg["debug_nans"]:
         _check_nans(jaxpr, args, res, name)
     return res
 
@@ -241,87 +148,6 @@ def _check_nans(closed, args, outs, name):
         f"debug_nans: jit({name}) produced a NaN in output {bad[0]} "
         f"({closed.out_avals[bad[0]]}), but re-running it op by op did not; the difference "
         f"comes from compiled arithmetic (fusion, reassociation).\n{errors.where()}")
-
-
-# --- donation ---------------------------------------------------------------------------------
-
-def _donation_buffers(args, vals, donated):
-    """Replace, in place, each donated buffer that someone else can still see by a copy.
-
-    The compiled code may overwrite a donated buffer, so it gets one only when the buffer is
-    an Array's own writable contiguous array that nothing else references (no NumPy array
-    it was made from without a copy, no view, no other Array); otherwise a copy is donated.
-    """
-    for i, d in enumerate(donated):
-        if d and not (type(args[i]) is Array and _refcount(vals, i) <= _SOLE_OWNER_REFS
-                      and _private_layout(vals[i])):
-            vals[i] = np.array(vals[i])
-
-
-def _refcount(vals, i):
-    return sys.getrefcount(vals[i])
-
-
-def _private_layout(v):
-    return type(v) is np.ndarray and v.flags.owndata and v.flags.writeable and \
-        v.flags.c_contiguous
-
-
-def _calibrate():
-    a = Array(np.zeros(1))
-    return _refcount([a._value], 0)  # held by the Array, the list and the call's argument
-
-
-_SOLE_OWNER_REFS = _calibrate()
-
-
-class _Deleted:
-    """Stands in for the buffer of a donated Array: any use raises a clear error.
-
-    The message is built only when raised: donation runs on every call of a training step.
-    A call that fails also deletes its donated Arrays: the program may have overwritten part
-    of their buffers before the error.
-    """
-
-    __slots__ = ("_shape", "_dtype", "_name", "_failed")
-
-    def __init__(self, shape, dtype, name, failed=False):
-        self._shape, self._dtype, self._name, self._failed = shape, dtype, name, failed
-
-    @property
-    def message(self):
-        aval = ShapedArray(self._shape, self._dtype)
-        if self._failed:
-            return (f"this Array ({aval}) was donated to jit({self._name}) (donate_argnums), "
-                    "whose call failed after its buffer may have been partly overwritten; it "
-                    "can no longer be used.\n"
-                    "  hint: keep a copy (fnp.array(x)) to retry a failing call with donated "
-                    "arguments, or do not donate this argument.")
-        return (f"this Array ({aval}) was donated to jit({self._name}) (donate_argnums) and its "
-                "buffer may have been reused; it can no longer be used.\n"
-                "  hint: use the function's outputs instead, or do not donate this argument.")
-
-    def __getattr__(self, attr):
-        raise DonatedArrayError(self.message)
-
-    def __array__(self, *args, **kwargs):
-        raise DonatedArrayError(self.message)
-
-    def __repr__(self):
-        return "<donated buffer>"
-
-
-def _delete_donated(args, donated, name, failed=False):
-    for a, d in zip(args, donated):
-        if d and type(a) is Array:
-            v = a._value
-            if type(v) is not _Deleted:
-                a._value = _Deleted(v.shape, v.dtype, name, failed)
-
-
-def is_deleted(x):
-    """True when `x` is an Array whose buffer was donated to a jitted call."""
-    return type(x) is Array and type(x._value) is _Deleted
 
 
 # --- the primitive ----------------------------------------------------------------------------
@@ -362,11 +188,7 @@ def call_jaxpr(closed, consts, args, name, backend):
 
 def _derive(closed, key, make):
     """Programs derived from `closed` (jvp, transpose, batched), built once per `key`."""
-    cache = program_cache(closed)
-    got = cache.get(key)
-    if got is None:
-        got = cache[key] = make()
-    return got
+    return programs.get(closed, key, make)
 
 
 # --- jvp --------------------------------------------------------------------------------------
@@ -497,6 +319,5 @@ ad.transpose_rules[jit_p] = _jit_transpose
 batching.batch_rules[jit_p] = _jit_batch
 pe.partial_eval_rules[jit_p] = _jit_partial_eval
 
-__all__ = ["BackendUnavailableError", "DonatedArrayError", "KNOWN_BACKENDS", "call_jaxpr",
-           "check_backend", "closure_convert", "executable", "is_deleted", "jit_p", "program_cache",
-           "release", "require_backend", "reraise", "stats"]
+__all__ = ["BackendUnavailableError", "KNOWN_BACKENDS", "call_jaxpr", "check_backend",
+           "closure_convert", "executable", "jit_p", "require_backend", "stats"]

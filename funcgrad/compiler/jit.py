@@ -22,7 +22,16 @@ import numpy as np
 
 from funcgrad import dtypes, errors
 from funcgrad.compiler import call
-from funcgrad.compiler.jit_cache import _KWARGS, _cache_for, _Entry, _key_diff
+from funcgrad.compiler.jit_cache import (
+    _KWARGS,
+    _cache_for,
+    _Entry,
+    _key_diff,
+    call_donating,
+    check_donation,
+    reraise,
+    warn_unusable_donations,
+)
 from funcgrad.config import config
 from funcgrad.core import (
     Array,
@@ -37,6 +46,7 @@ from funcgrad.core import (
     to_array,
 )
 from funcgrad.tree_util import (
+    PyTreeDef,
     SequenceKey,
     _flatten,
     keystr,
@@ -133,6 +143,7 @@ class Jitted:
         self._static_nums, self._static_names = _static_args(
             self._signature, _ints(static_argnums, "static_argnums"),
             _strs(static_argnames), self._name)
+        self._static_labels = {i: self._arg_label(i) for i in self._static_nums if i >= 0}
         self._donate = _ints(donate_argnums, "donate_argnums")
         both = sorted(set(self._donate) & set(self._static_nums))
         if both:
@@ -150,94 +161,81 @@ class Jitted:
 
     # --- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if kwargs or not _FAST or current_trace() is not None:
-            return self._call(args, kwargs)
-        fast = self._fast_key(args)
-        if fast is None:
-            return self._call(args, kwargs)
-        key, leaves, vals = fast
+        if not _FAST and _cfg["disable_jit"]:
+            return self._fun(*args, **kwargs)
+        key, leaves, vals = self._key(args, kwargs)
+        return self._call(key, leaves, vals, args, kwargs)
+
+    def _call(self, key, leaves, vals, args, kwargs):
+        """The one path of a call, hit or miss: run the cached trace for `key` eagerly, or
+        record it as one `jit` equation under another trace (or debug_nans)."""
+        if vals is None or not _FAST or current_trace() is not None:
+            return self._bind(key, leaves, args, kwargs)
         try:
-            entry = self._cache.fast.get(key)
-        except TypeError:  # an unhashable static argument: the slow path explains it
-            return self._call(args, kwargs)
-        if entry is None:
-            return self._call(args, kwargs)
-        entry.hits += 1
-        if entry.donated:
-            fast = vals = None  # drop our references: a sole-owner buffer is donated uncopied
-            return self._call_donating(entry, leaves, args, kwargs)
+            entry = self._cache.entries[key]
+        except (KeyError, TypeError):
+            entry = self._lookup(key, args, kwargs)
+        else:
+            entry.hits += 1
+        exe = entry.exe
+        if exe is None:
+            exe = entry.exe = call.executable(entry.jaxpr, self._backend, entry.donated,
+                                              self._name)
+        if entry.donate:
+            return call_donating(entry, leaves, vals, lambda: self._names_of(args, kwargs))
         try:  # the executable reports its own failures; anything else is wrapped
-            outs = entry.exe(*entry.const_vals, *vals)
+            outs = exe(*entry.const_vals, *vals)
         except Exception as e:
-            call.reraise(e, entry.exe, self._name)
+            reraise(e, exe, self._name)
         return entry.build_outputs(outs)
 
-    def _fast_key(self, args):
-        """`(key, leaves, values)` for the hot path, or None when a leaf is not an Array."""
-        statics = ()
-        nums = self._static_nums
-        if nums:
-            if nums[0] < 0 or len(args) <= nums[-1]:
-                return None
-            statics = tuple([(type(args[i]), args[i]) for i in nums])
-            args = tuple([a for i, a in enumerate(args) if i not in nums])
+    def _bind(self, key, leaves, args, kwargs):
+        entry = self._lookup(key, args, kwargs)
+        if entry.donate and current_trace() is None:  # debug_nans: checked, not donated
+            check_donation(entry, leaves, lambda: self._names_of(args, kwargs))
+        outs = call.jit_p.bind(*entry.consts, *leaves, **entry.bind_params)
+        return entry.out_tree.unflatten(outs)
+
+    def _key(self, args, kwargs):
+        """`(key, leaves, values)` of a call, computed once: the cache key `(structure,
+        enable_x64, statics, (shape, dtype, weak_type) per leaf...)`, the array leaves, and
+        their numpy values (None when a leaf is a tracer and has none)."""
+        if kwargs or self._static_nums:
+            info, statics = self._split(args, kwargs)
+            dyn = info.dyn
+        else:
+            dyn, statics = args, ()
         leaves = []
-        sig, vals = [_flatten(args, leaves), _X64, statics], []
-        add_sig, add_val = sig.append, vals.append
+        key, vals = [_flatten(dyn, leaves), _X64, statics], []
+        add_key, add_val = key.append, vals.append
+        traced = False
         for x in leaves:
             t = type(x)
             if t is Array:
                 v = x._value
                 add_val(v)
-                add_sig((v.shape, v.dtype, x.weak_type))
+                add_key((v.shape, v.dtype, x.weak_type))
             elif t is np.ndarray and x.dtype in _CANONICAL:  # used as is, as to_array would
                 add_val(x)
-                add_sig((x.shape, x.dtype, False))
+                add_key((x.shape, x.dtype, False))
             else:
-                return None
-        return tuple(sig), leaves, vals
-
-    def _call(self, args, kwargs):
-        if _cfg["disable_jit"]:
-            return self._fun(*args, **kwargs)
-        key, leaves, info = self._key(args, kwargs)
-        entry = self._lookup(key, info, args, kwargs)
-        if current_trace() is not None:
-            outs = call.jit_p.bind(*entry.consts, *leaves, **entry.traced_params)
-            return entry.out_tree.unflatten(outs)
-        if entry.exe is None and entry.cacheable and _FAST:
-            entry.exe = call.executable(entry.jaxpr, self._backend, entry.params["donated"],
-                                        self._name)
-        if entry.exe is not None and not kwargs:
-            fast = self._fast_key(args)
-            if fast is not None:
-                self._cache.add_fast(fast[0], entry)
-        if entry.donated:
-            return self._call_donating(entry, leaves, args, kwargs)
-        outs = call.jit_p.bind(*entry.consts, *leaves, **entry.params)
-        return entry.out_tree.unflatten(outs)
-
-    def _call_donating(self, entry, leaves, args, kwargs):
-        self._check_donation(entry, leaves, args, kwargs)
-        outs = call.jit_p.bind(*entry.consts, *leaves, **entry.params)
-        return entry.out_tree.unflatten(outs)
-
-    def _key(self, args, kwargs):
-        """`(key, leaves, info)`: the cache key of a call, its array leaves, its split."""
-        info, statics = self._split(args, kwargs)
-        leaves, tree = tree_flatten(info.dyn)
-        sig = []
-        for i, x in enumerate(leaves):
-            s = _leaf_signature(x)
-            if s is None:
-                self._bad_leaf(info, i, x)
-            sig.append(s)
-        return (tree, tuple(sig), statics, _X64), leaves, info
+                got = _other_leaf(x)
+                if got is None:
+                    self._bad_leaf(self._split(args, kwargs)[0], len(vals), x)
+                add_key(got[0])
+                add_val(got[1])
+                traced = traced or got[1] is None
+        return tuple(key), leaves, None if traced else vals
 
     def _split(self, args, kwargs):
         """(`_CallInfo`, static part of the key) of a call."""
-        n = len(args)
-        static_pos = sorted({i % n for i in self._static_nums if -n <= i < n}) if n else []
+        nums, n = self._static_nums, len(args)
+        if not kwargs and nums and nums[0] >= 0 and nums[-1] < n:  # the common case
+            labels = self._static_labels
+            statics = tuple([(labels[i], type(args[i]), args[i]) for i in nums])
+            return _CallInfo(tuple([a for i, a in enumerate(args) if i not in nums]), nums,
+                             False), statics
+        static_pos = sorted({i % n for i in nums if -n <= i < n}) if n else []
         statics = [(self._arg_label(i), args[i]) for i in static_pos]
         dyn_kwargs = {}
         for k, v in kwargs.items():
@@ -245,8 +243,6 @@ class Jitted:
                 statics.append((k, v))
             else:
                 dyn_kwargs[k] = v
-        for label, v in statics:
-            _check_hashable(self._name, label, v)
         statics = tuple((label, type(v), v) for label, v in statics)
         dyn_args = tuple(a for i, a in enumerate(args) if i not in static_pos) if static_pos \
             else args
@@ -254,14 +250,21 @@ class Jitted:
             return _CallInfo((dyn_args, dyn_kwargs), static_pos, True), statics + (_KWARGS,)
         return _CallInfo(dyn_args, static_pos, False), statics
 
-    def _lookup(self, key, info, args, kwargs):
+    def _lookup(self, key, args, kwargs):
         """The cache entry for `key`, tracing the function on a miss."""
         cache = self._cache
-        entry = cache.entries.get(key)
+        try:
+            entry = cache.entries.get(key)
+        except TypeError:  # an unhashable static argument
+            for static in self._split(args, kwargs)[1]:
+                if static is not _KWARGS:
+                    _check_hashable(self._name, static[0], static[2])
+            raise
         if entry is not None:
-            cache.hit(key, entry)
+            entry.hits += 1
             return entry
         cache.misses += 1
+        info = self._split(args, kwargs)[0]
         names = self._leaf_names(info)
         reason = cache.explain(key, names)
         entry = self._trace(key, info, names, args, kwargs)
@@ -287,9 +290,10 @@ class Jitted:
 
     # --- tracing ----------------------------------------------------------------------------
     def _trace(self, key, info, names, args, kwargs):
-        tree, sig = key[0], key[1]
+        sig = key[3:]
         with new_builder(f"jit({self._name})") as b:
-            ins = tree.unflatten([b.new_input(ShapedArray(*s)) for s in sig])
+            ins = PyTreeDef(key[0], len(sig)).unflatten([b.new_input(ShapedArray(*s))
+                                                         for s in sig])
             full_args, full_kwargs = _merge(ins, info, args, kwargs)
             try:
                 out = self._fun(*full_args, **full_kwargs)
@@ -303,8 +307,8 @@ class Jitted:
                                    jaxpr.eqns), [])
         donated = (False,) * len(consts) + self._donated_leaves(info, len(sig))
         entry = _Entry(closed, consts, out_tree, donated, self._name, self._backend)
-        if entry.donated:
-            self._warn_unusable_donations(closed, donated, [""] * len(consts) + names)
+        if entry.donate:
+            warn_unusable_donations(closed, donated, [""] * len(consts) + names, self._name)
         return entry
 
     def _check_outputs(self, out, out_leaves):
@@ -343,48 +347,10 @@ class Jitted:
             mask += [pos in donate] * len(tree_flatten(a)[0])
         return tuple(mask) + (False,) * (num_leaves - len(mask))
 
-    def _check_donation(self, entry, leaves, args, kwargs):
-        """A donated buffer must not also be read through another argument."""
-        donated = entry.params["donated"][len(entry.consts):]
-        readers = {}
-        for i, x in enumerate(leaves):
-            if type(x) is Array and not donated[i]:
-                readers[id(x._value)] = i
-                if getattr(x._value, "base", None) is not None:
-                    readers[id(x._value.base)] = i
-        for i, x in enumerate(leaves):
-            if not donated[i] or type(x) is not Array:
-                continue
-            j = readers.get(id(x._value))
-            if j is None:  # the same Array twice, both donated
-                j = next((k for k, y in enumerate(leaves) if k != i and y is x), None)
-            if j is not None:
-                names = self._leaf_names(self._split(args, kwargs)[0])
-                raise errors.FuncgradValueError(
-                    f"jit({self._name}): argument `{names[i]}` is donated, but the same buffer "
-                    f"is also passed as argument `{names[j]}`; donating it would overwrite a "
-                    f"value that is still read\n{errors.where()}\n"
-                    "  hint: pass a copy (fnp.array(x)) or do not donate this argument.")
-
-    def _warn_unusable_donations(self, closed, donated, names):
-        passthrough = set(closed.jaxpr.outvars)
-        free = [(a.shape, a.dtype) for a in closed.out_avals]
-        unusable = []
-        for v, d, name in zip(closed.jaxpr.invars, donated, names):
-            if not d or v in passthrough:
-                continue
-            if (v.aval.shape, v.aval.dtype) in free:
-                free.remove((v.aval.shape, v.aval.dtype))
-            else:
-                unusable.append(f"`{name}` {v.aval}")
-        if unusable:
-            frame = errors.user_frame() or ("<unknown>", 0, "")
-            warnings.warn_explicit(
-                f"jit({self._name}): some donated buffers were not usable (no output has "
-                f"their shape and dtype): {', '.join(unusable)}", UserWarning, frame[0],
-                frame[1])
-
     # --- naming arguments -------------------------------------------------------------------
+    def _names_of(self, args, kwargs):
+        return self._leaf_names(self._split(args, kwargs)[0])
+
     def _arg_label(self, pos):
         params = self._signature.parameters.values() if self._signature else ()
         positional = [p for p in params
@@ -431,8 +397,7 @@ class Jitted:
         """`CacheInfo(hits, misses, traces, size, last_miss)`; `last_miss` explains why the
         latest call missed the cache (which argument's shape, dtype or static value changed)."""
         c = self._cache
-        hits = c.hits + sum(e.hits for e in c.entries.values())
-        return CacheInfo(hits, c.misses, c.traces, len(c.entries), c.last_miss)
+        return CacheInfo(c.hits, c.misses, c.traces, len(c.entries), c.last_miss)
 
     def explain_last_miss(self):
         """Why the latest trace happened, e.g. "argument `x`: f32[128,784] -> f32[100,784]"."""
@@ -444,8 +409,8 @@ class Jitted:
 
     def lower(self, *args, **kwargs):
         """Trace for these arguments: a `Lowered` whose `.as_text()` is the optimized IR."""
-        key, _, info = self._key(args, kwargs)
-        return Lowered(self, self._lookup(key, info, args, kwargs), key)
+        key = self._key(args, kwargs)[0]
+        return Lowered(self, self._lookup(key, args, kwargs), key)
 
 
 def _top_name(name):
@@ -482,7 +447,7 @@ class Lowered:
     def compile(self):
         """Compile (or fetch the compiled code): a `Compiled`."""
         e, j = self._entry, self._jitted
-        return Compiled(self, call.executable(e.jaxpr, j._backend, e.params["donated"], j._name))
+        return Compiled(self, call.executable(e.jaxpr, j._backend, e.donated, j._name))
 
     def memory_analysis(self):
         """The compiler's predicted memory use (peak, temporaries, arguments, outputs)."""
@@ -510,32 +475,29 @@ class Compiled:
     def __call__(self, *args, **kwargs):
         low = self._lowered
         j = low._jitted
-        key, _, info = j._key(args, kwargs)
+        key, leaves, vals = j._key(args, kwargs)
         if key != low._key:
-            diffs = _key_diff(low._key, key, j._leaf_names(info))
+            diffs = _key_diff(low._key, key, j._names_of(args, kwargs))
             raise errors.FuncgradTypeError(
                 f"jit({j._name}): this Compiled was built for other arguments: "
                 f"{'; '.join(diffs)}\n{errors.where()}")
-        return j._call(args, kwargs)
+        return j._call(key, leaves, vals, args, kwargs)
 
 
 # --- keys -------------------------------------------------------------------------------------
 
-def _leaf_signature(x):
-    """(shape, dtype, weak_type) of an argument leaf, or None if it is not an array."""
-    t = type(x)
-    if t is Array:
-        v = x._value
-        return (v.shape, v.dtype, x.weak_type)
+def _other_leaf(x):
+    """`(signature, value)` of a leaf that is not an Array or a canonical ndarray: a tracer
+    (no value), a Python scalar or another NumPy value (converted); None for a non-array."""
     if isinstance(x, Tracer):
         a = x.aval
-        return (a.shape, a.dtype, a.weak_type) + (() if a.vma is None else (a.vma,))
-    if t in _SCALARS or isinstance(x, (np.ndarray, np.generic)):
+        return (a.shape, a.dtype, a.weak_type) + (() if a.vma is None else (a.vma,)), None
+    if type(x) in _SCALARS or isinstance(x, (np.ndarray, np.generic)):
         try:
-            a = to_array(x).aval
+            a = to_array(x)
         except TypeError:
             return None
-        return (a.shape, a.dtype, a.weak_type)
+        return (a.shape, a.dtype, a.weak_type), a._value
     return None
 
 

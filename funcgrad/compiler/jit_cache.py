@@ -1,53 +1,184 @@
-"""The trace cache of `jit`: one `_FunCache` per function and options, its entries, how
-they are evicted, how a miss is explained, and the builders of output pytrees.
+"""The one cache of `jit`: traces per function, compiled code per program, the single path
+that runs a cached trace (with donation), and the counters.
 
-At most `config.jit_cache_size` traces are kept per function; an evicted trace releases
-its compiled programs at once (`call.release`), and with them their generated source.
-Imported by `funcgrad.compiler.jit` only; must not import it.
+    _FunCache   one per jitted function and options: key -> `_Entry` (one trace), at most
+                `config.jit_cache_size`, evicted least recently used first; misses explained
+    programs    per program (a ClosedJaxpr, by identity): its compiled code per (backend,
+                donation) and the programs derived from it (jvp, transpose, vmap)
+    call_donating, check_donation, is_deleted
+                donation: argument checks, taking buffers over, deleting donated Arrays
+    stats       the counters; `call.stats` and `pipeline.stats` are views of it
+Imported by `compiler.call`, `compiler.jit` and `compiler.pipeline`; must not import them.
 """
 
+import linecache
+import sys
 import types
+import warnings
 import weakref
-from collections import deque
+from collections import Counter, OrderedDict, deque
 
-from funcgrad.compiler import call
+import numpy as np
+
+from funcgrad import errors
 from funcgrad.config import config
-from funcgrad.core import Array, ShapedArray, Tracer
-from funcgrad.tree_util import _fold, _unflattener, first_mismatch, treedef_is_leaf
+from funcgrad.core import Array, ClosedJaxpr, ShapedArray, Tracer
+from funcgrad.tree_util import PyTreeDef, _fold, _unflattener, first_mismatch, treedef_is_leaf
 
 _cfg = config._values
 _KWARGS = object()  # marks keys of calls with dynamic keyword arguments
 
 
-class _NotPassed:
-    def __repr__(self):
-        return "<not passed>"
+# --- counters ---------------------------------------------------------------------------------
+
+class Stats:
+    """The compile and run counters of jit and the compiler, kept in one place.
+
+    `counts`: `("compile", name)` and `("run", name)` per program name (`f`, `jvp(f)`,
+    `transpose(jvp(f))`): programs compiled for the program cache, and `jit` equations run
+    eagerly (derived programs, calls under grad or debug_nans). A jitted function's own calls
+    are counted by its cache (`cache_info()`, `trace_count`). Read as `compiler.call.stats`.
+    `pipeline`: `compiles`, `compile_seconds` and the phases of the last compilation
+    (`last_seconds`) of every `pipeline.compile_jaxpr` (jit programs, the control-flow bodies
+    compiled with them, direct calls). Read as `compiler.pipeline.stats`.
+    """
+
+    def __init__(self):
+        self.counts = Counter()
+        self.pipeline = {"compiles": 0, "compile_seconds": 0.0, "last_seconds": {}}
+
+    def compiled(self, seconds, phases):
+        """Record one compilation by the pipeline."""
+        p = self.pipeline
+        p["compiles"] += 1
+        p["compile_seconds"] += seconds
+        p["last_seconds"] = phases
 
 
-_NOT_PASSED = _NotPassed()
+stats = Stats()
+
+
+# --- compiled code and derived programs, per program -----------------------------------------
+
+class _Record(OrderedDict):
+    """What is cached for one program, least recently used first; it leaves `records` when
+    the program dies. (The callback holds the records and the key, not the record: a cycle
+    through it would keep compiled code alive until the cycle collector runs.)"""
+
+    def __init__(self, program, records):
+        super().__init__()
+        key = id(program)
+
+        def forget(ref):
+            if key in records and records[key].ref is ref:
+                del records[key]
+        self.ref = weakref.ref(program, forget)
+
+
+class ProgramCache:
+    """Compiled code and derived programs of each program (a ClosedJaxpr, by identity).
+
+    Keys are `("exe", backend, donated)` for compiled code and the deriving transform's own
+    keys (`("jvp", nonzeros)`, ...) for derived programs. A program's record goes when the
+    program dies (a weak reference) or is released; it keeps at most `config.jit_cache_size`
+    values (vmap over ever new batch sizes would otherwise grow it without bound). Values
+    must not refer back to their program, or it could never die: compiled code is built
+    from a copy of the program's wrapper (`call._compile`).
+    """
+
+    def __init__(self):
+        self._records = {}  # id(program) -> _Record
+
+    def get(self, program, key, make):
+        """The value cached for (`program`, `key`), made by `make()` on first use."""
+        rec = self._records.get(id(program))
+        if rec is None or rec.ref() is not program:
+            rec = self._records[id(program)] = _Record(program, self._records)
+        value = rec.get(key)
+        if value is None:
+            value = make()
+            rec[key] = value
+            while len(rec) > max(1, _cfg["jit_cache_size"]):
+                old_key, old = rec.popitem(last=False)
+                self._release_values([(old_key, old)])
+        else:
+            rec.move_to_end(key)
+        return value
+
+    def executable(self, program, backend, donated, name, compile):
+        """`program` compiled for (`backend`, `donated`): `compile(program, backend, donated,
+        name)` on first use, counted as `stats.counts["compile", name]`."""
+        def make():
+            stats.counts["compile", name] += 1
+            return compile(program, backend, donated, name)
+        return self.get(program, ("exe", backend, donated), make)
+
+    def cached(self, program):
+        """The keys cached for `program` (for tests and curious users)."""
+        rec = self._records.get(id(program))
+        return list(rec) if rec is not None and rec.ref() is program else []
+
+    def release(self, program):
+        """Drop what is cached for `program`, and for the programs derived from it, now (their
+        generated sources leave `linecache` with them); later calls compile again."""
+        rec = self._records.pop(id(program), None)
+        if rec is not None:
+            self._release_values(list(rec.items()))
+
+    def _release_values(self, items):
+        stack = items
+        while stack:
+            key, value = stack.pop()
+            if key[0] == "exe":
+                continue
+            for p in _programs_in(value):
+                rec = self._records.pop(id(p), None)
+                if rec is not None:
+                    stack.extend(rec.items())
+
+
+def _programs_in(value):
+    """The programs a derived value holds: `(program, consts, info)` tuples, or an object
+    (a transpose plan) with programs among its attributes."""
+    if type(value) is ClosedJaxpr:
+        return [value]
+    parts = value if type(value) in (tuple, list) else getattr(value, "__dict__", {}).values()
+    return [p for p in parts if type(p) is ClosedJaxpr]
+
+
+programs = ProgramCache()
 
 
 # --- entries and output builders ----------------------------------------------------------------
 
 class _Entry:
-    """One cached trace: the program, its closed-over values and how to call it."""
+    """One cached trace: the program, its closed-over values and how to call it.
 
-    __slots__ = ("jaxpr", "consts", "const_vals", "out_tree", "build_outputs", "params",
-                 "traced_params", "donated", "exe", "cacheable", "hits", "seen_hits",
-                 "fast_keys")
+    `donate`: positions (among the call's leaves) of donated arguments, checked on every
+    call, `kept` the others; `donated`: one bool per program input, the donation the code is
+    compiled for, none unless `takes_buffers` (not on the CUDA backend: its pool reuses
+    memory).
+    """
+
+    __slots__ = ("jaxpr", "consts", "const_vals", "out_tree", "build_outputs", "name",
+                 "bind_params", "donate", "kept", "takes_buffers", "donated", "exe",
+                 "cacheable", "hits", "seen_hits")
 
     def __init__(self, jaxpr, consts, out_tree, donated, name, backend):
-        self.jaxpr, self.consts, self.out_tree = jaxpr, consts, out_tree
+        self.jaxpr, self.consts, self.out_tree, self.name = jaxpr, consts, out_tree, name
         self.cacheable = not any(isinstance(c, Tracer) for c in consts)
         self.const_vals = [c._value for c in consts] if self.cacheable else None
         self.build_outputs = _output_builder(out_tree, [a.weak_type for a in jaxpr.out_avals])
-        self.donated = any(donated)
-        self.params = dict(jaxpr=jaxpr, name=name, donated=donated, backend=backend)
-        self.traced_params = dict(self.params, donated=(False,) * len(donated))
+        mask = donated[len(consts):]
+        self.donate = tuple(i for i, d in enumerate(mask) if d)
+        self.kept = tuple(i for i, d in enumerate(mask) if not d)
+        no_donation = (False,) * len(donated)
+        self.takes_buffers = bool(self.donate) and backend != "cuda"
+        self.donated = donated if self.takes_buffers else no_donation
+        self.bind_params = dict(jaxpr=jaxpr, name=name, donated=no_donation, backend=backend)
         self.exe = None
-        self.hits = 0  # hits on the fast path (the others are counted by the cache)
+        self.hits = 0
         self.seen_hits = 0  # `hits` when eviction last passed over this entry
-        self.fast_keys = []  # its keys in the fast-path table
 
 
 # Generated output builders are kept to trees well inside what Python's parser nests (about
@@ -117,40 +248,35 @@ def _depth(nodes):
 class _FunCache:
     """The traces of one function (shared by every `jit` of it with the same options).
 
-    At most `config.jit_cache_size` entries are kept. Eviction approximates least recently
-    used without costing the hot path anything (the CLOCK policy): entries are queued in
-    insertion order, a slow-path hit moves its entry to the back, and an entry at the front
-    that had fast-path hits since eviction last looked at it is moved to the back instead of
-    evicted. An evicted entry's programs are released at once (see `call.release`).
+    `entries` maps a call's key `(structure, enable_x64, statics, leaf signature...)` to its
+    trace; every call, cached or not, eager or traced, looks it up with the same key. At
+    most `config.jit_cache_size` entries are kept. Eviction approximates least recently used
+    without costing the hot path anything but `entry.hits += 1` (the CLOCK policy): entries
+    are queued in insertion order, and an entry at the front that had hits since eviction
+    last looked at it is moved to the back instead of evicted. An evicted entry's programs
+    are released at once (`programs.release`).
     """
 
     def __init__(self):
-        self.entries = {}  # full key -> _Entry, in eviction order
-        self.fast = {}  # (tree node, x64, leaf signatures...) -> _Entry, for the hot path
-        self.hits = self.misses = self.traces = 0
+        self.entries = {}  # key -> _Entry, in eviction order
+        self.dropped_hits = self.misses = self.traces = 0
         self.recent = deque(maxlen=16)  # (key, leaf names) of recent traces
         self.evicted = {}  # recently evicted keys (at most 16), to explain their misses
         self.last_miss = None
         self.warned = False
-        # A dead function's cache releases its programs at once (see `call.release`).
+        # A dead function's cache releases its programs at once.
         weakref.finalize(self, _release_all, self.entries)
 
-    def hit(self, key, entry):
-        """A slow-path hit: `entry` becomes the most recently used."""
-        self.hits += 1
-        del self.entries[key]
-        self.entries[key] = entry
+    @property
+    def hits(self):
+        """Calls answered from the cache (the counts outlive evicted entries)."""
+        return self.dropped_hits + sum(e.hits for e in self.entries.values())
 
     def add(self, key, entry):
         self.entries[key] = entry
         self.evicted.pop(key, None)
         while len(self.entries) > max(1, _cfg["jit_cache_size"]):
             self._evict_one(entry)
-
-    def add_fast(self, fast_key, entry):
-        if self.fast.get(fast_key) is not entry:
-            self.fast[fast_key] = entry
-            entry.fast_keys.append(fast_key)
 
     def _evict_one(self, newest):
         entries = self.entries
@@ -167,17 +293,13 @@ class _FunCache:
             del self.evicted[next(iter(self.evicted))]
 
     def _drop(self, entry):
-        self.hits += entry.hits  # the counts outlive the entry
-        for k in entry.fast_keys:
-            if self.fast.get(k) is entry:
-                del self.fast[k]
-        call.release(entry.jaxpr)
+        self.dropped_hits += entry.hits
+        programs.release(entry.jaxpr)
 
     def clear(self):
         for entry in self.entries.values():
             self._drop(entry)
         self.entries.clear()
-        self.fast.clear()
 
     def explain(self, key, names):
         """Why `key` missed: the differences from the closest recently traced key."""
@@ -196,7 +318,7 @@ class _FunCache:
 
 def _release_all(entries):
     for entry in entries.values():
-        call.release(entry.jaxpr)
+        programs.release(entry.jaxpr)
 
 
 _shared_caches = weakref.WeakKeyDictionary()  # function -> {options: _FunCache}
@@ -214,7 +336,200 @@ def _cache_for(fun, options):
     return cache
 
 
+# --- donation -----------------------------------------------------------------------------------
+
+class DonatedArrayError(errors.FuncgradError, RuntimeError):
+    """An array that was donated to a jitted function was used afterwards."""
+
+
+def call_donating(entry, leaves, vals, names_of):
+    """Run a donating trace eagerly on `vals` (the values of `leaves`): its output pytree.
+
+    Its donated Arrays are checked (`check_donation`), their buffers taken over (a copy is
+    donated instead where someone else can still see one) and deleted after the call, or
+    when it fails: the program may have overwritten part of them before the error.
+    `names_of()` names the leaves for error messages. Linear in the number of leaves.
+    """
+    check_donation(entry, leaves, names_of)
+    exe = entry.exe
+    if not entry.takes_buffers:
+        try:
+            outs = exe(*entry.const_vals, *vals)
+        except Exception as e:
+            reraise(e, exe, entry.name)
+        return entry.build_outputs(outs)
+    for i in entry.donate:
+        if not (type(leaves[i]) is Array and _refcount(vals, i) <= _SOLE_OWNER_REFS
+                and _private_layout(vals[i])):
+            vals[i] = np.array(vals[i])
+    try:
+        outs = exe(*entry.const_vals, *vals)
+    except BaseException as e:
+        _delete(leaves, entry.donate, entry.name, failed=True)
+        if not isinstance(e, Exception):  # KeyboardInterrupt, SystemExit
+            raise
+        reraise(e, exe, entry.name)
+    _delete(leaves, entry.donate, entry.name)
+    return entry.build_outputs(outs)
+
+
+def check_donation(entry, leaves, names_of):
+    """A donated buffer must not also be read through another argument (or be donated
+    twice). One pass over the kept arguments, one over the donated ones."""
+    readers = {}  # id of a kept buffer (or of the array it views) -> its position
+    for k in entry.kept:
+        x = leaves[k]
+        if type(x) is Array:
+            v = x._value
+            readers[id(v)] = k
+            base = getattr(v, "base", None)
+            if base is not None:
+                readers[id(base)] = k
+    twice = {}  # id of a donated Array -> its first two positions
+    for i in entry.donate:
+        seen = twice.setdefault(id(leaves[i]), [])
+        if len(seen) < 2:
+            seen.append(i)
+    for i in entry.donate:
+        x = leaves[i]
+        if type(x) is not Array:
+            continue
+        j = readers.get(id(x._value))
+        seen = twice[id(x)]
+        if j is None and len(seen) > 1:  # the same Array twice, both donated
+            j = seen[1] if seen[0] == i else seen[0]
+        if j is not None:
+            names = names_of()
+            raise errors.FuncgradValueError(
+                f"jit({entry.name}): argument `{names[i]}` is donated, but the same buffer "
+                f"is also passed as argument `{names[j]}`; donating it would overwrite a "
+                f"value that is still read\n{errors.where()}\n"
+                "  hint: pass a copy (fnp.array(x)) or do not donate this argument.")
+
+
+def warn_unusable_donations(closed, donated, names, name):
+    """Warn (once, at trace time) about donated inputs no output can reuse."""
+    passthrough = set(closed.jaxpr.outvars)
+    free = [(a.shape, a.dtype) for a in closed.out_avals]
+    unusable = []
+    for v, d, leaf in zip(closed.jaxpr.invars, donated, names):
+        if not d or v in passthrough:
+            continue
+        if (v.aval.shape, v.aval.dtype) in free:
+            free.remove((v.aval.shape, v.aval.dtype))
+        else:
+            unusable.append(f"`{leaf}` {v.aval}")
+    if unusable:
+        frame = errors.user_frame() or ("<unknown>", 0, "")
+        warnings.warn_explicit(
+            f"jit({name}): some donated buffers were not usable (no output has their shape "
+            f"and dtype): {', '.join(unusable)}", UserWarning, frame[0], frame[1])
+
+
+def _refcount(vals, i):
+    return sys.getrefcount(vals[i])
+
+
+def _private_layout(v):
+    return type(v) is np.ndarray and v.flags.owndata and v.flags.writeable and \
+        v.flags.c_contiguous
+
+
+def _calibrate():
+    a = Array(np.zeros(1))
+    return _refcount([a._value], 0)  # held by the Array, the list and the call's argument
+
+
+_SOLE_OWNER_REFS = _calibrate()
+
+
+class _Deleted:
+    """Stands in for the buffer of a donated Array: any use raises a clear error.
+
+    The message is built only when raised: donation runs on every call of a training step.
+    """
+
+    __slots__ = ("_shape", "_dtype", "_name", "_failed")
+
+    def __init__(self, shape, dtype, name, failed=False):
+        self._shape, self._dtype, self._name, self._failed = shape, dtype, name, failed
+
+    @property
+    def message(self):
+        aval = ShapedArray(self._shape, self._dtype)
+        if self._failed:
+            return (f"this Array ({aval}) was donated to jit({self._name}) (donate_argnums), "
+                    "whose call failed after its buffer may have been partly overwritten; it "
+                    "can no longer be used.\n"
+                    "  hint: keep a copy (fnp.array(x)) to retry a failing call with donated "
+                    "arguments, or do not donate this argument.")
+        return (f"this Array ({aval}) was donated to jit({self._name}) (donate_argnums) and its "
+                "buffer may have been reused; it can no longer be used.\n"
+                "  hint: use the function's outputs instead, or do not donate this argument.")
+
+    def __getattr__(self, attr):
+        raise DonatedArrayError(self.message)
+
+    def __array__(self, *args, **kwargs):
+        raise DonatedArrayError(self.message)
+
+    def __repr__(self):
+        return "<donated buffer>"
+
+
+def _delete(leaves, donate, name, failed=False):
+    for i in donate:
+        a = leaves[i]
+        if type(a) is Array:
+            v = a._value
+            if type(v) is not _Deleted:
+                a._value = _Deleted(v.shape, v.dtype, name, failed)
+
+
+def is_deleted(x):
+    """True when `x` is an Array whose buffer was donated to a jitted call."""
+    return type(x) is Array and type(x._value) is _Deleted
+
+
+# --- failures of compiled code ------------------------------------------------------------------
+
+def reraise(e, exe, name):
+    """Re-raise an exception from running compiled code: funcgrad errors as they are,
+    anything else as a FuncgradInternalError naming the generated line."""
+    if isinstance(e, errors.FuncgradError):
+        raise e
+    raise errors.FuncgradInternalError(
+        f"jit({name}): the compiled code raised {type(e).__name__}: {e}\n"
+        f"{_generated_line(e, exe)}  This is a funcgrad bug, please report it.\n"
+        f"{errors.where()}\n"
+        "  hint: config.update('disable_jit', True) runs the function op by op.") from e
+
+
+def _generated_line(e, exe):
+    """'  generated code FILE:LINE: text' for the deepest frame in generated source."""
+    tb, frame = e.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename.startswith("<"):
+            frame = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    if frame is None:
+        return ""
+    text = linecache.getline(*frame).strip()
+    if not text and hasattr(exe, "as_text"):
+        lines = exe.as_text().splitlines()
+        text = lines[frame[1] - 1].strip() if 0 < frame[1] <= len(lines) else ""
+    return f"  generated code {frame[0]}:{frame[1]}: {text}\n"
+
+
 # --- explaining misses -----------------------------------------------------------------------
+
+class _NotPassed:
+    def __repr__(self):
+        return "<not passed>"
+
+
+_NOT_PASSED = _NotPassed()
+
 
 def _fmt_sig(s):
     return ShapedArray(s[0], s[1]).str_short() + (" (weakly typed)" if s[2] else "")
@@ -222,12 +537,14 @@ def _fmt_sig(s):
 
 def _key_diff(old, new, names):
     """Readable differences between two cache keys."""
-    (ot, osig, ost, ox), (nt, nsig, nst, nx) = old, new
+    (ot, ox, ost), osig = old[:3], old[3:]
+    (nt, nx, nst), nsig = new[:3], new[3:]
     diffs = []
     if ox != nx:
         diffs.append(f"config enable_x64: {ox} -> {nx}")
     if ot != nt:
-        diffs.append(f"argument pytree structure {first_mismatch(ot, nt)}")
+        diffs.append("argument pytree structure "
+                     f"{first_mismatch(PyTreeDef(ot, len(osig)), PyTreeDef(nt, len(nsig)))}")
     else:
         diffs += [f"argument `{n}`: {_fmt_sig(a)} -> {_fmt_sig(b)}"
                   for n, a, b in zip(names, osig, nsig) if a != b]

@@ -8,7 +8,8 @@
 A backend gets the fused program and a `compile_subprogram` callback (this function, for
 the same backend) for the bodies of higher-order primitives; backends never import this
 module. `stats["compiles"]` counts compilations (tests read it to check caching);
-`stats["last_seconds"]` holds the time of each phase of the last compilation.
+`stats["last_seconds"]` holds the time of each phase of the last compilation (a view of
+the one set of counters, `jit_cache.stats`).
 """
 
 import time
@@ -16,11 +17,12 @@ import time
 from funcgrad.backends import get_backend
 from funcgrad.compiler.bucketing import bucket_collectives
 from funcgrad.compiler.fusion import fuse
+from funcgrad.compiler.jit_cache import stats as _counters
 from funcgrad.compiler.passes import cse, dce, fold_constants, inline_calls, simplify
 from funcgrad.config import config
 from funcgrad.core import typecheck_jaxpr
 
-stats = {"compiles": 0, "compile_seconds": 0.0, "last_seconds": {}}
+stats = _counters.pipeline  # {"compiles", "compile_seconds", "last_seconds"}
 
 PASSES = (fold_constants, simplify, cse, dce)
 
@@ -71,7 +73,5 @@ def compile_jaxpr(closed, backend="cpu", donate_argnums=(), optimize_ir=True):
     exe = get_backend(backend).compile_program(program, tuple(donate_argnums), opt,
                                                compile_subprogram=subprogram)
     t3 = time.perf_counter()
-    stats["compiles"] += 1
-    stats["compile_seconds"] += t3 - t0
-    stats["last_seconds"] = {"optimize": t1 - t0, "fuse": t2 - t1, "render": t3 - t2}
+    _counters.compiled(t3 - t0, {"optimize": t1 - t0, "fuse": t2 - t1, "render": t3 - t2})
     return exe
