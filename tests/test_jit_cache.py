@@ -170,3 +170,19 @@ def test_counters_are_one_set_read_through_views():
     assert call.stats["compile", name] == per_name + 1
     info = f.cache_info()
     assert (info.hits, info.misses, info.traces, info.size) == (3, 1, 1, 1)
+
+
+def test_a_compiled_call_with_jit_disabled_runs_the_function():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x * 2.0
+    compiled = fg.jit(f).lower(fnp.ones(2)).compile()
+    assert len(calls) == 1
+    fg.config.update("disable_jit", True)
+    try:
+        close(compiled(fnp.ones(2)), [2.0, 2.0])
+    finally:
+        fg.config.update("disable_jit", False)
+    assert len(calls) == 2

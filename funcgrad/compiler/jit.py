@@ -1,14 +1,15 @@
 """`jit`: trace a function once per input signature, compile it, cache it, call it fast.
 
 A jitted function's cache is keyed on (pytree structure, shapes, dtypes, weak types, static
-argument values, enable_x64); the backend is fixed per jitted function. A miss traces the
-function abstractly into a jaxpr whose closed-over arrays become leading inputs (closure
-conversion), and the eager call compiles it through `funcgrad.compiler.pipeline`. Under
-another trace (grad, vmap, an outer jit) the call is recorded as one `jit` equation
-(`call.jit_p`) that the transforms keep compiled. The hot path (cache hit, no trace)
-flattens, builds the key from the leaves, looks it up and calls the executable.
-This module owns the user-facing API only; the cache (bounded by `config.jit_cache_size`)
-lives in `compiler/jit_cache.py`, the primitive in `compiler/call.py`.
+argument values, enable_x64); the backend is fixed per jitted function. Every call computes
+its key once (`Jitted._key`) and takes one path (`Jitted._call`): a hit runs the cached
+executable; a miss traces the function abstractly into a jaxpr whose closed-over arrays
+become leading inputs (closure conversion), compiles it through `funcgrad.compiler.pipeline`
+and runs it the same way. Under another trace (grad, vmap, an outer jit) the call is
+recorded as one `jit` equation (`call.jit_p`) that the transforms keep compiled.
+This module owns the user-facing API only; the cache (bounded by `config.jit_cache_size`),
+donation and the counters live in `compiler/jit_cache.py`, the primitive in
+`compiler/call.py`.
 """
 
 import functools
@@ -175,6 +176,8 @@ class Jitted:
             entry = self._cache.entries[key]
         except (KeyError, TypeError):
             entry = self._lookup(key, args, kwargs)
+            if not entry.cacheable:  # it closes over tracers: the bind reports them
+                return self._bind_entry(entry, leaves, args, kwargs)
         else:
             entry.hits += 1
         exe = entry.exe
@@ -190,7 +193,11 @@ class Jitted:
         return entry.build_outputs(outs)
 
     def _bind(self, key, leaves, args, kwargs):
-        entry = self._lookup(key, args, kwargs)
+        if _cfg["disable_jit"]:  # a `Compiled` called with jit disabled
+            return self._fun(*args, **kwargs)
+        return self._bind_entry(self._lookup(key, args, kwargs), leaves, args, kwargs)
+
+    def _bind_entry(self, entry, leaves, args, kwargs):
         if entry.donate and current_trace() is None:  # debug_nans: checked, not donated
             check_donation(entry, leaves, lambda: self._names_of(args, kwargs))
         outs = call.jit_p.bind(*entry.consts, *leaves, **entry.bind_params)
@@ -333,7 +340,7 @@ class Jitted:
                   f"abstract arrays. If Python control flow needs their values, mark them "
                   f"static: jit({self._name}, static_argnames={tops!r}).",)
 
-    # --- donation ---------------------------------------------------------------------------
+    # --- which leaves are donated (the rest of donation is in jit_cache) -------------------
     def _donated_leaves(self, info, num_leaves):
         """One bool per leaf: does it belong to a donated positional argument?"""
         if not self._donate:
