@@ -207,11 +207,14 @@ class Jitted:
         """`(key, leaves, values)` of a call, computed once: the cache key `(structure,
         enable_x64, statics, (shape, dtype, weak_type) per leaf...)`, the array leaves, and
         their numpy values (None when a leaf is a tracer and has none)."""
-        if kwargs or self._static_nums:
+        nums = self._static_nums
+        if not nums and not kwargs:
+            dyn, statics = args, ()
+        elif not kwargs and nums[0] >= 0 and nums[-1] < len(args):
+            dyn, statics = self._split_positional(args)
+        else:
             info, statics = self._split(args, kwargs)
             dyn = info.dyn
-        else:
-            dyn, statics = args, ()
         leaves = []
         key, vals = [_flatten(dyn, leaves), _X64, statics], []
         add_key, add_val = key.append, vals.append
@@ -237,11 +240,9 @@ class Jitted:
     def _split(self, args, kwargs):
         """(`_CallInfo`, static part of the key) of a call."""
         nums, n = self._static_nums, len(args)
-        if not kwargs and nums and nums[0] >= 0 and nums[-1] < n:  # the common case
-            labels = self._static_labels
-            statics = tuple([(labels[i], type(args[i]), args[i]) for i in nums])
-            return _CallInfo(tuple([a for i, a in enumerate(args) if i not in nums]), nums,
-                             False), statics
+        if not kwargs and nums and nums[0] >= 0 and nums[-1] < n:
+            dyn, statics = self._split_positional(args)
+            return _CallInfo(dyn, nums, False), statics
         static_pos = sorted({i % n for i in nums if -n <= i < n}) if n else []
         statics = [(self._arg_label(i), args[i]) for i in static_pos]
         dyn_kwargs = {}
@@ -256,6 +257,13 @@ class Jitted:
         if dyn_kwargs:
             return _CallInfo((dyn_args, dyn_kwargs), static_pos, True), statics + (_KWARGS,)
         return _CallInfo(dyn_args, static_pos, False), statics
+
+    def _split_positional(self, args):
+        """(dynamic arguments, statics) of a call passing every static argument by position
+        (the common case, on the hot path)."""
+        nums, labels = self._static_nums, self._static_labels
+        return (tuple([a for i, a in enumerate(args) if i not in nums]),
+                tuple([(labels[i], type(args[i]), args[i]) for i in nums]))
 
     def _lookup(self, key, args, kwargs):
         """The cache entry for `key`, tracing the function on a miss."""
