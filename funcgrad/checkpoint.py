@@ -5,7 +5,7 @@ records a single linear equation, `checkpoint_lin`, whose only residuals are the
 inputs (plus the intermediates a `policy` chooses to save); the transpose of that equation
 re-runs the block's forward and its vjp inside the backward pass. Eagerly (no trace) a
 checkpointed function just runs: nothing is stored, so there is nothing to save.
-Imports the core, the interpreters and `custom_derivatives`' sub-jaxpr helpers.
+Imports the core, the interpreters and `custom_derivatives`' eager helpers.
 """
 
 import functools
@@ -21,8 +21,9 @@ from funcgrad.core import (
     new_builder,
     set_trace,
 )
-from funcgrad.custom_derivatives import _front, batch_jaxpr, eval_eagerly, trace_converted
+from funcgrad.custom_derivatives import _front, eval_eagerly
 from funcgrad.interpreters import ad, batching
+from funcgrad.interpreters import partial_eval as pe
 from funcgrad.tree_util import tree_flatten, tree_unflatten
 
 __all__ = ["checkpoint", "checkpoint_lin_p", "checkpoint_p", "checkpoint_policies", "remat"]
@@ -70,7 +71,7 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
             out = fun(*[args[i] if i in stat else next(it) for i in range(len(args))], **kw)
             out_leaves, store["tree"] = tree_flatten(out)
             return out_leaves
-        closed, consts = trace_converted(flat, [get_aval(x) for x in leaves], "checkpoint")
+        closed, consts = pe.closure_convert(flat, [get_aval(x) for x in leaves], "checkpoint")
         outs = checkpoint_p.bind(*consts, *leaves, jaxpr=closed, prevent_cse=prevent_cse,
                                  policy=policy)
         return tree_unflatten(store["tree"], outs)
@@ -139,7 +140,7 @@ def _checkpoint_jvp(primals, outs, tangents, *, jaxpr, prevent_cse, policy):
 
 def _checkpoint_batch(args, dims, *, jaxpr, prevent_cse, policy):
     args, dims, size = _front(args, dims)
-    bj, consts = batch_jaxpr(jaxpr, dims, size, "checkpoint")
+    bj, consts = pe.closure_convert(batching.batch_jaxpr(jaxpr, dims, size, True)[0])
     outs = checkpoint_p.bind(*consts, *args, jaxpr=bj, prevent_cse=prevent_cse, policy=policy)
     return outs, [0] * len(outs)
 
@@ -180,7 +181,7 @@ def _checkpoint_lin_abstract(*avals, jaxpr, nz_in, saved):
 def _checkpoint_lin_jvp(primals, outs, tangents, *, jaxpr, nz_in, saved):
     # The linear map is itself a checkpointed block of its inputs.
     fn = lambda *a: _lin_apply(a, jaxpr, nz_in, saved)
-    lj, consts = trace_converted(fn, [get_aval(x) for x in primals], "checkpoint")
+    lj, consts = pe.closure_convert(fn, [get_aval(x) for x in primals], "checkpoint")
     ts = [ad.Zero(get_aval(c)) for c in consts] + list(tangents)
     return _checkpoint_jvp(consts + list(primals), None, ts, jaxpr=lj, prevent_cse=True,
                            policy=None)
@@ -207,7 +208,8 @@ def _checkpoint_lin_batch(args, dims, *, jaxpr, nz_in, saved):
     primals, _, tangents = _split(list(zip(args, dims)), jaxpr, saved)
     primals = [move_to(x, d, 0, size) for x, d in primals]
     tangents = [move_to(x, d, 0, size) for x, d in tangents]
-    bj, consts = batch_jaxpr(jaxpr, [0] * len(primals), size, "checkpoint")
+    bj, consts = pe.closure_convert(batching.batch_jaxpr(jaxpr, [0] * len(primals), size,
+                                                         True)[0])
     outs = checkpoint_lin_p.bind(*consts, *primals, *tangents, jaxpr=bj,
                                  nz_in=(False,) * len(consts) + nz_in, saved=())
     return outs, [0] * len(outs)

@@ -23,8 +23,6 @@ from funcgrad.core import (
     Array,
     ArrayBase,
     Builder,
-    ClosedJaxpr,
-    Jaxpr,
     Primitive,
     ShapedArray,
     computing_known_for,
@@ -34,9 +32,9 @@ from funcgrad.core import (
     get_aval,
     set_trace,
     to_array,
-    trace_to_jaxpr,
 )
 from funcgrad.interpreters import ad, batching
+from funcgrad.interpreters import partial_eval as pe
 from funcgrad.tree_util import (
     keystr,
     tree_flatten,
@@ -49,28 +47,7 @@ __all__ = ["custom_jvp", "custom_jvp_call_p", "custom_vjp", "custom_vjp_call_p",
            "custom_vjp_lin_p"]
 
 
-# --- shared helpers: closure-converted sub-jaxprs ----------------------------------------------
-
-def trace_converted(fun, avals, name):
-    """Trace flat `fun` at `avals`: a ClosedJaxpr without consts whose first invars are the
-    values it closed over, and those values (to be passed as leading operands)."""
-    closed = trace_to_jaxpr(fun, avals, name)
-    j = closed.jaxpr
-    return ClosedJaxpr(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns),
-                       []), list(closed.consts)
-
-
-def batch_jaxpr(closed, dims, size, name):
-    """The batched version of a const-free jaxpr (all outputs mapped along axis 0)."""
-    avals = [a if d is None else ShapedArray(a.shape[:d] + (size,) + a.shape[d:], a.dtype,
-                                             a.weak_type)
-             for a, d in zip(closed.in_avals, dims)]
-
-    def fun(*args):
-        outs, o_dims = batching.batch_eval(closed.jaxpr, [], list(args), list(dims))
-        return [move_to(o, d, 0, size) for o, d in zip(outs, o_dims)]
-    return trace_converted(fun, avals, name)
-
+# --- shared helpers (also used by checkpoint) --------------------------------------------------
 
 def eval_eagerly(closed, *args):
     with set_trace(None):
@@ -175,7 +152,7 @@ class _Call:
         return leaves
 
     def trace(self, kind):
-        closed, consts = trace_converted(
+        closed, consts = pe.closure_convert(
             self.flat_fun, [get_aval(x) for x in self.nd_vals + self.diff_leaves], kind)
         self.out_avals = closed.out_avals
         return closed, consts
@@ -373,7 +350,7 @@ def _custom_jvp_call_jvp(primals, outs, tangents, *, jaxpr, num_consts, name, _r
 
 def _custom_jvp_call_batch(args, dims, *, jaxpr, num_consts, name, _rule):
     args, dims, size = _front(args, dims)
-    bj, consts = batch_jaxpr(jaxpr, dims, size, "custom_jvp")
+    bj, consts = pe.closure_convert(batching.batch_jaxpr(jaxpr, dims, size, True)[0])
     rule = _BatchedJvpRule(_rule, len(consts), dims, size, bj.out_avals)
     outs = custom_jvp_call_p.bind(*consts, *args, jaxpr=bj, num_consts=len(consts) + num_consts,
                                   name=name, _rule=rule)
@@ -631,7 +608,7 @@ def _custom_vjp_call_jvp(primals, outs, tangents, *, jaxpr, num_consts, name, _f
 
 def _custom_vjp_call_batch(args, dims, *, jaxpr, num_consts, name, _fwd):
     args, dims, size = _front(args, dims)
-    bj, consts = batch_jaxpr(jaxpr, dims, size, "custom_vjp")
+    bj, consts = pe.closure_convert(batching.batch_jaxpr(jaxpr, dims, size, True)[0])
     fwd = _BatchedFwd(_fwd, len(consts), dims, size)
     outs = custom_vjp_call_p.bind(*consts, *args, jaxpr=bj, num_consts=len(consts) + num_consts,
                                   name=name, _fwd=fwd)

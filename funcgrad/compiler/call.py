@@ -9,10 +9,11 @@
   backend: "cpu" or "cuda".
 Eagerly it compiles the sub-program once (kept by the program cache of jit_cache.py, keyed
 on the jaxpr object, backend and donation) and runs it on numpy values. Transforms keep it
-a compiled call: jvp binds `jit_p` of the jvp program; transpose partially evaluates that
-program into a known part (residuals) and a linear part and binds `jit_p` of each (the
-linear one transposed); vmap binds `jit_p` of the batched program. So `grad(jit(f))` runs
-compiled forward and backward code.
+a compiled call, with the interpreters' sub-program transforms: jvp binds `jit_p` of the
+jvp program (`ad.jvp_jaxpr`); transpose partially evaluates that program into a known part
+(residuals) and a linear part and binds `jit_p` of each, the linear one transposed
+(`ad.MixedTranspose`); vmap binds `jit_p` of the batched program (`batching.batch_jaxpr`).
+So `grad(jit(f))` runs compiled forward and backward code.
 This module must not import funcgrad.compiler.jit (the user-facing API sits on top).
 """
 
@@ -28,14 +29,12 @@ from funcgrad.core import (
     Array,
     ClosedJaxpr,
     Eqn,
-    Jaxpr,
     Literal,
     Primitive,
     Var,
     eval_jaxpr,
     get_aval,
     to_array,
-    trace_to_jaxpr,
 )
 from funcgrad.core.array import device_provider
 from funcgrad.interpreters import ad, batching
@@ -166,14 +165,6 @@ jit_p.def_impl(_jit_impl, raw=False)
 jit_p.def_abstract_eval(_jit_abstract)
 
 
-def closure_convert(closed):
-    """`(jaxpr, consts)`: the consts of `closed` become its leading inputs."""
-    j = closed.jaxpr
-    if not j.constvars:
-        return closed, []
-    return ClosedJaxpr(Jaxpr([], j.constvars + j.invars, j.outvars, j.eqns), []), closed.consts
-
-
 def call_jaxpr(closed, consts, args, name, backend):
     """Bind `jit_p` of `closed` (no consts) on `consts + args` in the current trace; a program
     without equations only forwards its inputs and is not compiled."""
@@ -196,20 +187,10 @@ def _derive(closed, key, make):
 def _jvp_program(closed, nonzeros):
     """(primals..., nonzero tangents...) -> nonzero tangent outs; the primal outputs are
     computed by the primal call already, so the program has only tangent outputs."""
-    n = len(closed.in_avals)
-    out_nonzero = []
-
-    def fun(*args):
-        it = iter(args[n:])
-        ts = [next(it) if nz else ad.Zero(a) for nz, a in zip(nonzeros, closed.in_avals)]
-        _, t_outs = ad.jvp_eval(closed.jaxpr, closed.consts, list(args[:n]), ts)
-        out_nonzero[:] = [type(t) is not ad.Zero for t in t_outs]
-        return [t for t in t_outs if type(t) is not ad.Zero]
-    avals = list(closed.in_avals) + [ad.tangent_aval(a)
-                                     for a, nz in zip(closed.in_avals, nonzeros) if nz]
-    traced = trace_to_jaxpr(fun, avals, "jvp")
-    jaxpr, _ = pe.dce_jaxpr(traced.jaxpr, [True] * len(traced.jaxpr.outvars), drop_effects=True)
-    program, consts = closure_convert(ClosedJaxpr(jaxpr, traced.consts))
+    jvp, out_nonzero = ad.jvp_jaxpr(closed, nonzeros, instantiate=False)
+    used = [False] * len(closed.out_avals) + [True] * sum(out_nonzero)
+    jaxpr, _ = pe.dce_jaxpr(jvp.jaxpr, used, drop_effects=True)
+    program, consts = pe.closure_convert(ClosedJaxpr(jaxpr, jvp.consts))
     return program, consts, out_nonzero
 
 
@@ -225,62 +206,24 @@ def _jit_jvp(primals, outs, tangents, *, jaxpr, name, donated, backend):
 
 # --- transpose --------------------------------------------------------------------------------
 
-class _TransposePlan:
-    """How to transpose a call with some undefined (linear) inputs: a known program for the
-    residuals and the transposed linear program, both built once and compiled once."""
-
-    def __init__(self, closed, undefined, ct_nonzero):
-        known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(closed, undefined, False)
-        n_known_outs = len(known.jaxpr.outvars) - num_res
-        # Cotangents of known outputs cannot reach linear inputs: only residuals are needed.
-        kj, self.known_used = pe.dce_jaxpr(known.jaxpr, [False] * n_known_outs + [True] * num_res,
-                                           prune_inputs=True, drop_effects=True)
-        self.res_from_input = [kj.invars.index(r) if r in kj.invars else None for r in kj.outvars]
-        computed = [r for r, i in zip(kj.outvars, self.res_from_input) if i is None]
-        kj, _ = pe.dce_jaxpr(Jaxpr(kj.constvars, kj.invars, computed, kj.eqns),
-                             [True] * len(computed))
-        self.known, self.known_consts = closure_convert(ClosedJaxpr(kj, known.consts))
-        self.ct_used = [u and nz for u, nz in zip(out_unknowns, ct_nonzero)]
-        lin, _ = pe.dce_jaxpr(unknown.jaxpr, [nz for u, nz in zip(out_unknowns, ct_nonzero) if u])
-        mask = [False] * num_res + [True] * sum(undefined)
-        transposed = ad.transpose_jaxpr(ClosedJaxpr(lin, []), mask)
-        self.transposed, self.t_consts = closure_convert(transposed)
-
-    def residuals(self, known_args, name, backend):
-        ins = [a for a, u in zip(known_args, self.known_used) if u]
-        computed = iter(call_jaxpr(self.known, self.known_consts, ins, f"residuals({name})",
-                                   backend))
-        return [next(computed) if i is None else ins[i] for i in self.res_from_input]
-
-
 def _jit_transpose(cts, *args, jaxpr, name, donated, backend):
+    """The known part (residuals) and the transposed linear part run as two compiled calls."""
     undefined = tuple(ad.is_undefined(a) for a in args)
     ct_nonzero = tuple(type(c) is not ad.Zero for c in cts)
     plan = _derive(jaxpr, ("transpose", undefined, ct_nonzero),
-                   lambda: _TransposePlan(jaxpr, list(undefined), ct_nonzero))
-    if not any(plan.ct_used):
-        return [ad.Zero(a.aval) if u else None for a, u in zip(args, undefined)]
-    res = plan.residuals([a for a, u in zip(args, undefined) if not u], name, backend)
-    used_cts = [c for c, used in zip(cts, plan.ct_used) if used]
-    ct_ins = iter(call_jaxpr(plan.transposed, plan.t_consts, res + used_cts,
-                             f"transpose({name})", backend))
+                   lambda: ad.MixedTranspose(jaxpr, list(undefined), ct_nonzero))
+
+    def run(program, consts, operands, part):
+        return call_jaxpr(program, consts, operands, f"{part}({name})", backend)
+    ct_ins = iter(plan.apply(args, cts, run))
     return [next(ct_ins) if u else None for u in undefined]
 
 
 # --- vmap -------------------------------------------------------------------------------------
 
 def _batched_program(closed, dims, size):
-    out_dims = []
-
-    def fun(*args):
-        outs, o_dims = batching.batch_eval(closed.jaxpr, closed.consts, args, dims)
-        out_dims[:] = [batching.not_mapped if d is batching.not_mapped else 0 for d in o_dims]
-        return [o if d is batching.not_mapped else batching.moveaxis(o, d, 0)
-                for o, d in zip(outs, o_dims)]
-    avals = [a if d is batching.not_mapped
-             else a.update(shape=a.shape[:d] + (size,) + a.shape[d:])
-             for a, d in zip(closed.in_avals, dims)]
-    program, consts = closure_convert(trace_to_jaxpr(fun, avals, "vmap"))
+    batched, out_dims = batching.batch_jaxpr(closed, dims, size)
+    program, consts = pe.closure_convert(batched)
     return program, consts, out_dims
 
 
@@ -320,4 +263,4 @@ batching.batch_rules[jit_p] = _jit_batch
 pe.partial_eval_rules[jit_p] = _jit_partial_eval
 
 __all__ = ["BackendUnavailableError", "KNOWN_BACKENDS", "call_jaxpr", "check_backend",
-           "closure_convert", "executable", "jit_p", "require_backend", "stats"]
+           "executable", "jit_p", "require_backend", "stats"]

@@ -15,6 +15,7 @@ from funcgrad.core.ir import (
     pp_jaxpr,
     typecheck_jaxpr,
 )
+from funcgrad.core.ops import ops, register_op
 from funcgrad.core.trace import (
     Builder,
     Primitive,
@@ -32,12 +33,13 @@ from funcgrad.core.trace import (
     set_trace,
     source_context,
     trace_to_jaxpr,
+    vma_rules,
 )
 
 __all__ = [
     "Array", "ArrayBase", "Builder", "ClosedJaxpr", "Eqn", "Jaxpr", "JaxprTypeError", "Literal",
     "Primitive", "ShapedArray", "Tracer", "Var", "bind_at", "concrete_value", "current_source",
     "computing_known_for", "current_trace", "eval_jaxpr", "get_aval", "is_concrete",
-    "jaxpr_as_fun", "new_builder",
-    "pp_jaxpr", "set_trace", "source_context", "to_array", "trace_to_jaxpr", "typecheck_jaxpr",
+    "jaxpr_as_fun", "new_builder", "ops", "pp_jaxpr", "register_op", "set_trace",
+    "source_context", "to_array", "trace_to_jaxpr", "typecheck_jaxpr", "vma_rules",
 ]

@@ -17,6 +17,7 @@ from funcgrad import dtypes, errors
 from funcgrad.config import config
 from funcgrad.core.array import Array, ArrayBase, _device_types, to_array
 from funcgrad.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from funcgrad.core.ops import ops
 
 _trace_ctx = contextvars.ContextVar("funcgrad_trace", default=None)
 _source_override = contextvars.ContextVar("funcgrad_source", default=None)
@@ -331,10 +332,43 @@ class Tracer(ArrayBase):
 
 _builder_ids = itertools.count()
 
-# Typing by mesh axes (`ShapedArray.vma`, see funcgrad.lax.parallel, which installs it): a
-# builder with a typed input or capture calls `vma_rule(builder, prim, args, avals, params)`,
-# which returns `(args with invariant operands cast to varying, or None; the outputs' vma)`.
-vma_rule = None
+# Typing by mesh axes (`ShapedArray.vma`, see funcgrad.lax.parallel): a builder with a typed
+# input or capture types each equation with `_vma_typing`. A primitive's block may register a
+# rule `vma_rules[prim](builder, args, avals, **params)` (loops check their carry); a rule
+# returns `(args with invariant operands cast to varying, or None; the outputs' vma)`.
+vma_rules = {}
+_NO_AXES = frozenset()
+
+
+def _vma_typing(builder, prim, args, avals, params):
+    """`vma_rules[prim]`, else the default: the outputs vary over the union of the operands'
+    axes, and an invariant traced operand that meets a varying one is cast by `ops.pvary`
+    first. A primitive with `types_vma` types its outputs itself (collectives); one holding
+    sub-programs is typed without casts."""
+    if getattr(prim, "types_vma", False):
+        return None, None
+    rule = vma_rules.get(prim)
+    if rule is not None:
+        return rule(builder, args, avals, **params)
+    vmas = [a.vma or _NO_AXES for a in avals]
+    union = _NO_AXES.union(*vmas)
+    if not union or _holds_programs(params):
+        return None, union
+    new = None
+    for i, (x, v) in enumerate(zip(args, vmas)):
+        if v != union and isinstance(x, Tracer):
+            new = list(args) if new is None else new
+            missing = tuple(sorted(union - v))
+            new[i] = builder.process(ops.pvary, [x], {"axis_name": missing})[0]
+    return new, union
+
+
+def _holds_programs(params):
+    for v in params.values():
+        if isinstance(v, (Jaxpr, ClosedJaxpr)) or (
+                isinstance(v, tuple) and v and isinstance(v[0], (Jaxpr, ClosedJaxpr))):
+            return True
+    return False
 
 
 class Builder:
@@ -357,7 +391,7 @@ class Builder:
         self._captured = {}
         self.known = {}  # var -> value one level up, for vars whose value is known
         self.id = next(_builder_ids)
-        self.typed = False  # holds values typed by mesh axes (see `vma_rule`)
+        self.typed = False  # holds values typed by mesh axes (see `vma_rules`)
 
     def new_input(self, aval, val=None):
         var = Var(aval)
@@ -422,7 +456,7 @@ class Builder:
                 atoms.append(atom), avals.append(aval), vals.append(val)
         out_vma = None
         if self.typed:
-            new_args, out_vma = vma_rule(self, prim, args, avals, params)
+            new_args, out_vma = _vma_typing(self, prim, args, avals, params)
             if new_args is not None:  # operands cast to varying first (`pvary`)
                 return self.process(prim, new_args, params)
         out_avals = _cached_abstract_eval(prim, avals, params)

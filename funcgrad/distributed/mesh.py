@@ -334,5 +334,4 @@ shard_map_check_p.types_vma = True
 shard_map_check_p.def_impl(_check_impl)
 shard_map_check_p.def_abstract_eval(lambda *avals, **params: ShapedArray((), np.dtype(np.bool_)))
 ad.defjvp_zero(shard_map_check_p)
-batching.batch_rules[shard_map_check_p] = \
-    lambda args, dims, **params: (shard_map_check_p.bind(*args, **params), None)
+batching.defunmapped(shard_map_check_p)

@@ -13,6 +13,11 @@ Rule tables owned here:
       `outs` are the already-computed primal outputs, tangents may be `Zero`.
   transpose_rules[p](ct, *args, **params) -> list with one cotangent (or None) per arg;
       linear args arrive as `UndefinedPrimal(aval)`, ct may be `Zero` for multi-results.
+Sub-program transforms, the one home for every higher-order primitive's rules:
+`jvp_jaxpr` (jvp of a closed program), `transpose_jaxpr` (of a linear one) and
+`MixedTranspose` / `transpose_mixed` (of a program with known and linear inputs, through
+partial evaluation). Imports core and the other interpreters only: the lax operations it
+needs (`full`) come from the `funcgrad.core.ops` registry.
 """
 
 import numpy as np
@@ -20,16 +25,20 @@ import numpy as np
 from funcgrad import dtypes, errors
 from funcgrad.core import (
     ClosedJaxpr,
+    Jaxpr,
     Literal,
     Primitive,
     ShapedArray,
     Tracer,
     current_trace,
+    eval_jaxpr,
     get_aval,
     new_builder,
+    ops,
     source_context,
     trace_to_jaxpr,
 )
+from funcgrad.interpreters import partial_eval as pe
 
 jvp_rules = {}
 transpose_rules = {}
@@ -74,9 +83,11 @@ def differentiable(aval):
 def instantiate(t):
     """A real array for a tangent that may be a symbolic `Zero`."""
     if type(t) is Zero:
-        from funcgrad import lax
-        return lax.full(t.aval.shape, 0, t.aval.dtype)
+        return ops.full(t.aval.shape, 0, t.aval.dtype)
     return t
+
+
+_instantiate = instantiate  # for the functions whose `instantiate` parameter shadows it
 
 
 def add_tangents(a, b):
@@ -192,17 +203,37 @@ def jvp_eval(jaxpr, consts, primals, tangents, known=None):
     return [read_p(v) for v in jaxpr.outvars], [read_t(v) for v in jaxpr.outvars]
 
 
-def jvp_jaxpr(closed, instantiate_zeros=True):
-    """IR -> IR: a ClosedJaxpr mapping (primals..., tangents...) to (outs..., tangent outs...)."""
-    n = len(closed.in_avals)
+def jvp_jaxpr(closed, nonzeros, instantiate):
+    """IR -> IR: the jvp of `closed` for the tangent inputs marked in `nonzeros`.
+
+    Args:
+        closed: a ClosedJaxpr (consts allowed).
+        nonzeros: one bool per input: whether it has a tangent input (else a symbolic zero).
+        instantiate: a bool or one per output: give that output a tangent output even when
+            it is symbolically zero (then it is zeros).
+
+    Returns:
+        `(jvp, out_nonzeros)`: `jvp` (a ClosedJaxpr, possibly with consts; see
+        `partial_eval.closure_convert`) maps (primals..., nonzero tangents...) to
+        (outs..., nonzero tangent outs...); `out_nonzeros` marks the outputs with one.
+
+    Example:
+        For `{ lambda ; a. let b = sin a in (b,) }` and `nonzeros=[True]`, `jvp` is
+        `{ lambda ; a b. let c = sin a; d = cos a; e = mul b d in (c, e) }`.
+    """
+    n, n_out = len(closed.in_avals), len(closed.out_avals)
+    inst = [instantiate] * n_out if isinstance(instantiate, bool) else list(instantiate)
+    out_nonzeros = []
 
     def fun(*args):
-        outs, t_outs = jvp_eval(closed.jaxpr, closed.consts, args[:n], args[n:])
-        if instantiate_zeros:
-            t_outs = [instantiate(t) for t in t_outs]
-        return outs + t_outs
-    avals = closed.in_avals + [tangent_aval(a) for a in closed.in_avals]
-    return trace_to_jaxpr(fun, avals, "jvp")
+        it = iter(args[n:])
+        ts = [next(it) if nz else Zero(a) for nz, a in zip(nonzeros, closed.in_avals)]
+        outs, t_outs = jvp_eval(closed.jaxpr, closed.consts, list(args[:n]), ts)
+        out_nonzeros[:] = [type(t) is not Zero or i for t, i in zip(t_outs, inst)]
+        return list(outs) + [_instantiate(t) for t, nz in zip(t_outs, out_nonzeros) if nz]
+    avals = list(closed.in_avals) + [tangent_aval(a)
+                                     for a, nz in zip(closed.in_avals, nonzeros) if nz]
+    return trace_to_jaxpr(fun, avals, "jvp"), out_nonzeros
 
 
 def tangent_aval(aval):
@@ -358,6 +389,73 @@ def transpose_jaxpr(closed, linear_mask):
     return out
 
 
+# --- transposing a program with known and linear inputs ------------------------------------------
+
+class MixedTranspose:
+    """The transpose of a program some of whose inputs are linear (undefined) and the others
+    known (a jvp program recorded under linearize), through partial evaluation: a known
+    program computes the residuals, a linear program (transposed once, here) maps the
+    residuals and the cotangents to the cotangents of the linear inputs. Higher-order
+    primitives build it once per (program, undefined, ct_nonzero) and `apply` it: jit binds
+    a compiled call of each part, cond evaluates them inside its branches.
+
+    Attributes:
+        known, known_consts: a const-free program from the known inputs it reads
+            (`known_used`) to the residuals that are not such inputs, and its consts.
+        res_from_input: per residual, its index among those inputs, or None (computed).
+        ct_used: one bool per output: whether its cotangent is an input of `transposed`.
+        transposed, t_consts: a const-free program from (residuals, used cotangents) to the
+            cotangents of the undefined inputs, and its consts.
+    """
+
+    def __init__(self, closed, undefined, ct_nonzero):
+        known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(closed, undefined, False)
+        n_known_outs = len(known.jaxpr.outvars) - num_res
+        # Cotangents of known outputs cannot reach linear inputs: only residuals are needed.
+        kj, self.known_used = pe.dce_jaxpr(known.jaxpr, [False] * n_known_outs + [True] * num_res,
+                                           prune_inputs=True, drop_effects=True)
+        self.res_from_input = [kj.invars.index(r) if r in kj.invars else None for r in kj.outvars]
+        computed = [r for r, i in zip(kj.outvars, self.res_from_input) if i is None]
+        kj, _ = pe.dce_jaxpr(Jaxpr(kj.constvars, kj.invars, computed, kj.eqns),
+                             [True] * len(computed))
+        self.known, self.known_consts = pe.closure_convert(ClosedJaxpr(kj, known.consts))
+        self.ct_used = [u and nz for u, nz in zip(out_unknowns, ct_nonzero)]
+        lin, _ = pe.dce_jaxpr(unknown.jaxpr, [nz for u, nz in zip(out_unknowns, ct_nonzero) if u])
+        mask = [False] * num_res + [True] * sum(undefined)
+        transposed = transpose_jaxpr(ClosedJaxpr(lin, []), mask)
+        self.transposed, self.t_consts = pe.closure_convert(transposed)
+
+    def apply(self, args, cts, run=None):
+        """Cotangents of the undefined inputs (in order) for output cotangents `cts`.
+
+        Args:
+            args: one per input: a value, or `UndefinedPrimal` for a linear input.
+            cts: one per output (`Zero` allowed).
+            run: `run(program, consts, operands, part)` evaluates part "residuals" or
+                "transpose" (a list of outputs); by default inline, in the current trace.
+        """
+        run = run or _run_inline
+        if not any(self.ct_used):
+            return [Zero(a.aval) for a in args if is_undefined(a)]
+        ins = [a for a, u in zip([a for a in args if not is_undefined(a)], self.known_used) if u]
+        computed = iter(run(self.known, self.known_consts, ins, "residuals"))
+        res = [next(computed) if i is None else ins[i] for i in self.res_from_input]
+        used_cts = [c for c, u in zip(cts, self.ct_used) if u]
+        return list(run(self.transposed, self.t_consts, res + used_cts, "transpose"))
+
+
+def _run_inline(program, consts, operands, part):
+    return eval_jaxpr(program.jaxpr, [], *consts, *operands)
+
+
+def transpose_mixed(closed, args, cts):
+    """`MixedTranspose(closed, ...).apply(args, cts)`: both parts evaluated in the current
+    trace. Returns one cotangent per undefined input of `args`, in order."""
+    plan = MixedTranspose(closed, [is_undefined(a) for a in args],
+                          [type(c) is not Zero for c in cts])
+    return plan.apply(args, cts)
+
+
 def vjp_flat(fun, primals):
     """(outs, vjp_fn) for a flat function; vjp_fn maps output cts to input cts."""
     outs, lin = linearize_flat(fun, primals)
@@ -368,7 +466,8 @@ def vjp_flat(fun, primals):
 
 
 __all__ = [
-    "ClosedJaxpr", "UndefinedPrimal", "Zero", "add_any_p", "add_tangents", "backward_pass",
-    "defjvp", "defjvp_zero", "deflinear", "instantiate", "is_undefined", "jvp_eval", "jvp_jaxpr",
-    "jvp_rules", "linearize_flat", "transpose_jaxpr", "transpose_rules", "vjp_flat",
+    "ClosedJaxpr", "MixedTranspose", "UndefinedPrimal", "Zero", "add_any_p", "add_tangents",
+    "backward_pass", "defjvp", "defjvp_zero", "deflinear", "instantiate", "is_undefined",
+    "jvp_eval", "jvp_jaxpr", "jvp_rules", "linearize_flat", "transpose_jaxpr", "transpose_mixed",
+    "transpose_rules", "vjp_flat",
 ]

@@ -1,5 +1,8 @@
-"""Partial evaluation and dead-code elimination as IR -> IR functions.
+"""Partial evaluation, dead-code elimination and closure conversion as IR -> IR functions.
 
+`closure_convert` turns the values a program closes over (its consts) into its leading
+inputs: every higher-order primitive (jit, cond, while, scan, custom_jvp/vjp, checkpoint)
+holds its sub-programs in that const-free form and passes the values as operands.
 `partial_eval_jaxpr` splits a program whose inputs are partly known into a *known* program
 (computable now, from the known inputs) and an *unknown* program that finishes the job
 later from the unknown inputs plus *residuals*, the known values it needs. This is how a
@@ -15,9 +18,39 @@ Equations of primitives marked `effectful = True` (debug printing) are kept by D
 the caller asks to drop them. This module imports only funcgrad.core.
 """
 
-from funcgrad.core import ClosedJaxpr, Jaxpr, Literal, Var
+from funcgrad.core import ClosedJaxpr, Jaxpr, Literal, Var, trace_to_jaxpr
 
 partial_eval_rules = {}
+
+
+def closure_convert(fun_or_jaxpr, consts_or_avals=None, name="closure"):
+    """A const-free program and the values it closed over, to pass as its leading operands.
+
+    Args:
+        fun_or_jaxpr: a `ClosedJaxpr`; or a `Jaxpr` with `constvars` (then
+            `consts_or_avals` are their values, as `Builder.to_jaxpr` returns them); or a
+            flat function of tracers (then `consts_or_avals` are the input avals and it is
+            traced under the builder name `name`).
+
+    Returns:
+        `(program, consts)`: a `ClosedJaxpr` without consts whose inputs are the constvars
+        followed by the original inputs, and the list of the constvars' values. A program
+        without constvars is returned as it is.
+
+    Example:
+        `{ lambda a:f32[3] ; b:f32[3]. let c = mul a b in (c,) }` becomes
+        `{ lambda ; a:f32[3] b:f32[3]. let c = mul a b in (c,) }` and `[value of a]`.
+    """
+    if type(fun_or_jaxpr) is Jaxpr:
+        j, consts = fun_or_jaxpr, consts_or_avals or []
+    else:
+        closed = fun_or_jaxpr if type(fun_or_jaxpr) is ClosedJaxpr else \
+            trace_to_jaxpr(fun_or_jaxpr, consts_or_avals, name)
+        if not closed.jaxpr.constvars:
+            return closed, []
+        j, consts = closed.jaxpr, closed.consts
+    return (ClosedJaxpr(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns), []),
+            list(consts))
 
 
 def is_effectful(eqn):
@@ -127,4 +160,5 @@ def dce_jaxpr(jaxpr, used_outputs, prune_inputs=False, drop_effects=False):
     return Jaxpr(list(jaxpr.constvars), invars, outvars, kept[::-1]), used_inputs
 
 
-__all__ = ["dce_jaxpr", "is_effectful", "partial_eval_jaxpr", "partial_eval_rules"]
+__all__ = ["closure_convert", "dce_jaxpr", "is_effectful", "partial_eval_jaxpr",
+           "partial_eval_rules"]

@@ -28,8 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.core import ArrayBase, ClosedJaxpr, Jaxpr, Primitive, ShapedArray, Tracer, get_aval
-from funcgrad.core import trace as _trace
+from funcgrad.core import ArrayBase, ClosedJaxpr, Primitive, ShapedArray, get_aval, register_op
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.elementwise import convert_element_type, mul
 from funcgrad.lax.reductions import reduce_max, reduce_min, reduce_sum
@@ -65,7 +64,6 @@ _axis_env = contextvars.ContextVar("funcgrad_axis_env", default=())
 @contextlib.contextmanager
 def extend_axis_env(name, size, kind):
     """Bind axis `name` of `size` (kind "vmap" or "shard_map") inside the block."""
-    install_typing()
     token = _axis_env.set(_axis_env.get() + (AxisFrame(name, int(size), kind),))
     try:
         yield
@@ -137,63 +135,30 @@ def communicator(name, op="collective"):
 
 # --- typing -----------------------------------------------------------------------------------
 
-def install_typing():
-    """Turn on the typing rule of builders that hold typed values (idempotent)."""
-    _trace.vma_rule = _vma_rule
-
-
-def _is_higher_order(params):
-    for v in params.values():
-        if isinstance(v, (Jaxpr, ClosedJaxpr)) or (
-                isinstance(v, tuple) and v and isinstance(v[0], (Jaxpr, ClosedJaxpr))):
-            return True
-    return False
-
-
-def _vma_rule(builder, prim, args, avals, params):
-    """Cast invariant tracer operands of an ordinary primitive to the operands' union of axes;
-    the outputs vary over that union. Collectives and calls type their outputs themselves."""
-    if getattr(prim, "types_vma", False):
-        return None, None
-    vmas = [a.vma or _EMPTY for a in avals]
-    union = _EMPTY.union(*vmas)
-    if _is_higher_order(params):
-        _check_loop_carry(prim, params)
-        return None, union
-    if not union:
-        return None, union
-    new = None
-    for i, (x, v) in enumerate(zip(args, vmas)):
-        if v != union and isinstance(x, Tracer):
-            new = list(args) if new is None else new
-            missing = tuple(sorted(union - v))
-            new[i] = builder.process(pvary_p, [x], {"axis_name": missing})[0]
-    return new, union
-
+# Builders type each equation by the default rule in funcgrad.core.trace (`_vma_typing`): the
+# outputs vary over the operands' axes, invariant operands are cast by `pvary` (registered as
+# `ops.pvary` in its block below). Loops register `loop_carry_vma` in their blocks.
 
 def _with_vma(aval, vma):
     return ShapedArray(aval.shape, aval.dtype, aval.weak_type, vma)
 
 
-def _check_loop_carry(prim, params):
-    """A loop whose carry enters invariant and leaves varying would be typed wrongly from the
-    second iteration on (and transposed wrongly): an error, as in JAX."""
-    if prim.name == "scan":
-        body, start, n = params["jaxpr"], params["num_consts"], params["num_carry"]
-    elif prim.name == "while":
-        body, start, n = params["body_jaxpr"], params["body_nconsts"], None
-    else:
-        return
+def loop_carry_vma(op, body, start, n, avals):
+    """The outputs' vma of a loop over `avals` (the union of their axes) whose `body` takes its
+    `n` carries (None: all outputs) from input `start` on. A carry that enters invariant and
+    leaves varying would be typed wrongly from the second iteration on (and transposed
+    wrongly): an error, as in JAX."""
     j = body.jaxpr if isinstance(body, ClosedJaxpr) else body
     n = len(j.outvars) if n is None else n
     for i, (a, b) in enumerate(zip(j.invars[start:start + n], j.outvars[:n])):
         va, vb = a.aval.vma or _EMPTY, b.aval.vma
         if vb is not None and not vb <= va:
             raise errors.op_error(
-                prim.name, f"carry {i} ({a.aval.str_short()}) is the same on every member when "
-                           f"the loop starts but varies over {tuple(sorted(vb - va))} after an "
-                           "iteration",
+                op, f"carry {i} ({a.aval.str_short()}) is the same on every member when "
+                    f"the loop starts but varies over {tuple(sorted(vb - va))} after an "
+                    "iteration",
                 hint=f"cast the initial value first: lax.pvary(init, {tuple(sorted(vb - va))}).")
+    return _EMPTY.union(*[a.vma or _EMPTY for a in avals])
 
 
 def _check_varying(op, avals, names):
@@ -265,6 +230,7 @@ ad.jvp_rules[pvary_p] = _pvary_jvp
 ad.transpose_rules[pvary_p] = _pvary_transpose
 batching.batch_rules[pvary_p] = _pvary_batch
 batching.axis_primitives.add(pvary_p)
+register_op("pvary", pvary_p)
 
 
 # --- shared helpers for the reductions --------------------------------------------------------

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from funcgrad import dtypes, errors
-from funcgrad.core import Array, ArrayBase, Primitive, ShapedArray, get_aval
+from funcgrad.core import Array, ArrayBase, Primitive, ShapedArray, get_aval, register_op
 from funcgrad.interpreters import ad, batching
 
 
@@ -88,6 +88,7 @@ broadcast_in_dim_p.def_impl(_broadcast_in_dim_impl)
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract)
 ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 batching.batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
+register_op("broadcast_in_dim", broadcast_in_dim)
 
 
 def expand_dims(x, dimensions):
@@ -135,6 +136,9 @@ def _fill(shape, fill_value, dt, weak):
         val = convert_element_type(fill_value, dt, weak_type=weak)
     shape = tuple(int(s) for s in shape)
     return val if shape == () else broadcast_in_dim(val, shape, ())
+
+
+register_op("full", full)
 
 
 def full_like(x, fill_value, dtype=None, shape=None):
@@ -222,6 +226,7 @@ transpose_p.def_impl(lambda x, *, permutation: np.transpose(x, permutation))
 transpose_p.def_abstract_eval(_transpose_abstract)
 ad.deflinear(transpose_p, _transpose_transpose)
 batching.batch_rules[transpose_p] = _transpose_batch
+register_op("transpose", transpose)
 
 
 # --- squeeze ----------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Helpers shared by the control-flow primitives: tracing user functions into closure-converted
-sub-programs, reordering their inputs and outputs, and the sub-program transforms (jvp,
-batching, transposition through partial evaluation) their rules are built from.
+sub-programs, reordering their inputs and outputs, joining the consts of several branches and
+hoisting loop invariants. The sub-program transforms themselves (closure conversion, jvp,
+batching, transposition through partial evaluation) live in the interpreters.
 
 A sub-program is a `ClosedJaxpr` without consts: the values a traced function closes over
 become its leading inputs and are passed as explicit operands of the equation.
@@ -20,7 +21,6 @@ from funcgrad.core import (
     get_aval,
     set_trace,
     to_array,
-    trace_to_jaxpr,
 )
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters import partial_eval as pe
@@ -71,20 +71,6 @@ def path_text(prefix, path):
 # --- tracing user functions ---------------------------------------------------------------------
 
 
-def convert(closed):
-    """`(program, consts)`: `closed`'s consts become its leading inputs."""
-    j = closed.jaxpr
-    if not j.constvars:
-        return closed, []
-    return (ClosedJaxpr(Jaxpr([], list(j.constvars) + list(j.invars), j.outvars, j.eqns), []),
-            list(closed.consts))
-
-
-def trace_converted(flat_fun, avals, name):
-    """Trace `flat_fun` at `avals`: (const-free program, the values it closed over)."""
-    return convert(trace_to_jaxpr(flat_fun, avals, name))
-
-
 def trace_tree_fun(fun, in_tree, in_avals, name):
     """Trace a pytree function of flat inputs `in_avals` (structure `in_tree`, a tuple of
     arguments). Returns (program, consts, output pytree, output tree structure)."""
@@ -95,7 +81,7 @@ def trace_tree_fun(fun, in_tree, in_avals, name):
         store["out"] = out
         out_leaves, store["tree"] = tree_flatten(out)
         return [as_operand(o) for o in out_leaves]
-    program, consts = trace_converted(flat, in_avals, name)
+    program, consts = pe.closure_convert(flat, in_avals, name)
     return program, consts, store["out"], store["tree"]
 
 
@@ -179,29 +165,7 @@ def hoist_invariants(program, consts, num_consts):
     return ClosedJaxpr(body, []), [c for _, c in pairs]
 
 
-# --- jvp of a sub-program ------------------------------------------------------------------------
-
-
-def jvp_program(closed, nonzeros, instantiate):
-    """The jvp of `closed` for the tangent inputs marked `nonzeros`.
-
-    Returns `(program, consts, out_nonzero)`: `program` maps (consts, primals, nonzero
-    tangents) to (primal outputs, nonzero tangent outputs); an output whose `instantiate`
-    entry is True always has a tangent output (zeros when symbolically zero).
-    """
-    n = len(closed.in_avals)
-    out_nz = []
-
-    def fun(*args):
-        it = iter(args[n:])
-        ts = [next(it) if nz else ad.Zero(a) for nz, a in zip(nonzeros, closed.in_avals)]
-        outs, t_outs = ad.jvp_eval(closed.jaxpr, closed.consts, list(args[:n]), ts)
-        out_nz[:] = [type(t) is not ad.Zero or inst for t, inst in zip(t_outs, instantiate)]
-        return list(outs) + [ad.instantiate(t) for t, nz in zip(t_outs, out_nz) if nz]
-    avals = list(closed.in_avals) + [ad.tangent_aval(a)
-                                     for a, nz in zip(closed.in_avals, nonzeros) if nz]
-    program, consts = trace_converted(fun, avals, "jvp")
-    return program, consts, out_nz
+# --- tangents and batch axes of operands -------------------------------------------------------
 
 
 def tangent_operands(tangents, mask):
@@ -219,58 +183,18 @@ def tangents_out(values, mask, avals):
     return [next(it) if m else ad.Zero(a) for m, a in zip(mask, avals)]
 
 
-# --- batching of a sub-program ------------------------------------------------------------------
+def mapped(dims):
+    """One bool per batch dim: whether it is mapped."""
+    return [d is not batching.not_mapped for d in dims]
 
 
-def batch_program(closed, size, in_batched, force_out):
-    """`closed` batched along axis 0 of the inputs marked `in_batched`.
-
-    Returns `(program, consts, out_batched)`; outputs are batched along axis 0, those marked
-    `force_out` always (an unbatched value is broadcast).
-    """
-    out_batched = []
-    dims = [0 if b else batching.not_mapped for b in in_batched]
-
-    def fun(*args):
-        outs, o_dims = batching.batch_eval(closed.jaxpr, closed.consts, list(args), dims)
-        out_batched[:] = [d is not batching.not_mapped or f for d, f in zip(o_dims, force_out)]
-        return [batching.bdim_at_front(o, d, size) if b else o
-                for o, d, b in zip(outs, o_dims, out_batched)]
-    avals = [batched_aval(a, size) if b else a for a, b in zip(closed.in_avals, in_batched)]
-    program, consts = trace_converted(fun, avals, "vmap")
-    return program, consts, out_batched
-
-
-def batch_size(args, dims):
-    return next(get_aval(x).shape[d] for x, d in zip(args, dims)
-                if d is not batching.not_mapped)
+def front_dims(batched):
+    """Batch dims for values batched along axis 0 where `batched` is set."""
+    return [0 if b else batching.not_mapped for b in batched]
 
 
 def to_front(x, d):
     return x if d is batching.not_mapped else batching.moveaxis(x, d, 0)
-
-
-# --- transposition through partial evaluation -------------------------------------------------
-
-
-def transpose_mixed(closed, args, cts):
-    """Cotangents of the undefined inputs of `closed` (a program that may also compute
-    non-linear values of its known inputs, e.g. a jvp program).
-
-    The program is split by partial evaluation: its known part runs forward on the known
-    `args` (binding in the current trace) and the linear part is transposed with `cts` (one
-    per output, `ad.Zero` allowed). Returns one cotangent per undefined input, in order.
-    """
-    undefined = [ad.is_undefined(a) for a in args]
-    known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(closed, undefined, False)
-    n_known_outs = len(known.jaxpr.outvars) - num_res
-    res = []
-    if num_res:
-        kj = dce_outputs(known, [False] * n_known_outs + [True] * num_res)
-        res = eval_jaxpr(kj.jaxpr, kj.consts, *[a for a in args if not ad.is_undefined(a)])
-    lin_args = list(res) + [a for a in args if ad.is_undefined(a)]
-    lin_cts = [ct for ct, u in zip(cts, out_unknowns) if u]
-    return ad.backward_pass(unknown.jaxpr, {}, lin_cts, [], lin_args)[num_res:]
 
 
 def zeros(aval):

@@ -25,20 +25,17 @@ from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters import partial_eval as pe
 from funcgrad.lax.control_flow.common import (
     as_operand,
-    batch_program,
-    batch_size,
     eval_eagerly,
+    front_dims,
     join_consts,
-    jvp_program,
     leaf_paths,
+    mapped,
     nonzero_mask,
     same_type,
     tangent_operands,
     tangents_out,
     to_front,
-    trace_converted,
     trace_tree_fun,
-    transpose_mixed,
     zeros,
 )
 from funcgrad.lax.elementwise import convert_element_type
@@ -205,10 +202,10 @@ def _cond_jvp(primals, outs, tangents, *, branches):
     index, args = primals[0], primals[1:]
     nz = nonzero_mask(tangents[1:])
     n_out = len(branches[0].out_avals)
-    jvps = [jvp_program(b, nz, [False] * n_out) for b in branches]
-    out_nz = [any(m) for m in zip(*[j[2] for j in jvps])]
-    jvps = [j if j[2] == out_nz else jvp_program(b, nz, out_nz) for j, b in zip(jvps, branches)]
-    programs, consts = join_consts([(p, c) for p, c, _ in jvps])
+    jvps = [ad.jvp_jaxpr(b, nz, False) for b in branches]
+    out_nz = [any(m) for m in zip(*[j[1] for j in jvps])]
+    jvps = [j if j[1] == out_nz else ad.jvp_jaxpr(b, nz, out_nz) for j, b in zip(jvps, branches)]
+    programs, consts = join_consts([pe.closure_convert(j) for j, _ in jvps])
     res = cond_p.bind(index, *consts, *args, *tangent_operands(tangents[1:], nz),
                       branches=tuple(programs))
     return tangents_out(res[n_out:], out_nz, branches[0].out_avals)
@@ -227,10 +224,10 @@ def _cond_transpose(cts, index, *args, branches):
         def fun(*xs):
             it = iter(xs[:len(known_avals)])
             targs = [ad.UndefinedPrimal(a) if u else next(it) for a, u in zip(in_avals, undef)]
-            got = transpose_mixed(branch, targs, tangents_out(xs[len(known_avals):], ct_nz,
-                                                              out_avals))
+            got = ad.transpose_mixed(branch, targs, tangents_out(xs[len(known_avals):], ct_nz,
+                                                                 out_avals))
             return [ad.instantiate(g) for g in got]
-        return trace_converted(fun, known_avals + ct_avals, "transpose")
+        return pe.closure_convert(fun, known_avals + ct_avals, "transpose")
     programs, consts = join_consts([transposed(b) for b in branches])
     known = [a for a, u in zip(args, undef) if not u]
     res = iter(cond_p.bind(index, *consts, *known, *[c for c, nz in zip(cts, ct_nz) if nz],
@@ -240,19 +237,18 @@ def _cond_transpose(cts, index, *args, branches):
 
 def _cond_batch(args, dims, *, branches):
     (index, *ops), (idx_dim, *op_dims) = args, dims
-    size = batch_size(args, dims)
+    size = batching.batch_size(args, dims)
     if idx_dim is not batching.not_mapped:
         return _cond_as_select(to_front(index, idx_dim), ops, op_dims, branches, size)
-    in_b = [d is not batching.not_mapped for d in op_dims]
+    in_dims = front_dims(mapped(op_dims))
     ops = [to_front(x, d) for x, d in zip(ops, op_dims)]
-    n_out = len(branches[0].out_avals)
-    batched = [batch_program(b, size, in_b, [False] * n_out) for b in branches]
-    out_b = [any(m) for m in zip(*[b[2] for b in batched])]
-    batched = [b if b[2] == out_b else batch_program(br, size, in_b, out_b)
+    batched = [batching.batch_jaxpr(b, in_dims, size) for b in branches]
+    out_b = [any(m) for m in zip(*[mapped(d) for _, d in batched])]
+    batched = [b if mapped(b[1]) == out_b else batching.batch_jaxpr(br, in_dims, size, out_b)
                for b, br in zip(batched, branches)]
-    programs, consts = join_consts([(p, c) for p, c, _ in batched])
+    programs, consts = join_consts([pe.closure_convert(b) for b, _ in batched])
     outs = cond_p.bind(index, *consts, *ops, branches=tuple(programs))
-    return outs, [0 if b else batching.not_mapped for b in out_b]
+    return outs, front_dims(out_b)
 
 
 def _cond_as_select(index, ops, op_dims, branches, size):
@@ -304,7 +300,7 @@ def _known_branch(split, k, res_avals):
         for j, avals in enumerate(res_avals):
             res += outs[n_known:] if j == k else [zeros(a) for a in avals]
         return list(outs[:n_known]) + res
-    program, consts = trace_converted(fun, known.in_avals, "cond")
+    program, consts = pe.closure_convert(fun, known.in_avals, "cond")
     if consts:
         raise errors.FuncgradInternalError("cond: partial evaluation captured constants")
     return program

@@ -24,16 +24,17 @@ from funcgrad.core import (
     eval_jaxpr,
     get_aval,
     set_trace,
+    vma_rules,
 )
 from funcgrad.interpreters import ad, batching
+from funcgrad.interpreters import partial_eval as pe
 from funcgrad.lax.control_flow.common import (
     as_array,
     as_operand,
-    batch_program,
-    batch_size,
+    front_dims,
     hoist_invariants,
-    jvp_program,
     leaf_paths,
+    mapped,
     nonzero_mask,
     permute,
     same_type,
@@ -41,12 +42,12 @@ from funcgrad.lax.control_flow.common import (
     tangent_operands,
     tangents_out,
     to_front,
-    trace_converted,
     trace_tree_fun,
 )
 from funcgrad.lax.control_flow.scan import scan
 from funcgrad.lax.elementwise import add, convert_element_type
 from funcgrad.lax.logic import lt, select_n
+from funcgrad.lax.parallel import loop_carry_vma
 from funcgrad.lax.reductions import reduce_or
 from funcgrad.lax.shape import broadcast_in_dim
 from funcgrad.tree_util import first_mismatch, tree_flatten, tree_unflatten
@@ -243,11 +244,12 @@ def _while_jvp(primals, outs, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts,
     _, t_bc, t_k = split(tangents, ncc, nbc)
     bc_nz, carry_nz = nonzero_mask(t_bc), nonzero_mask(t_k)
     for _ in range(len(carry) + 1):
-        prog, jconsts, out_nz = jvp_program(body_jaxpr, bc_nz + carry_nz, carry_nz)
+        jvp, out_nz = ad.jvp_jaxpr(body_jaxpr, bc_nz + carry_nz, carry_nz)
         grown = [a or b for a, b in zip(carry_nz, out_nz)]
         if grown == carry_nz:
             break
         carry_nz = grown
+    prog, jconsts = pe.closure_convert(jvp)
     nk, n_tc, n_tk = len(carry), sum(bc_nz), sum(carry_nz)
     j, bc = list(range(len(jconsts))), [len(jconsts) + i for i in range(nbc)]
     k = [len(jconsts) + nbc + i for i in range(nk)]
@@ -276,16 +278,17 @@ def _while_transpose(cts, *args, **params):
 
 
 def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
-    size = batch_size(args, dims)
-    in_b = [d is not batching.not_mapped for d in dims]
-    cc_b, bc_b, carry_b = split(in_b, cond_nconsts, body_nconsts)
+    size = batching.batch_size(args, dims)
+    cc_b, bc_b, carry_b = split(mapped(dims), cond_nconsts, body_nconsts)
     nk = len(carry_b)
     for _ in range(nk + 2):
-        _, _, pred_b = batch_program(cond_jaxpr, size, cc_b + carry_b, [False])
+        cond, pred_d = batching.batch_jaxpr(cond_jaxpr, front_dims(cc_b + carry_b), size)
+        pred_b = mapped(pred_d)
         if pred_b[0]:
             carry_b = [True] * nk
-        _, _, out_b = batch_program(body_jaxpr, size, bc_b + carry_b, carry_b)
-        grown = [a or b for a, b in zip(carry_b, out_b)]
+        body, out_d = batching.batch_jaxpr(body_jaxpr, front_dims(bc_b + carry_b), size,
+                                           carry_b)
+        grown = [a or b for a, b in zip(carry_b, mapped(out_d))]
         if grown == carry_b:
             break
         carry_b = grown
@@ -297,8 +300,8 @@ def _while_batch(args, dims, *, cond_jaxpr, body_jaxpr, cond_nconsts, body_ncons
     if pred_b[0]:
         return _while_batched_pred(c_consts, b_consts, carry, cc_b, bc_b, size, cond_jaxpr,
                                    body_jaxpr)
-    cond, cc, _ = batch_program(cond_jaxpr, size, cc_b + carry_b, [False])
-    body, bc, _ = batch_program(body_jaxpr, size, bc_b + carry_b, carry_b)
+    cond, cc = pe.closure_convert(cond)
+    body, bc = pe.closure_convert(body)
     outs = while_p.bind(*cc, *c_consts, *bc, *b_consts, *carry, cond_jaxpr=cond,
                         body_jaxpr=body, cond_nconsts=len(cc) + len(c_consts),
                         body_nconsts=len(bc) + len(b_consts))
@@ -331,8 +334,8 @@ def _while_batched_pred(c_consts, b_consts, carry, cc_b, bc_b, size, cond_jaxpr,
         return out
     c_avals, b_avals = [get_aval(x) for x in c_consts], [get_aval(x) for x in b_consts]
     k_avals = [get_aval(x) for x in carry]
-    cond, cc = trace_converted(cond_fun, c_avals + k_avals, "vmap")
-    body, bc = trace_converted(body_fun, c_avals + b_avals + k_avals, "vmap")
+    cond, cc = pe.closure_convert(cond_fun, c_avals + k_avals, "vmap")
+    body, bc = pe.closure_convert(body_fun, c_avals + b_avals + k_avals, "vmap")
     outs = while_p.bind(*cc, *c_consts, *bc, *c_consts, *b_consts, *carry, cond_jaxpr=cond,
                         body_jaxpr=body, cond_nconsts=len(cc) + ncc,
                         body_nconsts=len(bc) + ncc + len(b_consts))
@@ -345,3 +348,5 @@ while_p.def_abstract_eval(_while_abstract)
 ad.jvp_rules[while_p] = _while_jvp
 ad.transpose_rules[while_p] = _while_transpose
 batching.batch_rules[while_p] = _while_batch
+vma_rules[while_p] = lambda builder, args, avals, *, body_jaxpr, body_nconsts, **_: (
+    None, loop_carry_vma("while", body_jaxpr, body_nconsts, None, avals))

@@ -31,28 +31,28 @@ from funcgrad.core import (
     eval_jaxpr,
     get_aval,
     set_trace,
+    vma_rules,
 )
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters import partial_eval as pe
 from funcgrad.lax.control_flow.common import (
     as_array,
     as_operand,
-    batch_program,
-    batch_size,
     batched_aval,
     dce_outputs,
+    front_dims,
     hoist_invariants,
-    jvp_program,
     leaf_paths,
+    mapped,
     nonzero_mask,
     permute,
     same_type,
     split,
     tangent_operands,
     tangents_out,
-    trace_converted,
 )
 from funcgrad.lax.elementwise import convert_element_type
+from funcgrad.lax.parallel import loop_carry_vma
 from funcgrad.tree_util import (
     first_mismatch,
     keystr,
@@ -176,7 +176,7 @@ def _trace_body(f, init_tree, init_leaves, xs_tree, x_avals):
         y_leaves, store["y_tree"] = tree_flatten(out[1])
         return [as_operand(v) for v in c_leaves + y_leaves]
     avals = [get_aval(x) for x in init_leaves] + list(x_avals)
-    body, consts = trace_converted(flat, avals, "scan")
+    body, consts = pe.closure_convert(flat, avals, "scan")
     return body, consts, store["y_tree"]
 
 
@@ -246,12 +246,12 @@ def _scan_jvp(primals, outs, tangents, *, jaxpr, num_consts, num_carry, length, 
     ny = len(jaxpr.out_avals) - nk
     const_nz, carry_nz, xs_nz = split(nonzero_mask(tangents), nc, nk)
     for _ in range(nk + 1):
-        prog, jconsts, out_nz = jvp_program(jaxpr, const_nz + carry_nz + xs_nz,
-                                            carry_nz + [False] * ny)
+        jvp, out_nz = ad.jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * ny)
         grown = [a or b for a, b in zip(carry_nz, out_nz[:nk])]
         if grown == carry_nz:
             break
         carry_nz = grown
+    prog, jconsts = pe.closure_convert(jvp)
     ys_nz = out_nz[nk:]
     nx = len(primals) - nc - nk
     sizes = [len(jconsts), nc, nk, nx, sum(const_nz), sum(carry_nz), sum(xs_nz)]
@@ -415,22 +415,23 @@ def _transposed_body(s, ys_nz):
         acc = [ad.add_tangents(a, g) for a, g in zip(acc, g_c)]
         return [ad.instantiate(g) for g in acc + g_k + g_x]
     avals = rc + uc + uk + rx + [a for a, nz in zip(y_avals, ys_nz) if nz]
-    return trace_converted(fun, avals, "transpose")
+    return pe.closure_convert(fun, avals, "transpose")
 
 
 def _scan_batch(args, dims, *, jaxpr, num_consts, num_carry, length, reverse, unroll):
     nc, nk = num_consts, num_carry
-    size = batch_size(args, dims)
+    size = batching.batch_size(args, dims)
     ny = len(jaxpr.out_avals) - nk
-    in_b = [d is not batching.not_mapped for d in dims]
-    const_b, carry_b, xs_b = split(in_b, nc, nk)
+    const_b, carry_b, xs_b = split(mapped(dims), nc, nk)
     for _ in range(nk + 1):
-        body, bconsts, out_b = batch_program(jaxpr, size, const_b + carry_b + xs_b,
-                                             carry_b + [False] * ny)
+        body, out_d = batching.batch_jaxpr(jaxpr, front_dims(const_b + carry_b + xs_b), size,
+                                           carry_b + [False] * ny)
+        out_b = mapped(out_d)
         grown = [a or b for a, b in zip(carry_b, out_b[:nk])]
         if grown == carry_b:
             break
         carry_b = grown
+    body, bconsts = pe.closure_convert(body)
     (c, k, x), (dc, dk, dx) = split(args, nc, nk), split(dims, nc, nk)
     c = [batching.moveaxis(v, d, 0) if d is not None else v for v, d in zip(c, dc)]
     k = [batching.bdim_at_front(v, d, size) if b else v for v, d, b in zip(k, dk, carry_b)]
@@ -447,3 +448,5 @@ ad.jvp_rules[scan_p] = _scan_jvp
 ad.transpose_rules[scan_p] = _scan_transpose
 batching.batch_rules[scan_p] = _scan_batch
 pe.partial_eval_rules[scan_p] = _scan_partial_eval
+vma_rules[scan_p] = lambda builder, args, avals, *, jaxpr, num_consts, num_carry, **_: (
+    None, loop_carry_vma("scan", jaxpr, num_consts, num_carry, avals))
