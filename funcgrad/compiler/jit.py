@@ -37,8 +37,6 @@ from funcgrad.config import config
 from funcgrad.core import (
     Array,
     ArrayBase,
-    ClosedJaxpr,
-    Jaxpr,
     ShapedArray,
     Tracer,
     Var,
@@ -46,6 +44,7 @@ from funcgrad.core import (
     new_builder,
     to_array,
 )
+from funcgrad.interpreters.partial_eval import closure_convert
 from funcgrad.tree_util import (
     PyTreeDef,
     SequenceKey,
@@ -317,9 +316,7 @@ class Jitted:
                 raise
             out_leaves, out_tree = tree_flatten(out)
             self._check_outputs(out, out_leaves)
-            jaxpr, consts = b.to_jaxpr(out_leaves)
-        closed = ClosedJaxpr(Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars,
-                                   jaxpr.eqns), [])
+            closed, consts = closure_convert(*b.to_jaxpr(out_leaves))
         donated = (False,) * len(consts) + self._donated_leaves(info, len(sig))
         entry = _Entry(closed, consts, out_tree, donated, self._name, self._backend)
         if entry.donate:
