@@ -2,11 +2,12 @@
 
 With `enable_x64` off (the default) 64-bit dtypes canonicalize to 32-bit ones, as in
 JAX. Python scalars are *weakly typed*: `x_f32 * 2.0` stays float32. This module owns
-those rules and nothing else; it imports only numpy and funcgrad.config.
+those rules and nothing else; it imports only numpy, funcgrad.config and funcgrad.errors.
 """
 
 import numpy as np
 
+from funcgrad import errors
 from funcgrad.config import config
 
 bool_ = np.dtype(np.bool_)
@@ -58,7 +59,11 @@ def default_complex():
 
 def canonicalize(dtype):
     """The dtype an array of `dtype` gets in funcgrad (64-bit narrowed unless x64)."""
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except Exception:  # numpy's message may call a failing __repr__ of the object
+        raise TypeError(f"{errors.short_repr(dtype)} ({type(dtype).__name__}) is not a dtype; "
+                        f"use one of {', '.join(str(d) for d in _SHORT)}") from None
     if dtype not in _SHORT:
         raise TypeError(f"funcgrad does not support dtype {dtype}; use one of "
                         f"{', '.join(str(d) for d in _SHORT)}")

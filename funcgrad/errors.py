@@ -5,8 +5,10 @@ derives from the matching builtin, e.g. `TypeError`), and names the operation, t
 shapes involved and the user's line. This module imports nothing from funcgrad.
 """
 
+import functools
 import os
 import sys
+import sysconfig
 
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _internal_code = {}
@@ -92,6 +94,19 @@ class FuncgradInternalError(FuncgradError):
     """A bug in funcgrad itself (please report it with the message)."""
 
 
+def short_repr(x, limit=60):
+    """`repr(x)` cut to `limit` characters for a message; never raises (an object whose
+    `__repr__` fails is shown by its type)."""
+    aval = getattr(x, "aval", None)  # funcgrad arrays and tracers: their type, f32[2,3]
+    if aval is not None and hasattr(aval, "str_short"):
+        return aval.str_short()
+    try:
+        r = " ".join(repr(x).split())
+    except Exception:
+        return f"<{type(x).__name__} object>"
+    return r if len(r) < limit else r[:limit - 3] + "..."
+
+
 def op_error(op, message, cls=FuncgradTypeError, hint=None):
     """Build an error for operation `op` that ends with the user's line and a hint."""
     text = f"{op}: {message}\n{where(user_frame(2))}"
@@ -100,17 +115,30 @@ def op_error(op, message, cls=FuncgradTypeError, hint=None):
     return cls(text)
 
 
-def memory_error(op, avals, frame=None):
-    """A `FuncgradMemoryError` for operation `op` whose outputs `avals` (ShapedArrays or
-    `(shape, dtype)` pairs) could not be allocated: 'out of memory: needed N bytes ...'."""
-    parts, total = [], 0
+def _nbytes(avals):
+    total = 0
     for a in avals:
         shape, dtype = (a.shape, a.dtype) if hasattr(a, "shape") else a
         n = 1
         for d in shape:
             n *= d
         total += n * dtype.itemsize
-        parts.append(f"{dtype}{list(shape)}")
+    return total
+
+
+def out_of_memory(exc, avals):
+    """True when `exc` says that arrays `avals` cannot be allocated: a MemoryError, or numpy's
+    ValueError for a size beyond the address space."""
+    return isinstance(exc, MemoryError) or isinstance(exc, ValueError) and (
+        _nbytes(avals) > sys.maxsize)
+
+
+def memory_error(op, avals, frame=None):
+    """A `FuncgradMemoryError` for operation `op` whose outputs `avals` (ShapedArrays or
+    `(shape, dtype)` pairs) could not be allocated: 'out of memory: needed N bytes ...'."""
+    total = _nbytes(avals)
+    parts = [f"{a.dtype}{list(a.shape)}" if hasattr(a, "shape") else f"{a[1]}{list(a[0])}"
+             for a in avals]
     frame = frame if frame is not None else user_frame(2)
     return FuncgradMemoryError(
         f"{op}: out of memory: needed {total} bytes ({total / 2**30:.1f} GiB) for "
@@ -137,3 +165,60 @@ def mark_user_error(exc, note=None):
 def is_user_error(exc):
     """True for an exception marked by `mark_user_error` (re-raise it as it is)."""
     return getattr(exc, _USER_ERROR, False) is True
+
+
+# --- the public API boundary ----------------------------------------------------------------
+_BOUNDARY = {TypeError: FuncgradTypeError, ValueError: FuncgradValueError,
+             IndexError: FuncgradIndexError, KeyError: FuncgradIndexError,
+             AttributeError: FuncgradTypeError, OverflowError: FuncgradOverflowError}
+
+
+_LIBRARY_DIRS = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")})
+
+
+def _raised_in_user_code(exc):
+    """True when `exc` passed through user code (a loop body or callback funcgrad called):
+    a frame of its traceback outside funcgrad, the standard library and installed packages."""
+    tb = exc.__traceback__.tb_next  # skip the boundary's own frame
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not _is_internal(code) and not code.co_filename.startswith(_LIBRARY_DIRS):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def api_boundary(fn, qualname):
+    """`fn` whose raw Python/numpy exceptions on bad arguments (a TypeError, ValueError, ...
+    raised inside funcgrad, which its own checks missed) become funcgrad errors naming
+    `qualname`, the arguments and the user's line. Funcgrad errors and exceptions raised by
+    user code that `fn` calls (a loop body, a callback) pass through unchanged."""
+    @functools.wraps(fn)
+    def boundary(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except FuncgradError as e:
+            _name_in(e, qualname)
+            raise
+        except tuple(_BOUNDARY) as e:
+            if is_user_error(e) or _raised_in_user_code(e):
+                raise
+            raise _boundary_error(qualname, e, args, kwargs) from e
+    return boundary
+
+
+def _name_in(exc, qualname):
+    """Make the message of `exc` name the public function the user called (a delegated
+    operation's error, e.g. `max: ...` from `numpy.amax`, gets `in funcgrad.numpy.amax`)."""
+    if len(exc.args) == 1 and isinstance(exc.args[0], str) and (
+            qualname.rsplit(".", 1)[-1] not in exc.args[0]):
+        exc.args = (f"{exc.args[0]}\n  in funcgrad.{qualname}",)
+
+
+def _boundary_error(qualname, exc, args, kwargs):
+    cls = next(c for base, c in _BOUNDARY.items() if isinstance(exc, base))
+    shown = [short_repr(a, 40) for a in args] + [f"{k}={short_repr(v, 40)}"
+                                                 for k, v in kwargs.items()]
+    return cls(f"{qualname}: invalid arguments ({', '.join(shown)}): "
+               f"{type(exc).__name__}: {exc}\n{where(user_frame(3))}\n"
+               f"  hint: see help(funcgrad.{qualname}) for the arguments it takes")

@@ -21,7 +21,7 @@ import numpy as np
 import funcgrad.numpy as fnp
 from funcgrad import dtypes, lax
 from funcgrad.core import concrete_value, get_aval
-from funcgrad.errors import FuncgradTypeError, FuncgradValueError, op_error
+from funcgrad.errors import FuncgradTypeError, FuncgradValueError, op_error, short_repr
 
 __all__ = [
     "PRNGKey", "bernoulli", "bits", "categorical", "choice", "exponential", "fold_in",
@@ -128,7 +128,7 @@ def PRNGKey(seed):  # noqa: N802  (JAX's name)
         [0, 42]
     """
     if isinstance(seed, (bool, float, complex)):
-        raise op_error("random.PRNGKey", f"the seed must be an integer, got {seed!r}")
+        raise op_error("random.PRNGKey", f"the seed must be an integer, got {short_repr(seed)}")
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, np.ndarray):
         wide = dtypes.canonicalize(np.int64) == np.int64
         s = int(seed) % 2**64 if wide else int(seed) % 2**32
@@ -179,7 +179,7 @@ def _shape(op, shape):
     try:
         return tuple(int(d) for d in shape)
     except TypeError:
-        raise op_error(f"random.{op}", f"shape must be a sequence of ints, got {shape!r}",
+        raise op_error(f"random.{op}", f"shape must be a sequence of ints, got {short_repr(shape)}",
                        cls=FuncgradTypeError) from None
 
 
@@ -537,7 +537,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
     """
     key = _check_key("choice", key)
     if not isinstance(shape, Sequence):
-        raise op_error("random.choice", f"shape must be a sequence, got {shape!r}")
+        raise op_error("random.choice", f"shape must be a sequence, got {short_repr(shape)}")
     shape = tuple(shape)
     arr = fnp.asarray(a)
     if arr.ndim == 0:

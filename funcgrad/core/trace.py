@@ -145,7 +145,7 @@ def eager_bind(prim, args, params):
         if type(a) is not Array:
             if isinstance(a, Tracer):
                 _leaked(a, prim)
-            a = to_array(a)
+            a = _operand(prim, a)
         v = a._value
         vals.append(v)
         key.append((v.shape, v.dtype, a.weak_type))
@@ -167,6 +167,11 @@ def eager_bind(prim, args, params):
     try:
         out = prim.impl_rule(*vals, **params)
     except Exception as e:
+        if errors.is_user_error(e):  # raised by user code the impl called (debug.callback)
+            raise
+        outs = out_aval if prim.multiple_results else [out_aval]
+        if errors.out_of_memory(e, outs):
+            raise errors.memory_error(prim.name, outs, errors.user_frame(2)) from None
         if any(type(v) in _device_types for v in vals):  # operands on a GPU
             from funcgrad.devices import run_on_devices
             out = run_on_devices(prim, vals, params, e)
@@ -226,6 +231,20 @@ def _check_nans(prim, res):
             raise FloatingPointError(
                 f"debug_nans: primitive {prim.name} produced a NaN (output {r.aval})\n"
                 f"{errors.where(src)}")
+
+
+def _operand(prim, x):
+    """A non-Array operand of `prim` (Python scalar, numpy array, list) as an Array; bad input
+    (a string, None, a ragged list, a too-large int) is an error naming `prim`."""
+    try:
+        return to_array(x)
+    except (TypeError, ValueError, OverflowError) as e:
+        big = isinstance(e, OverflowError)
+        raise errors.op_error(
+            prim.name, f"cannot use {type(x).__name__} {errors.short_repr(x)} as an array "
+            f"operand ({e})", cls=errors.FuncgradOverflowError if big else errors.FuncgradTypeError,
+            hint="pass a value that fits the dtype" if big else
+            "pass arrays, Python numbers or (nested, rectangular) lists of numbers") from None
 
 
 def _leaked(tracer, prim):
@@ -331,6 +350,7 @@ class Tracer(ArrayBase):
 
 
 _builder_ids = itertools.count()
+_LIFT = type("_Lift", (), {"name": "lifting a value into a trace"})()
 
 # Typing by mesh axes (`ShapedArray.vma`, see funcgrad.lax.parallel): a builder with a typed
 # input or capture types each equation with `_vma_typing`. A primitive's block may register a
@@ -416,7 +436,7 @@ class Builder:
         atom, aval, val = self._atom(x)
         return Tracer(self, aval, atom, val)
 
-    def _atom(self, x):
+    def _atom(self, x, prim=_LIFT):
         if isinstance(x, Tracer):
             if x._trace is self:
                 return x.var, x.aval, x.val
@@ -425,11 +445,11 @@ class Builder:
             return self._capture(x, x.aval)
         t = type(x)
         if t is float or t is int or t is bool or t is complex:
-            arr = to_array(x)
+            arr = _operand(prim, x)
             v = arr._value
             return Literal(v[()], arr.aval), arr.aval, arr
         if t is not Array:
-            x = to_array(x)
+            x = _operand(prim, x)
         if x._value.ndim == 0:
             return Literal(x._value[()], x.aval), x.aval, x
         return self._capture(x, x.aval)
@@ -452,7 +472,7 @@ class Builder:
             if isinstance(a, Tracer) and a._trace is self:
                 atoms.append(a.var), avals.append(a.aval), vals.append(a.val)
             else:
-                atom, aval, val = self._atom(a)
+                atom, aval, val = self._atom(a, prim)
                 atoms.append(atom), avals.append(aval), vals.append(val)
         out_vma = None
         if self.typed:

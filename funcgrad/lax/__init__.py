@@ -1,18 +1,45 @@
 """funcgrad.lax: the primitive layer, with JAX's names (`add`, `dot_general`, `cond`, ...).
 
-Each family lives in its own module; this package re-exports their public wrappers.
+Each family lives in its own module; this package re-exports their public wrappers (`__all__`)
+behind `errors.api_boundary`, so bad arguments that a wrapper's own checks miss still give a
+funcgrad error naming the function, never a raw numpy/Python exception.
 """
 
-from funcgrad.interpreters.ad import add_any_p  # noqa: F401
-from funcgrad.lax.control_flow import *  # noqa: F401,F403
-from funcgrad.lax.convolution import *  # noqa: F401,F403
-from funcgrad.lax.elementwise import *
-from funcgrad.lax.indexing import *  # noqa: F401,F403
-from funcgrad.lax.linalg import *  # noqa: F401,F403
-from funcgrad.lax.logic import *  # noqa: F401,F403
-from funcgrad.lax.parallel import *  # noqa: F401,F403
-from funcgrad.lax.reductions import *  # noqa: F401,F403
-from funcgrad.lax.shape import *  # noqa: F401,F403
-from funcgrad.lax.slicing import *  # noqa: F401,F403
-from funcgrad.lax.sorting import *  # noqa: F401,F403
-from funcgrad.lax.special import *  # noqa: F401,F403
+import inspect as _inspect
+
+from funcgrad import errors as _errors
+from funcgrad.interpreters.ad import add_any_p
+from funcgrad.lax import (
+    control_flow,
+    convolution,
+    elementwise,
+    indexing,
+    linalg,
+    logic,
+    parallel,
+    reductions,
+    shape,
+    slicing,
+    sorting,
+    special,
+)
+from funcgrad.lax.control_flow import *  # noqa: F403
+from funcgrad.lax.convolution import *  # noqa: F403
+from funcgrad.lax.elementwise import *  # noqa: F403
+from funcgrad.lax.indexing import *  # noqa: F403
+from funcgrad.lax.linalg import *  # noqa: F403
+from funcgrad.lax.logic import *  # noqa: F403
+from funcgrad.lax.parallel import *  # noqa: F403
+from funcgrad.lax.reductions import *  # noqa: F403
+from funcgrad.lax.shape import *  # noqa: F403
+from funcgrad.lax.slicing import *  # noqa: F403
+from funcgrad.lax.sorting import *  # noqa: F403
+from funcgrad.lax.special import *  # noqa: F403
+
+__all__ = sorted({"add_any_p"}.union(*(m.__all__ for m in (
+    control_flow, convolution, elementwise, indexing, linalg, logic, parallel, reductions,
+    shape, slicing, sorting, special))))
+
+for _name in __all__:
+    if _inspect.isfunction(globals()[_name]):
+        globals()[_name] = _errors.api_boundary(globals()[_name], f"lax.{_name}")

@@ -17,6 +17,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, concrete_value, get_aval
 from funcgrad.interpreters import ad, batching
+from funcgrad.lax.utils import static_ints
 
 __all__ = [
     "ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
@@ -36,8 +37,8 @@ class ConvDimensionNumbers(NamedTuple):
     out_spec: tuple
 
 
-def _ints(xs):
-    return tuple(int(x) for x in xs)
+def _ints(xs, name="conv_general_dilated"):
+    return static_ints(name, xs, "a window, stride, dilation or dimension-number entry")
 
 
 def _dilate_dim(d, r):
@@ -54,8 +55,10 @@ def conv_general_permutations(dimension_numbers):
     charpairs = (("N", "C"), ("O", "I"), ("N", "C"))
     for spec, (a, b) in zip(dimension_numbers, charpairs):
         if spec.count(a) != 1 or spec.count(b) != 1 or len(spec) != len(set(spec)):
-            raise errors.op_error("conv_general_dilated", f"dimension_numbers spec {spec!r} "
-                                  f"must contain {a!r} and {b!r} once and no repeated letters")
+            raise errors.op_error("conv_general_dilated", f"dimension_numbers spec "
+                                                          f"{errors.short_repr(spec)} "
+                                  f"must contain {errors.short_repr(a)} and "
+                                  f"{errors.short_repr(b)} once and no repeated letters")
     if not (set(lhs_spec) - {"N", "C"} == set(rhs_spec) - {"O", "I"}
             == set(out_spec) - {"N", "C"}):
         raise errors.op_error("conv_general_dilated", f"dimension_numbers {dimension_numbers} "
@@ -89,8 +92,9 @@ def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
     if len(dimension_numbers) == 3:
         return ConvDimensionNumbers(*(_ints(s) for s in dimension_numbers))
     raise errors.op_error("conv_general_dilated", f"cannot read dimension_numbers "
-                          f"{dimension_numbers!r}", hint="use None, ('NCHW', 'OIHW', 'NCHW') "
-                          "style strings, or a ConvDimensionNumbers")
+                          f"{errors.short_repr(dimension_numbers)}",
+                          hint="use None, ('NCHW', 'OIHW', 'NCHW') style strings, or a "
+                               "ConvDimensionNumbers")
 
 
 def padtype_to_pads(in_shape, window_shape, window_strides, padding):
@@ -105,7 +109,8 @@ def padtype_to_pads(in_shape, window_shape, window_strides, padding):
         return tuple((p - p // 2, p // 2) for p in pads)
     if mode == "VALID":
         return ((0, 0),) * len(in_shape)
-    raise errors.op_error("padding", f"unknown padding {padding!r}; use 'SAME', 'SAME_LOWER', "
+    raise errors.op_error("padding", f"unknown padding {errors.short_repr(padding)}; use "
+                                     f"'SAME', 'SAME_LOWER', "
                           "'VALID' or a sequence of (low, high) pairs",
                           cls=errors.FuncgradValueError)
 
@@ -470,11 +475,12 @@ def _window_params(operand_shape, window_dimensions, window_strides, padding, ba
     if isinstance(padding, str):
         padding = padtype_to_pads(operand_shape, window_dimensions,
                                   window_strides or ones, padding)
-    return dict(window_dimensions=_ints(window_dimensions),
-                window_strides=ones if window_strides is None else _ints(window_strides),
+    ints = lambda xs: _ints(xs, "reduce_window")  # noqa: E731
+    return dict(window_dimensions=ints(window_dimensions),
+                window_strides=ones if window_strides is None else ints(window_strides),
                 padding=_pairs(padding),
-                base_dilation=ones if base_dilation is None else _ints(base_dilation),
-                window_dilation=ones if window_dilation is None else _ints(window_dilation))
+                base_dilation=ones if base_dilation is None else ints(base_dilation),
+                window_dilation=ones if window_dilation is None else ints(window_dilation))
 
 
 def _window_out_shape(name, x, window_dimensions, window_strides, padding, base_dilation,
@@ -719,13 +725,14 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     """
     kind = _monoid(computation)
     if kind is None:
-        raise errors.op_error("reduce_window", f"unsupported computation {computation!r}",
+        raise errors.op_error("reduce_window", f"unsupported computation "
+                                               f"{errors.short_repr(computation)}",
                               hint="use lax.add, lax.max or lax.min (reduce_window_sum / "
                                    "reduce_window_max / reduce_window_min)")
     init = concrete_value(init_value)
     if init is None or np.ndim(init) != 0:
         raise errors.op_error("reduce_window", "init_value must be a concrete scalar, got "
-                              f"{init_value!r}")
+                              f"{errors.short_repr(init_value)}")
     wrapper = {"sum": reduce_window_sum, "max": reduce_window_max, "min": reduce_window_min}
     out = wrapper[kind](operand, window_dimensions, window_strides, padding, base_dilation,
                         window_dilation)
@@ -733,7 +740,8 @@ def reduce_window(operand, init_value, computation, window_dimensions, window_st
     if init == _identity(kind, dtype):
         return out
     if kind == "sum":
-        raise errors.op_error("reduce_window", f"lax.add needs init_value 0, got {init!r}",
+        raise errors.op_error("reduce_window", f"lax.add needs init_value 0, got "
+                                               f"{errors.short_repr(init)}",
                               cls=errors.FuncgradValueError)
     init_arr = lax.convert_element_type(init_value, dtype)
     return lax.max(out, init_arr) if kind == "max" else lax.min(out, init_arr)

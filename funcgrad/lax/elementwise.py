@@ -655,7 +655,8 @@ def convert_element_type(x, new_dtype, weak_type=False):
     try:
         dt = dtypes.canonicalize(new_dtype)
     except TypeError as e:
-        raise errors.op_error("convert_element_type", f"new_dtype {new_dtype!r} is not a "
+        raise errors.op_error("convert_element_type", f"new_dtype "
+                                                      f"{errors.short_repr(new_dtype)} is not a "
                               f"dtype funcgrad supports ({e})") from None
     return convert_element_type_p.bind(x, new_dtype=dt, weak_type=bool(weak_type))
 

@@ -16,6 +16,7 @@ import numpy as np
 from funcgrad import errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
+from funcgrad.lax.utils import static_ints
 
 __all__ = [
     "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "gather",
@@ -65,14 +66,15 @@ class GatherScatterMode(enum.Enum):
                  "fill_or_drop": GatherScatterMode.FILL_OR_DROP,
                  "promise_in_bounds": GatherScatterMode.PROMISE_IN_BOUNDS}
         if mode not in table:
-            raise errors.op_error("gather/scatter", f"unknown mode {mode!r}; use 'clip', "
+            raise errors.op_error("gather/scatter", f"unknown mode {errors.short_repr(mode)}; "
+                                                    f"use 'clip', "
                                   "'fill', 'drop' or 'promise_in_bounds'",
                                   cls=errors.FuncgradValueError)
         return table[mode]
 
 
 def _ints(xs):
-    return tuple(int(x) for x in xs)
+    return static_ints("gather/scatter", xs, "dimension numbers and slice sizes")
 
 
 def _gather_clips(mode):
@@ -176,12 +178,22 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
     mode = GatherScatterMode.from_any(mode, GatherScatterMode.CLIP)
     if mode is not GatherScatterMode.FILL_OR_DROP:
         fill_value = None
-    elif isinstance(fill_value, np.generic):
-        fill_value = fill_value.item()
+    elif fill_value is not None:
+        fill_value = _scalar_fill(fill_value)
     return gather_p.bind(operand, start_indices, dimension_numbers=dn,
                          slice_sizes=_ints(slice_sizes), unique_indices=bool(unique_indices),
                          indices_are_sorted=bool(indices_are_sorted), mode=mode,
                          fill_value=fill_value)
+
+
+def _scalar_fill(fill_value):
+    """A gather `fill_value` as a Python number (a static parameter)."""
+    v = np.asarray(fill_value) if isinstance(fill_value, (int, float, complex, bool,
+                                                           np.generic, np.ndarray)) else None
+    if v is None or v.ndim != 0 or v.dtype.kind not in "biufc":
+        raise errors.op_error("gather", f"fill_value must be a number (a static scalar), got "
+                              f"{type(fill_value).__name__} {errors.short_repr(fill_value)}")
+    return v.item()
 
 
 def _check_indices(name, indices, operand, index_map):

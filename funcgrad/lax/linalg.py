@@ -5,6 +5,7 @@ eager implementation routes to BLAS (`np.dot` / `np.matmul`) so eager MLPs stay 
 This module imports only the core, the interpreters and other `funcgrad.lax` wrappers.
 """
 
+import enum
 import functools
 
 import numpy as np
@@ -12,12 +13,13 @@ import numpy as np
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
+from funcgrad.lax.utils import static_ints
 
 __all__ = ["batch_matmul", "dot", "dot_general", "dot_general_p"]
 
 
 def _ints(xs):
-    return tuple(int(x) for x in xs)
+    return static_ints("dot_general", xs, "dimension_numbers")
 
 
 def _free_dims(ndim, contract, batch):
@@ -58,8 +60,12 @@ def _hashable(precision):
     if precision is None or isinstance(precision, (str, int)):
         return precision
     if isinstance(precision, (tuple, list)):
-        return tuple(str(p) for p in precision)
-    return str(precision)
+        return tuple(_hashable(p) for p in precision)
+    if isinstance(precision, enum.Enum):  # e.g. jax.lax.Precision.HIGHEST
+        return str(precision)
+    raise errors.op_error("dot_general", f"precision must be None, a string such as 'highest', "
+                          f"a Precision enum or a pair of them, got {type(precision).__name__} "
+                          f"{errors.short_repr(precision)}")
 
 
 def _dot_general_abstract(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):

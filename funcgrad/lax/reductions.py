@@ -13,7 +13,7 @@ from funcgrad import dtypes, errors
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.shape import broadcast_in_dim, full_like, reshape, rev, transpose
-from funcgrad.lax.utils import check_kind
+from funcgrad.lax.utils import check_kind, static_int, static_ints
 
 
 def _check_axes(name, x, axes):
@@ -41,8 +41,8 @@ def _reduction(name, impl, kinds):
     return p
 
 
-def _axes(axes):
-    return tuple(int(a) for a in axes)
+def _axes(name, axes):
+    return static_ints(name, axes, "axes")
 
 
 def _lowest(dt):
@@ -61,7 +61,7 @@ def reduce_sum(x, axes):
         >>> reduce_sum(fnp.ones((2, 3)), (1,))
         Array([3., 3.], dtype=float32)
     """
-    return reduce_sum_p.bind(x, axes=_axes(axes))
+    return reduce_sum_p.bind(x, axes=_axes("reduce_sum", axes))
 
 
 def _reduce_sum_transpose(ct, x, *, axes):
@@ -85,7 +85,7 @@ def reduce_max(x, axes):
         >>> reduce_max(fnp.array([1., 3., 2.]), (0,))
         Array(3., dtype=float32)
     """
-    return reduce_max_p.bind(x, axes=_axes(axes))
+    return reduce_max_p.bind(x, axes=_axes("reduce_max", axes))
 
 
 def _reduce_chooser_jvp(primals, out, tangents, *, axes):
@@ -111,7 +111,7 @@ def reduce_min(x, axes):
         >>> reduce_min(fnp.array([1., 3., 2.]), (0,))
         Array(1., dtype=float32)
     """
-    return reduce_min_p.bind(x, axes=_axes(axes))
+    return reduce_min_p.bind(x, axes=_axes("reduce_min", axes))
 
 
 reduce_min_p = _reduction(
@@ -127,7 +127,7 @@ def reduce_prod(x, axes):
         >>> reduce_prod(fnp.array([2., 3.]), (0,))
         Array(6., dtype=float32)
     """
-    return reduce_prod_p.bind(x, axes=_axes(axes))
+    return reduce_prod_p.bind(x, axes=_axes("reduce_prod", axes))
 
 
 def _reduce_prod_jvp(primals, out, tangents, *, axes):
@@ -153,7 +153,7 @@ ad.jvp_rules[reduce_prod_p] = _reduce_prod_jvp
 # --- reduce_and / reduce_or -------------------------------------------------------------------
 def reduce_and(x, axes):
     """Logical AND of a bool `x` over `axes` (True over an empty axis)."""
-    return reduce_and_p.bind(x, axes=_axes(axes))
+    return reduce_and_p.bind(x, axes=_axes("reduce_and", axes))
 
 
 reduce_and_p = _reduction("reduce_and", lambda x, axes: np.all(x, axis=axes), "b")
@@ -162,7 +162,7 @@ ad.defjvp_zero(reduce_and_p)
 
 def reduce_or(x, axes):
     """Logical OR of a bool `x` over `axes` (False over an empty axis)."""
-    return reduce_or_p.bind(x, axes=_axes(axes))
+    return reduce_or_p.bind(x, axes=_axes("reduce_or", axes))
 
 
 reduce_or_p = _reduction("reduce_or", lambda x, axes: np.any(x, axis=axes), "b")
@@ -177,7 +177,8 @@ def argmax(operand, axis, index_dtype):
         >>> argmax(fnp.array([1., 3., 3.]), 0, fnp.int32)
         Array(1, dtype=int32)
     """
-    return argmax_p.bind(operand, axes=(int(axis),), index_dtype=dtypes.canonicalize(index_dtype))
+    return argmax_p.bind(operand, axes=(static_int("argmax", axis, "axis"),),
+                       index_dtype=dtypes.canonicalize(index_dtype))
 
 
 def _argminmax(name, np_fn):
@@ -210,7 +211,8 @@ def argmin(operand, axis, index_dtype):
         >>> argmin(fnp.array([3., 1., 1.]), 0, fnp.int32)
         Array(1, dtype=int32)
     """
-    return argmin_p.bind(operand, axes=(int(axis),), index_dtype=dtypes.canonicalize(index_dtype))
+    return argmin_p.bind(operand, axes=(static_int("argmin", axis, "axis"),),
+                       index_dtype=dtypes.canonicalize(index_dtype))
 
 
 argmin_p = _argminmax("argmin", np.argmin)
@@ -291,7 +293,7 @@ def cumsum(operand, axis=0, reverse=False):
         >>> cumsum(fnp.array([1., 2., 3.]), reverse=True)
         Array([6., 5., 3.], dtype=float32)
     """
-    return cumsum_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+    return cumsum_p.bind(operand, axis=static_int("cumsum", axis, "axis"), reverse=bool(reverse))
 
 
 cumsum_p = _cumulative("cumsum", lambda x, axis: np.cumsum(x, axis, dtype=x.dtype), "iufc")
@@ -306,7 +308,7 @@ def cumprod(operand, axis=0, reverse=False):
         >>> cumprod(fnp.array([1., 2., 3.]))
         Array([1., 2., 6.], dtype=float32)
     """
-    return cumprod_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+    return cumprod_p.bind(operand, axis=static_int("cumprod", axis, "axis"), reverse=bool(reverse))
 
 
 def _cumprod_tangent(x, out, t, axis):
@@ -334,7 +336,7 @@ def cummax(operand, axis=0, reverse=False):
         >>> cummax(fnp.array([1., 3., 2.]))
         Array([1., 3., 3.], dtype=float32)
     """
-    return cummax_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+    return cummax_p.bind(operand, axis=static_int("cummax", axis, "axis"), reverse=bool(reverse))
 
 
 def _cumextremum_tangent(x, out, t, axis):
@@ -361,7 +363,7 @@ def cummin(operand, axis=0, reverse=False):
         >>> cummin(fnp.array([2., 1., 3.]))
         Array([2., 1., 1.], dtype=float32)
     """
-    return cummin_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+    return cummin_p.bind(operand, axis=static_int("cummin", axis, "axis"), reverse=bool(reverse))
 
 
 cummin_p = _cumulative("cummin", lambda x, axis: np.minimum.accumulate(x, axis), "biuf")
@@ -376,7 +378,8 @@ def cumlogsumexp(operand, axis=0, reverse=False):
         >>> cumlogsumexp(fnp.array([0., 0.]))
         Array([0.       , 0.6931472], dtype=float32)
     """
-    return cumlogsumexp_p.bind(operand, axis=int(axis), reverse=bool(reverse))
+    return cumlogsumexp_p.bind(operand, axis=static_int("cumlogsumexp", axis, "axis"),
+                               reverse=bool(reverse))
 
 
 def _cumlogsumexp_tangent(x, out, t, axis):

@@ -12,11 +12,12 @@ import numpy as np
 from funcgrad import dtypes, errors
 from funcgrad.core import Array, ArrayBase, Primitive, ShapedArray, get_aval, register_op
 from funcgrad.interpreters import ad, batching
+from funcgrad.lax.utils import static_int, static_ints
 
 
 def canonicalize_axis(name, axis, ndim):
     """`axis` in [-ndim, ndim) as a non-negative int, else an error naming `name`."""
-    axis = int(axis)
+    axis = static_int(name, axis, "axis")
     if not -ndim <= axis < ndim:
         raise errors.op_error(name, f"axis {axis} is out of range for rank {ndim}",
                               cls=errors.FuncgradValueError)
@@ -38,8 +39,10 @@ def broadcast_in_dim(x, shape, broadcast_dimensions):
         >>> broadcast_in_dim(fnp.ones(3), (2, 3), (1,)).shape
         (2, 3)
     """
-    return broadcast_in_dim_p.bind(x, shape=tuple(int(s) for s in shape),
-                                   broadcast_dimensions=tuple(broadcast_dimensions))
+    return broadcast_in_dim_p.bind(
+        x, shape=static_ints("broadcast_in_dim", shape, "shape"),
+        broadcast_dimensions=static_ints("broadcast_in_dim", broadcast_dimensions,
+                                         "broadcast_dimensions"))
 
 
 def _broadcast_in_dim_abstract(x, *, shape, broadcast_dimensions):
@@ -98,6 +101,7 @@ def expand_dims(x, dimensions):
         >>> expand_dims(fnp.ones(3), (0, -1)).shape
         (1, 3, 1)
     """
+    dimensions = static_ints("expand_dims", dimensions, "dimensions")
     shape = list(get_aval(x).shape)
     ndim_out = len(shape) + len(dimensions)
     dims = [canonicalize_axis("expand_dims", d, ndim_out) for d in dimensions]
@@ -134,7 +138,7 @@ def _fill(shape, fill_value, dt, weak):
             raise errors.op_error("full", f"fill_value must be a scalar, got "
                                   f"{get_aval(fill_value)}")
         val = convert_element_type(fill_value, dt, weak_type=weak)
-    shape = tuple(int(s) for s in shape)
+    shape = static_ints("full", shape, "shape")
     return val if shape == () else broadcast_in_dim(val, shape, ())
 
 
@@ -167,8 +171,9 @@ def reshape(x, new_sizes, dimensions=None):
         >>> reshape(fnp.arange(6), (2, 3)).shape
         (2, 3)
     """
-    new_sizes = tuple(int(s) for s in new_sizes)
-    if dimensions is not None and tuple(dimensions) != tuple(range(get_aval(x).ndim)):
+    new_sizes = static_ints("reshape", new_sizes, "new_sizes")
+    if dimensions is not None and static_ints("reshape", dimensions, "dimensions") != tuple(
+            range(get_aval(x).ndim)):
         x = transpose(x, dimensions)
     if isinstance(x, ArrayBase) and get_aval(x).shape == new_sizes:
         return x
@@ -202,7 +207,7 @@ def transpose(x, permutation):
         >>> transpose(fnp.zeros((2, 3)), (1, 0)).shape
         (3, 2)
     """
-    return transpose_p.bind(x, permutation=tuple(int(p) for p in permutation))
+    return transpose_p.bind(x, permutation=static_ints("transpose", permutation, "permutation"))
 
 
 def _transpose_abstract(x, *, permutation):
@@ -238,7 +243,8 @@ def squeeze(x, dimensions):
         (3,)
     """
     nd = get_aval(x).ndim
-    dims = tuple(sorted(canonicalize_axis("squeeze", d, nd) for d in dimensions))
+    dims = tuple(sorted(canonicalize_axis("squeeze", d, nd)
+                        for d in static_ints("squeeze", dimensions, "dimensions")))
     return squeeze_p.bind(x, dimensions=dims)
 
 
@@ -271,7 +277,7 @@ def rev(x, dimensions):
         >>> rev(fnp.arange(3), (0,))
         Array([2, 1, 0], dtype=int32)
     """
-    return rev_p.bind(x, dimensions=tuple(int(d) for d in dimensions))
+    return rev_p.bind(x, dimensions=static_ints("rev", dimensions, "dimensions"))
 
 
 def _rev_abstract(x, *, dimensions):
@@ -310,8 +316,9 @@ def broadcasted_iota(dtype, shape, dimension):
         Array([[0, 1],
                [0, 1]], dtype=int32)
     """
-    return iota_p.bind(dtype=dtypes.canonicalize(dtype), shape=tuple(int(s) for s in shape),
-                       dimension=int(dimension))
+    return iota_p.bind(dtype=dtypes.canonicalize(dtype),
+                       shape=static_ints("broadcasted_iota", shape, "shape"),
+                       dimension=static_int("broadcasted_iota", dimension, "dimension"))
 
 
 def _iota_abstract(*, dtype, shape, dimension):

@@ -14,7 +14,7 @@ from funcgrad import dtypes, errors
 from funcgrad.core import ArrayBase, Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.shape import broadcast_in_dim, canonicalize_axis, full, iota, reshape
-from funcgrad.lax.utils import match_scalars
+from funcgrad.lax.utils import match_scalars, static_int, static_ints
 
 
 def _aval(x):
@@ -36,7 +36,12 @@ def pad(operand, padding_value, padding_config):
         Array([0., 1., 0.], dtype=float32)
     """
     operand, padding_value = match_scalars(operand, padding_value)
-    config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    config = tuple(static_ints("pad", c, "each padding_config entry (low, high, interior)")
+                   for c in (padding_config if isinstance(padding_config, (tuple, list, np.ndarray))
+                             else static_ints("pad", padding_config, "padding_config")))
+    if any(len(c) != 3 for c in config):
+        raise errors.op_error("pad", f"padding_config needs one (low, high, interior) triple "
+                              f"per axis, got {config}", cls=errors.FuncgradValueError)
     return pad_p.bind(operand, padding_value, padding_config=config)
 
 
@@ -115,7 +120,8 @@ def concatenate(operands, dimension):
     operands = list(operands)
     if len(operands) == 1 and isinstance(operands[0], ArrayBase):
         return operands[0]
-    return concatenate_p.bind(*operands, dimension=int(dimension))
+    return concatenate_p.bind(*operands, dimension=static_int("concatenate", dimension,
+                                                              "dimension"))
 
 
 def _concatenate_abstract(*xs, dimension):
@@ -167,9 +173,11 @@ def slice(operand, start_indices, limit_indices, strides=None):
         >>> slice(fnp.arange(6), (1,), (6,), (2,))
         Array([1, 3, 5], dtype=int32)
     """
-    return slice_p.bind(operand, start_indices=tuple(int(i) for i in start_indices),
-                        limit_indices=tuple(int(i) for i in limit_indices),
-                        strides=None if strides is None else tuple(int(s) for s in strides))
+    return slice_p.bind(operand, start_indices=static_ints("slice", start_indices,
+                                                           "start_indices"),
+                        limit_indices=static_ints("slice", limit_indices, "limit_indices"),
+                        strides=None if strides is None else static_ints("slice", strides,
+                                                                         "strides"))
 
 
 def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
@@ -177,10 +185,12 @@ def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
     shape = get_aval(operand).shape
     axis = canonicalize_axis("slice_in_dim", axis, len(shape))
     n = shape[axis]
-    start = 0 if start_index is None else int(start_index) + (n if start_index < 0 else 0)
-    limit = n if limit_index is None else int(limit_index) + (n if limit_index < 0 else 0)
+    start = 0 if start_index is None else static_int("slice_in_dim", start_index, "start_index")
+    limit = n if limit_index is None else static_int("slice_in_dim", limit_index, "limit_index")
+    start, limit = start + (n if start < 0 else 0), limit + (n if limit < 0 else 0)
     starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
-    starts[axis], limits[axis], strides[axis] = start, limit, int(stride)
+    starts[axis], limits[axis] = start, limit
+    strides[axis] = static_int("slice_in_dim", stride, "stride")
     return slice(operand, starts, limits, strides)
 
 
@@ -287,7 +297,8 @@ def dynamic_slice(operand, start_indices, slice_sizes, *, allow_negative_indices
         Array([2, 3, 4], dtype=int32)
     """
     idx = _wrap_negative("dynamic_slice", operand, start_indices, allow_negative_indices)
-    return dynamic_slice_p.bind(operand, *idx, slice_sizes=tuple(int(s) for s in slice_sizes))
+    return dynamic_slice_p.bind(operand, *idx, slice_sizes=static_ints(
+        "dynamic_slice", slice_sizes, "slice_sizes"))
 
 
 def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
@@ -296,7 +307,8 @@ def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0, *,
     shape = get_aval(operand).shape
     axis = canonicalize_axis("dynamic_slice_in_dim", axis, len(shape))
     starts, sizes = [0] * len(shape), list(shape)
-    starts[axis], sizes[axis] = start_index, int(slice_size)
+    starts[axis] = start_index
+    sizes[axis] = static_int("dynamic_slice_in_dim", slice_size, "slice_size")
     return dynamic_slice(operand, starts, sizes,
                          allow_negative_indices=allow_negative_indices)
 

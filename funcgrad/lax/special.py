@@ -193,9 +193,9 @@ def _polygamma_impl(x, *, m):
 
 
 def _polygamma_check(x, *, m):
-    if m < 1:
-        raise errors.op_error("polygamma", f"m must be >= 1 (use digamma for m=0), got {m}",
-                              cls=errors.FuncgradValueError)
+    if not 1 <= m <= 170:  # beyond 170, m! overflows float64 (and the series with it)
+        raise errors.op_error("polygamma", f"m must be in [1, 170] (use digamma for m=0), "
+                              f"got {m}", cls=errors.FuncgradValueError)
 
 
 polygamma_p = unop("polygamma", _special(_polygamma_impl), kinds="f")

@@ -4,6 +4,8 @@
 batching rule; the caller adds the derivative rules next to the primitive.
 """
 
+import operator
+
 import numpy as np
 
 from funcgrad import dtypes, errors
@@ -71,6 +73,30 @@ def binop(name, impl, kinds="iufc", out_dtype=None, nargs=2):
     return p
 
 
+def static_int(name, x, what):
+    """A static int parameter (a Python/numpy int or concrete integer array) of `name`: a
+    float, None or a traced value is an error, as in JAX (`int(1.5)` would truncate)."""
+    try:
+        return operator.index(x)
+    except TypeError:
+        raise errors.op_error(name, f"{what} must be an int, got {type(x).__name__} "
+                              f"{errors.short_repr(x)}") from None
+
+
+def static_ints(name, xs, what):
+    """A static sequence of ints (a shape, axes, a permutation) of `name` as a tuple."""
+    try:
+        items = None if isinstance(xs, (str, bytes, dict)) else tuple(xs)
+    except TypeError:  # not iterable (None, an int, a 0-d array)
+        items = None
+    if items is None:
+        raise errors.op_error(name, f"{what} must be a sequence of ints, got "
+                              f"{type(xs).__name__} {errors.short_repr(xs)}",
+                              hint="lax takes explicit axes and shapes; funcgrad.numpy's "
+                                   "axis=None means all axes")
+    return tuple(static_int(name, x, f"each entry of {what}") for x in items)
+
+
 def to_bool(dt):
     return dtypes.bool_
 
@@ -97,7 +123,10 @@ def match_scalars(*args):
     ref = next((a for a in args if type(a) not in _SCALAR_KIND), None)
     if ref is None or len(args) == 1:
         return args
-    dt = get_aval(ref).dtype
+    try:
+        dt = get_aval(ref).dtype
+    except (TypeError, ValueError, OverflowError):  # not an array: bind names the primitive
+        return args
     out = []
     for a in args:
         kind = _SCALAR_KIND.get(type(a))
@@ -106,7 +135,8 @@ def match_scalars(*args):
             continue
         if _KIND_ORDER.index(kind) > _KIND_ORDER.index(dt.kind) and not (
                 kind == "i" and dt.kind == "u"):
-            raise errors.op_error("lax", f"a Python {type(a).__name__} ({a!r}) cannot be "
+            raise errors.op_error("lax", f"a Python {type(a).__name__} ({errors.short_repr(a)}) "
+                                         f"cannot be "
                                   f"combined with a {dt} operand without changing its value",
                                   hint="convert the array first (x.astype(...)) or use "
                                        "funcgrad.numpy, which promotes")

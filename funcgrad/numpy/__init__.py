@@ -30,3 +30,18 @@ newaxis = None
 def broadcast_shapes(*shapes):
     """The shape that `shapes` broadcast to (NumPy rules)."""
     return _broadcast_shapes("broadcast_shapes", *[tuple(s) for s in shapes])
+
+
+def _install_boundaries():
+    """Every public function behind `errors.api_boundary`: bad arguments that a function's own
+    checks miss give a funcgrad error naming it, never a raw numpy/Python exception."""
+    import inspect
+
+    from funcgrad import errors
+    ns = globals()
+    for name, obj in list(ns.items()):
+        if not name.startswith("_") and inspect.isfunction(obj):
+            ns[name] = errors.api_boundary(obj, f"numpy.{name}")
+
+
+_install_boundaries()

@@ -37,9 +37,7 @@ def asarray_operand(name, x):
                               f"array ({e})") from None
 
 
-def _short_repr(x):
-    r = repr(x)
-    return r if len(r) < 60 else r[:57] + "..."
+_short_repr = errors.short_repr
 
 
 def parts(x):
@@ -134,7 +132,7 @@ def scalar_array(x, dtype, weak, name="asarray"):
             return weak_scalar(x, dtype)
         return Array(np.asarray(x, dtype), weak)
     except OverflowError:
-        raise errors.op_error(name, f"Python scalar {x!r} does not fit in {dtype}",
+        raise errors.op_error(name, f"Python scalar {errors.short_repr(x)} does not fit in {dtype}",
                               cls=OverflowError) from None
 
 
@@ -224,6 +222,14 @@ def canonical_axis(name, axis, ndim):
         raise errors.op_error(name, f"axis {axis} is out of bounds for an array of "
                               f"dimension {ndim}", cls=errors.FuncgradValueError)
     return a + ndim if a < 0 else a
+
+
+def axis_tuple(name, axis):
+    """`axis` (an int or a sequence of ints, not None) as a tuple of ints, not yet checked
+    against a rank; a FuncgradTypeError naming `name` otherwise."""
+    if isinstance(axis, (tuple, list)):
+        return tuple(static_int(name, a, "each axis") for a in axis)
+    return (static_int(name, axis, "axis"),)
 
 
 def canonical_axes(name, axis, ndim):

@@ -337,7 +337,8 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
         [(2, 3), (2, 3)]
     """
     if indexing not in ("xy", "ij"):
-        raise errors.op_error("meshgrid", f"indexing must be 'xy' or 'ij', got {indexing!r}",
+        raise errors.op_error("meshgrid", f"indexing must be 'xy' or 'ij', got "
+                                          f"{errors.short_repr(indexing)}",
                               cls=errors.FuncgradValueError)
     from funcgrad.numpy.shape import ravel
     xs = [ravel(asarray_operand("meshgrid", x)) for x in xi]

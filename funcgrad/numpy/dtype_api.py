@@ -8,6 +8,7 @@ The dtype lattice itself lives in `funcgrad.dtypes`; this module only exposes it
 import numpy as np
 
 from funcgrad import dtypes as _dtypes
+from funcgrad import errors
 
 __all__ = [
     "bool_", "can_cast", "complex64", "complex128", "complexfloating",
@@ -64,15 +65,36 @@ def _unwrap(t):
     return t.dtype if isinstance(t, _ScalarType) else t
 
 
+def _dtype(name, x):
+    """`np.dtype(x)`; an error naming `name` for what is not a dtype (numpy's own message may
+    call a failing __repr__)."""
+    try:
+        return np.dtype(_unwrap(x))
+    except Exception:
+        raise errors.op_error(name, f"{type(x).__name__} {errors.short_repr(x)} is not a "
+                              "dtype") from None
+
+
+def _dtype_or_kind(name, x):
+    """A dtype, or one of numpy's abstract kinds (`fnp.floating`), for `issubdtype`."""
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return x
+    return _dtype(name, x)
+
+
 def issubdtype(arg1, arg2):
     """NumPy's issubdtype, accepting funcgrad's scalar types."""
-    return np.issubdtype(_unwrap(arg1), _unwrap(arg2))
+    return np.issubdtype(_dtype_or_kind("issubdtype", arg1), _dtype_or_kind("issubdtype", arg2))
 
 
 def isdtype(dtype, kind):
     """Array-API `isdtype`: 'bool', 'signed integer', 'unsigned integer', 'integral',
     'real floating', 'complex floating', 'numeric', a dtype, or a tuple of those."""
-    return np.isdtype(np.dtype(dtype), kind)
+    try:
+        return np.isdtype(_dtype("isdtype", dtype), kind)
+    except (TypeError, ValueError) as e:
+        raise errors.op_error("isdtype", f"invalid kind {errors.short_repr(kind)} ({e})"
+                              ) from None
 
 
 def result_type(*args):
@@ -87,9 +109,11 @@ def result_type(*args):
 
 def promote_types(a, b):
     """The promoted dtype of two dtypes (both strongly typed), as `jnp.promote_types`."""
-    return _dtypes.promote_types((np.dtype(a), False), (np.dtype(b), False))[0]
+    return _dtypes.promote_types((_dtype("promote_types", a), False),
+                                 (_dtype("promote_types", b), False))[0]
 
 
 def can_cast(from_, to, casting="safe"):
     """NumPy's can_cast on dtypes (funcgrad arrays are read through their dtype)."""
-    return np.can_cast(np.dtype(getattr(from_, "dtype", from_)), np.dtype(_unwrap(to)), casting)
+    from_ = from_.dtype if isinstance(getattr(from_, "dtype", None), np.dtype) else from_
+    return np.can_cast(_dtype("can_cast", from_), _dtype("can_cast", to), casting)

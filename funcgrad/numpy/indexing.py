@@ -58,7 +58,8 @@ def _static_slice(s):
         if v is not None and not isinstance(v, (int, np.integer)):
             if isinstance(v, Tracer):
                 raise _index_error(
-                    f"slice bounds must be static, got slice({s.start!r}, {s.stop!r}, {s.step!r})",
+                    f"slice bounds must be static, got slice({errors.short_repr(s.start)}, "
+                    f"{errors.short_repr(s.stop)}, {errors.short_repr(s.step)})",
                     hint="to index a static-size window at a traced position use "
                          "funcgrad.lax.dynamic_slice or dynamic_update_slice")
             operator.index(v)
@@ -79,7 +80,7 @@ def _list_to_numpy(seq):
     except ValueError:
         arr = np.asarray(seq, dtype=object)
     if arr.dtype == object:
-        raise errors.op_error("indexing", f"unsupported index {seq!r}",
+        raise errors.op_error("indexing", f"unsupported index {errors.short_repr(seq)}",
                               hint="use a tuple, x[tuple(seq)], for multidimensional indexing")
     return arr
 
@@ -113,7 +114,7 @@ def _classify(i):
             return ("int", int(i)) if i.ndim == 0 else ("array", np.asarray(i))
     dt = getattr(i, "dtype", type(i).__name__)
     raise errors.op_error(
-        "indexing", f"indexer must have integer or boolean type, got {dt} ({i!r})",
+        "indexing", f"indexer must have integer or boolean type, got {dt} ({errors.short_repr(i)})",
         hint="convert float index arrays with .astype(int)")
 
 
@@ -342,7 +343,8 @@ def getitem(x, idx):
 
 def _check_mode(mode, op):
     if not (mode in _MODES or not isinstance(mode, str)):
-        raise errors.op_error(op, f"unknown mode {mode!r}; expected one of {_MODES[1:]}",
+        raise errors.op_error(op, f"unknown mode {errors.short_repr(mode)}; expected one of "
+                                  f"{_MODES[1:]}",
                               cls=errors.FuncgradValueError)
 
 
@@ -666,7 +668,8 @@ def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
                               "cannot raise inside compiled code)",
                               hint="use mode='fill', 'clip' or 'wrap'")
     elif mode not in (None, "fill", "clip"):
-        raise errors.op_error("take", f"invalid mode {mode!r}; use 'fill', 'clip' or 'wrap'",
+        raise errors.op_error("take", f"invalid mode {errors.short_repr(mode)}; use 'fill', "
+                                      f"'clip' or 'wrap'",
                               cls=errors.FuncgradValueError)
     if n == 0 and indices.size:
         raise _index_error(f"cannot take {indices.shape} indices from an empty axis {axis} of "

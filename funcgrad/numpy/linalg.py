@@ -196,7 +196,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
             xa, xb = axes
         except (TypeError, ValueError):
             raise errors.op_error("tensordot", f"axes must be an int or a pair of sequences, "
-                                  f"got {axes!r}") from None
+                                  f"got {errors.short_repr(axes)}") from None
         xa = (xa,) if isinstance(xa, (int, np.integer)) else tuple(xa)
         xb = (xb,) if isinstance(xb, (int, np.integer)) else tuple(xb)
         la = tuple(canonical_axis("tensordot", x, len(sa)) for x in xa)
@@ -300,7 +300,8 @@ def _interleaved(first, rest):
             elif isinstance(x, (int, np.integer)) and 0 <= x < 52:
                 s += "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[int(x)]
             else:
-                raise _einsum_error(f"subscript {x!r} must be an int in [0, 52) or Ellipsis")
+                raise _einsum_error(f"subscript {errors.short_repr(x)} must be an int in [0, "
+                                    f"52) or Ellipsis")
         return s
     spec = ",".join(letters(s) for s in subs) + ("" if out is None else "->" + letters(out))
     return spec, ops
@@ -309,18 +310,20 @@ def _interleaved(first, rest):
 def _term_labels(term, ndim, ell_rank, where):
     """Labels of one term: letters, plus '.k' for the k-th (global) ellipsis axis."""
     if term.count("...") > 1 or "." in term.replace("...", ""):
-        raise _einsum_error(f"invalid subscripts {term!r} ({where})")
+        raise _einsum_error(f"invalid subscripts {errors.short_repr(term)} ({where})")
     if not all(c.isalpha() for c in term.replace("...", "")):
-        raise _einsum_error(f"subscripts must be letters, got {term!r} ({where})")
+        raise _einsum_error(f"subscripts must be letters, got {errors.short_repr(term)} ({where})")
     if "..." not in term:
         if ndim is not None and len(term) != ndim:
-            raise _einsum_error(f"{where} has {ndim} dimensions but subscripts {term!r} name "
+            raise _einsum_error(f"{where} has {ndim} dimensions but subscripts "
+                                f"{errors.short_repr(term)} name "
                                 f"{len(term)}")
         return list(term)
     left, right = term.split("...")
     n_ell = ell_rank if ndim is None else ndim - len(left) - len(right)
     if n_ell < 0:
-        raise _einsum_error(f"{where} has {ndim} dimensions but subscripts {term!r} name "
+        raise _einsum_error(f"{where} has {ndim} dimensions but subscripts "
+                            f"{errors.short_repr(term)} name "
                             f"{len(left) + len(right)}")
     return list(left) + [f".{ell_rank - n_ell + k}" for k in range(n_ell)] + list(right)
 
@@ -328,11 +331,12 @@ def _term_labels(term, ndim, ell_rank, where):
 def _parse_einsum(subscripts, shapes):
     spec = subscripts.replace(" ", "")
     if spec.count("->") > 1:
-        raise _einsum_error(f"subscripts {subscripts!r} have more than one '->'")
+        raise _einsum_error(f"subscripts {errors.short_repr(subscripts)} have more than one '->'")
     ins, arrow, out = spec.partition("->")
     terms = ins.split(",")
     if len(terms) != len(shapes):
-        raise _einsum_error(f"subscripts {subscripts!r} name {len(terms)} operands but "
+        raise _einsum_error(f"subscripts {errors.short_repr(subscripts)} name {len(terms)} "
+                            f"operands but "
                             f"{len(shapes)} were given")
     ell_rank = max([len(s) - len(t.replace("...", "")) for t, s in zip(terms, shapes)
                     if "..." in t] or [0])
@@ -343,7 +347,8 @@ def _parse_einsum(subscripts, shapes):
         for lab, d in zip(labels, s):
             prev = sizes.get(lab, 1)
             if d != 1 and prev != 1 and d != prev:
-                raise _einsum_error(f"size of label {lab!r} is {prev} in one operand but {d} in "
+                raise _einsum_error(f"size of label {errors.short_repr(lab)} is {prev} in one "
+                                    f"operand but {d} in "
                                     f"operand {i} (shapes {', '.join(map(str, shapes))})")
             sizes[lab] = max(prev, d) if d != 1 else prev
     ell = [f".{k}" for k in range(ell_rank)]
@@ -355,9 +360,10 @@ def _parse_einsum(subscripts, shapes):
         known = set().union(*map(set, in_labels)) if in_labels else set()
         for lab in out_labels:
             if lab not in known:
-                raise _einsum_error(f"output label {lab!r} does not appear in the inputs")
+                raise _einsum_error(f"output label {errors.short_repr(lab)} does not appear in "
+                                    f"the inputs")
         if len(set(out_labels)) != len(out_labels):
-            raise _einsum_error(f"output subscripts {out!r} repeat a label")
+            raise _einsum_error(f"output subscripts {errors.short_repr(out)} repeat a label")
     else:
         counts = {}
         for labels in in_labels:
@@ -444,7 +450,8 @@ def norm(x, ord=None, axis=None, keepdims=False):
         out = pick(s, axis=other, keepdims=True)
         return out if keepdims else lax.reshape(out, tuple(
             d for i, d in enumerate(shape_of(out)) if i not in (row, col)))
-    raise errors.op_error("norm", f"unsupported matrix norm ord={ord!r} (singular-value "
+    raise errors.op_error("norm", f"unsupported matrix norm ord={errors.short_repr(ord)} "
+                                  f"(singular-value "
                           "norms 'nuc', 2, -2 need an SVD)", cls=errors.FuncgradValueError)
 
 

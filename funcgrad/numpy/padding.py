@@ -17,16 +17,19 @@ def _pad_widths(pad_width, nd):
     if pw.size == 0:
         pw = pw.astype(np.int64)
     if pw.dtype.kind not in "iu":
-        raise errors.op_error("pad", f"pad_width must be integers, got {pad_width!r}")
+        raise errors.op_error("pad", f"pad_width must be integers, got "
+                                     f"{errors.short_repr(pad_width)}")
     if nd == 0:
         return []
     try:
         pw = np.broadcast_to(pw, (nd, 2))
     except ValueError:
-        raise errors.op_error("pad", f"pad_width {pad_width!r} does not fit an array with "
+        raise errors.op_error("pad", f"pad_width {errors.short_repr(pad_width)} does not fit an "
+                                     f"array with "
                               f"{nd} dimensions", cls=errors.FuncgradValueError) from None
     if (pw < 0).any():
-        raise errors.op_error("pad", f"pad_width must be non-negative, got {pad_width!r}",
+        raise errors.op_error("pad", f"pad_width must be non-negative, got "
+                                     f"{errors.short_repr(pad_width)}",
                               cls=errors.FuncgradValueError)
     return [(int(lo), int(hi)) for lo, hi in pw]
 
@@ -58,10 +61,11 @@ def pad(array, pad_width, mode="constant", **kwargs):
         for ax, (lo, hi) in enumerate(widths):
             if (lo or hi) and shape_of(a)[ax] == 0:
                 raise errors.op_error("pad", f"cannot pad axis {ax} of size 0 in mode "
-                                      f"{mode!r}", cls=errors.FuncgradValueError)
+                                      f"{errors.short_repr(mode)}", cls=errors.FuncgradValueError)
             a = _PAD_AXIS[mode](a, ax, lo, hi)
         return a
-    raise errors.op_error("pad", f"unsupported mode {mode!r}; use 'constant', 'edge', "
+    raise errors.op_error("pad", f"unsupported mode {errors.short_repr(mode)}; use 'constant', "
+                                 f"'edge', "
                           "'reflect', 'symmetric' or 'wrap'", cls=errors.FuncgradValueError)
 
 

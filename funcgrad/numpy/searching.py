@@ -77,7 +77,8 @@ def searchsorted(a, v, side="left", sorter=None, *, method="compare_all"):
         Array([1, 3], dtype=int32)
     """
     if side not in ("left", "right"):
-        raise errors.op_error("searchsorted", f"side must be 'left' or 'right', got {side!r}",
+        raise errors.op_error("searchsorted", f"side must be 'left' or 'right', got "
+                                              f"{errors.short_repr(side)}",
                               cls=errors.FuncgradValueError)
     a, v = _util.promote("searchsorted", [a, v], broadcast=False)
     if a.ndim != 1:
@@ -221,7 +222,8 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         raise errors.op_error("ravel_multi_index", f"got {len(multi_index)} index arrays for "
                               f"{len(dims)} dimensions", cls=errors.FuncgradValueError)
     if order not in ("C", "F"):
-        raise errors.op_error("ravel_multi_index", f"order must be 'C' or 'F', got {order!r}",
+        raise errors.op_error("ravel_multi_index", f"order must be 'C' or 'F', got "
+                                                   f"{errors.short_repr(order)}",
                               cls=errors.FuncgradValueError)
     arrs = [_int_operand("ravel_multi_index", i) for i in multi_index]
     dt = dtypes.default_int()
@@ -234,7 +236,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
         elif mode == "clip":
             arrs[k] = lax.clamp(_const(0, dt), i, _const(d - 1, dt))
         else:
-            raise errors.op_error("ravel_multi_index", f"invalid mode {mode!r}",
+            raise errors.op_error("ravel_multi_index", f"invalid mode {errors.short_repr(mode)}",
                                   cls=errors.FuncgradValueError)
     strides = [_prod(dims[k + 1:]) if order == "C" else _prod(dims[:k]) for k in range(len(dims))]
     shape = _util.broadcast_shapes("ravel_multi_index", *[i.shape for i in arrs])

@@ -13,6 +13,7 @@ from funcgrad import dtypes, errors, lax
 from funcgrad.core import Array, ArrayBase, is_concrete
 from funcgrad.numpy._util import (
     asarray_operand,
+    axis_tuple,
     broadcast_shapes,
     broadcast_to_shape,
     canonical_axes,
@@ -126,7 +127,8 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         a = transpose(a)
         return transpose(lax.reshape(a, new[::-1]))
     if order not in ("C", "A"):
-        raise errors.op_error("reshape", f"order must be 'C', 'F' or 'A', got {order!r}",
+        raise errors.op_error("reshape", f"order must be 'C', 'F' or 'A', got "
+                                         f"{errors.short_repr(order)}",
                               cls=errors.FuncgradValueError)
     return a if new == shape_of(a) else lax.reshape(a, new)
 
@@ -211,8 +213,8 @@ def expand_dims(a, axis):
     """`a` with new size-1 axes inserted at positions `axis` (of the result)."""
     a = asarray_operand("expand_dims", a)
     s = shape_of(a)
-    axes = canonical_axes("expand_dims", axis, len(s) + (1 if isinstance(
-        axis, (int, np.integer)) else len(axis)))
+    axes = axis_tuple("expand_dims", axis)
+    axes = canonical_axes("expand_dims", axes, len(s) + len(axes))
     out = list(s)
     for ax in axes:
         out.insert(ax, 1)
@@ -595,7 +597,7 @@ def roll(a, shift, axis=None):
     a = asarray_operand("roll", a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), shape_of(a))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = axis_tuple("roll", axis)
     shifts = shift if isinstance(shift, (tuple, list)) else (shift,) * len(axes)
     if len(shifts) != len(axes):
         raise errors.op_error("roll", f"shift {shift} and axis {axis} differ in length",

@@ -138,9 +138,13 @@ def _scan_length(xs, leaves, length):
                                   cls=errors.FuncgradValueError)
         sizes.append((f"xs{keystr(path)}", aval))
     if length is not None:
-        length = operator.index(length)
-        if length < 0:
-            raise errors.op_error("scan", f"length must be >= 0, got {length}",
+        try:
+            length = operator.index(length)
+        except TypeError:
+            raise errors.op_error("scan", f"length must be an int, got "
+                                  f"{errors.short_repr(length)}") from None
+        if not 0 <= length < 2**63:
+            raise errors.op_error("scan", f"length must be in [0, 2**63), got {length}",
                                   cls=errors.FuncgradValueError)
     if not sizes and length is None:
         raise errors.op_error("scan", "with xs=None (or no xs leaves) the number of "
