@@ -5,13 +5,19 @@ them): they run eagerly, are recorded by `jit`/`grad` traces and run again, with
 values, whenever the compiled program runs. Derivative programs drop them (the forward pass
 already printed). Each has one dummy `bool[]` output so that every equation has an output.
 Pytree arguments are flattened; array leaves are traced, other leaves (strings, Python
-numbers) are kept as static values. This module imports funcgrad.core and interpreters.
+numbers) are kept as static values. An exception raised by a callback (or by formatting a
+value) is the user's: it propagates as itself, marked with `errors.mark_user_error` and a note
+naming the callback and its line. `print` checks its format when it is called: only plain
+positional or keyword fields (no attribute access or indexing), with specs that format the
+values' dtypes. This module imports funcgrad.errors, core, interpreters and tree_util.
 """
 
 import builtins
+import string
 
 import numpy as np
 
+from funcgrad import errors
 from funcgrad.core import Array, ArrayBase, Primitive, ShapedArray
 from funcgrad.interpreters import ad, batching
 from funcgrad.tree_util import tree_flatten
@@ -59,7 +65,62 @@ def _effect_primitive(name, run):
     return p
 
 
+def _run_user_code(what, where, fn, *args, **kwargs):
+    """`fn(*args, **kwargs)`; an exception it raises propagates as itself, marked as the
+    user's (funcgrad reports no bug for it) with a note naming `what` and its line."""
+    try:
+        fn(*args, **kwargs)
+    except Exception as e:
+        errors.mark_user_error(e, f"raised in {what}, called at {errors.format_frame(where)}")
+        raise
+
+
 # --- print ------------------------------------------------------------------------------------
+class _Formatter(string.Formatter):
+    """`str.format` restricted to what debug.print needs: fields name a positional or keyword
+    argument (no `.attr` or `[key]`, which would walk objects); an array with a format spec is
+    formatted element by element."""
+
+    def get_field(self, field_name, args, kwargs):
+        if not (field_name.isdigit() or field_name.isidentifier()):
+            raise ValueError(f"field {{{field_name}}} uses attribute access or indexing; "
+                             "only {}, {0} or {name} fields are allowed")
+        return self.get_value(int(field_name) if field_name.isdigit() else field_name,
+                              args, kwargs), field_name
+
+    def format_field(self, value, format_spec):
+        if format_spec and isinstance(value, np.ndarray) and value.ndim:
+            return np.array2string(value, separator=" ", formatter={
+                "all": lambda v: format(v, format_spec)})
+        return format(value, format_spec)
+
+
+_FORMATTER = _Formatter()
+
+
+def _check_format(fmt, args, kwargs, where):
+    """Format `fmt` once with stand-ins of the arguments' shapes and dtypes (trace time)."""
+    if not isinstance(fmt, str):
+        raise errors.op_error("debug.print", f"the format must be a string, got "
+                              f"{type(fmt).__name__} {errors.short_repr(fmt)}")
+
+    def stand_in(x):
+        if not isinstance(x, (ArrayBase, np.ndarray)):
+            return x
+        return np.zeros((1,) * len(x.shape), x.dtype) if x.shape else np.zeros((), x.dtype)
+    from funcgrad.tree_util import tree_map
+    args, kwargs = tree_map(stand_in, (args, kwargs))
+    try:
+        _FORMATTER.vformat(fmt, args, kwargs)
+    except (ValueError, IndexError, KeyError, TypeError, AttributeError) as e:
+        cls = errors.FuncgradTypeError if isinstance(e, TypeError) else errors.FuncgradValueError
+        raise cls(f"debug.print: cannot format {errors.short_repr(fmt)} with "
+                  f"{len(args)} positional and {sorted(kwargs) or 'no'} keyword arguments "
+                  f"({type(e).__name__}: {e})\n{errors.where(where)}\n"
+                  "  hint: use {} / {0} / {name} fields with str.format specs such as "
+                  "{:.3f}; pass every value the format names") from None
+
+
 def print(fmt, *args, **kwargs):
     """Print `fmt.format(*args, **kwargs)` with the values of `args`, also inside `jit`.
 
@@ -70,13 +131,16 @@ def print(fmt, *args, **kwargs):
         >>> jit(lambda x: debug.print("x = {}", x) or x * 2)(fnp.arange(3.0))
         x = [0. 1. 2.]
     """
+    where = errors.user_frame(2)
+    _check_format(fmt, args, kwargs, where)
     dynamic, params = _split(args, kwargs)
-    debug_print_p.bind(*dynamic, fmt=fmt, **params)
+    debug_print_p.bind(*dynamic, fmt=fmt, _where=where, **params)
 
 
-def _print_run(*vals, fmt, _tree, _static):
+def _print_run(*vals, fmt, _tree, _static, _where=None):
     args, kwargs = _rebuild(vals, _tree, _static)
-    builtins.print(fmt.format(*args, **kwargs))
+    _run_user_code("debug.print", _where,
+                   lambda: builtins.print(_FORMATTER.vformat(fmt, args, kwargs)))
 
 
 debug_print_p = _effect_primitive("debug_print", _print_run)
@@ -93,13 +157,18 @@ def callback(fun, *args, **kwargs):
         >>> jit(lambda x: debug.callback(seen.append, x) or x)(fnp.ones(2)); seen
         [Array([1., 1.], dtype=float32)]
     """
+    where = errors.user_frame(2)
+    if not callable(fun):
+        raise errors.op_error("debug.callback", f"the callback must be callable, got "
+                              f"{type(fun).__name__} {errors.short_repr(fun)}")
     dynamic, params = _split(args, kwargs)
-    debug_callback_p.bind(*dynamic, callback=fun, **params)
+    debug_callback_p.bind(*dynamic, callback=fun, _where=where, **params)
 
 
-def _callback_run(*vals, callback, _tree, _static):
+def _callback_run(*vals, callback, _tree, _static, _where=None):
     args, kwargs = _rebuild([Array(v) for v in vals], _tree, _static)
-    callback(*args, **kwargs)
+    name = getattr(callback, "__qualname__", type(callback).__name__)
+    _run_user_code(f"the debug.callback {name}", _where, callback, *args, **kwargs)
 
 
 debug_callback_p = _effect_primitive("debug_callback", _callback_run)

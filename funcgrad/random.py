@@ -14,6 +14,8 @@ only the public lax/numpy layers and must not import `funcgrad.nn`.
 """
 
 import math
+import operator
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,7 +23,13 @@ import numpy as np
 import funcgrad.numpy as fnp
 from funcgrad import dtypes, lax
 from funcgrad.core import concrete_value, get_aval
-from funcgrad.errors import FuncgradTypeError, FuncgradValueError, op_error, short_repr
+from funcgrad.errors import (
+    FuncgradTypeError,
+    FuncgradValueError,
+    memory_error,
+    op_error,
+    short_repr,
+)
 
 __all__ = [
     "PRNGKey", "bernoulli", "bits", "categorical", "choice", "exponential", "fold_in",
@@ -175,12 +183,26 @@ def _hash_counters(key, shape):
 
 def _shape(op, shape):
     if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
+        shape = (shape,)
     try:
-        return tuple(int(d) for d in shape)
+        shape = tuple(operator.index(d) for d in shape)
     except TypeError:
-        raise op_error(f"random.{op}", f"shape must be a sequence of ints, got {short_repr(shape)}",
-                       cls=FuncgradTypeError) from None
+        raise op_error(f"random.{op}", f"shape must be a sequence of ints, got "
+                       f"{short_repr(shape)}", cls=FuncgradTypeError) from None
+    if any(d < 0 for d in shape):
+        raise op_error(f"random.{op}", f"negative dimensions are not allowed: {shape}",
+                       cls=FuncgradValueError)
+    # The draw needs at least its uint32 counters; beyond the machine's memory it cannot run.
+    if math.prod(shape) * 4 > _physical_memory():
+        raise memory_error(f"random.{op}", [(shape, np.dtype(np.uint32))])
+    return shape
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):  # not a POSIX system: numpy will tell
+        return float("inf")
 
 
 def split(key, num=2):
