@@ -644,3 +644,33 @@ def test_python_int_first_operand_of_integer_ops_under_jit():
         got = fg.jit(f)(x)
         assert got.dtype == want.dtype == np.int32
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def _unary_prims():
+    """Every lax primitive taking one operand and no parameters, with the dtypes it accepts."""
+    from funcgrad.core import Primitive, ShapedArray
+    out = []
+    for name in sorted(dir(lax)):
+        p = getattr(lax, name)
+        if not isinstance(p, Primitive) or p.multiple_results:
+            continue
+        for dt, value in ((F32, 0.5), (I32, 3), (C64, 1 + 2j)):
+            a = ShapedArray((), dt)
+            try:
+                p.abstract_eval(a)
+            except Exception:  # needs params, more operands or another dtype
+                continue
+            try:
+                p.abstract_eval(a, a)
+                continue  # an n-ary op whose shape rule also takes one operand
+            except Exception:
+                out.append(pytest.param(p, dt, value, id=f"{p.name}-{dt}"))
+    return out
+
+
+@pytest.mark.parametrize("prim, dt, value", _unary_prims())
+def test_unary_impls_take_python_scalars(prim, dt, value):
+    want = np.asarray(prim.impl_rule(np.asarray(value, dt)))
+    for arg in (value, np.asarray(value, dt)[()]):
+        got = np.asarray(prim.impl_rule(arg)).astype(want.dtype)
+        np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -38,6 +38,7 @@ def _special(fn):
     """A special function impl, run without numpy warnings and rounded to x's dtype."""
     @functools.wraps(fn)
     def impl(x, **params):
+        x = np.asarray(x)  # a compiled program may pass a literal as a Python scalar
         with np.errstate(all="ignore"):
             return np.asarray(fn(x, **params), x.dtype)
     return impl
