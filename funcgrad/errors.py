@@ -204,6 +204,9 @@ def api_boundary(fn, qualname):
             if is_user_error(e) or _raised_in_user_code(e):
                 raise
             raise _boundary_error(qualname, e, args, kwargs) from e
+    # pickle (and repr) find the function where it is exported: funcgrad.numpy.sum
+    package, _, boundary.__qualname__ = qualname.rpartition(".")
+    boundary.__module__ = f"funcgrad.{package}"
     return boundary
 
 

@@ -104,11 +104,12 @@ def _calls(fn):
             yield f"{name}={label}", list(base), {name: bad}
 
 
-def _problem(qualname, call):
-    """None when `call()` returns or raises a proper funcgrad error, else a description."""
+def _problem(qualname, fn, *args, **kwargs):
+    """None when `fn(*args, **kwargs)` returns or raises a proper funcgrad error, else a
+    description of what it raised."""
     short = qualname.split(".")[-1]
     try:
-        call()
+        fn(*args, **kwargs)
     except errors.FuncgradInternalError as e:
         return f"FuncgradInternalError: {str(e)[:200]}"
     except errors.FuncgradError as e:
@@ -124,10 +125,14 @@ def test_bad_arguments_give_funcgrad_errors_naming_the_function(qualname, fn):
     for label, args, kwargs in _calls(fn):
         args = [_value(a) for a in args]
         kwargs = {k: _value(v) for k, v in kwargs.items()}
-        p = _problem(qualname, lambda: fn(*args, **kwargs))
+        p = _problem(qualname, fn, *args, **kwargs)
         if p:
             problems.append(f"{qualname}({label}): {p}")
     assert not problems, "\n".join(problems)
+
+
+def _traced(fn, rest, kwargs):
+    return fg.make_jaxpr(lambda x: fn(x, *rest, **kwargs))(_arr())
 
 
 LAX_TRACED = [(q, f) for q, f in FUNCTIONS
@@ -144,7 +149,7 @@ def test_bad_arguments_inside_a_trace(qualname, fn):
             continue
         rest = [_value(a) for a in args[1:]]
         kwargs = {k: _value(v) for k, v in kwargs.items()}
-        p = _problem(qualname, lambda: fg.make_jaxpr(lambda x: fn(x, *rest, **kwargs))(_arr()))
+        p = _problem(qualname, _traced, fn, rest, kwargs)
         if p:
             problems.append(f"{qualname}({label}) traced: {p}")
     assert not problems, "\n".join(problems)
@@ -230,3 +235,11 @@ def test_errors_from_user_code_pass_through_the_boundary_unchanged():
         lax.while_loop(lambda c: c < 1.0, body, 0.0)
     with pytest.raises(ZeroDivisionError):
         lax.cond(True, lambda: 1 / 0, lambda: 0.0)
+
+
+def test_the_boundary_keeps_functions_picklable_and_introspectable():
+    import pickle
+    for f in (fnp.sum, lax.add, lax.and_, fnp.where):
+        assert pickle.loads(pickle.dumps(f)) is f
+    assert list(inspect.signature(fnp.sum).parameters)[:2] == ["a", "axis"]
+    assert fnp.sum.__doc__ and fnp.sum.__doc__ == inspect.unwrap(fnp.sum).__doc__
