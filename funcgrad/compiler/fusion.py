@@ -2,9 +2,11 @@
 
 A kernel is a maximal group of elementwise equations over one iteration space, optionally
 ending in reductions over a common set of axes. Operands reach a kernel as strided reads:
-`broadcast_in_dim`, `transpose` and unit-axis `reshape`/`squeeze` of an input are folded
-into the input's access pattern instead of being materialized. Everything else (dot_general,
-convolutions, gathers, sorts, control flow...) stays one `CallNode` per equation.
+views of an input (`broadcast_in_dim`, `transpose`, unit-axis `reshape`/`squeeze`) are
+folded into the input's access pattern instead of being materialized. Everything else
+(dot_general, convolutions, gathers, sorts, control flow...) stays one `CallNode` per
+equation. What is which the primitives declare (`Primitive.kind`, `fusible`, a reduction's
+`reduce_op`, a view's `view_axes` rule); this pass names no primitive.
 
 The result is a `Program`: nodes in a valid execution order. A kernel is described by a
 `KernelSpec`, a frozen, hashable, JSON-serializable record that names ops by primitive name
@@ -24,21 +26,6 @@ from funcgrad.compiler.passes import has_effects
 from funcgrad.core import Jaxpr, Literal
 
 CODEGEN_VERSION = 1
-
-# Primitives computed one element at a time: operands share the output shape or are rank-0.
-ELEMENTWISE = frozenset("""
-    add add_any sub mul div rem pow max min atan2 nextafter neg sign floor ceil round is_finite
-    exp exp2 log log1p expm1 tanh logistic sin cos tan asin acos atan sinh cosh asinh acosh
-    atanh sqrt rsqrt cbrt abs square integer_pow erf erfc erf_inv lgamma digamma
-    eq ne lt le gt ge and or xor not shift_left shift_right_logical shift_right_arithmetic
-    population_count clz select_n clamp convert_element_type real imag conj
-    """.split())
-
-# Reductions that can end a kernel, by primitive name -> the reduction's op in a KernelSpec.
-REDUCTIONS = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min"}
-
-# Layout-only primitives a kernel folds into the strides of its reads.
-VIEWS = frozenset({"broadcast_in_dim", "transpose", "reshape", "squeeze"})
 
 
 # --- the kernel description -----------------------------------------------------------------
@@ -202,8 +189,10 @@ def _json_param(v):
 
 
 def is_elementwise(eqn):
-    """An equation a kernel can compute: elementwise, plain params, shapes as lax allows."""
-    if eqn.prim.name not in ELEMENTWISE or eqn.prim.multiple_results:
+    """An equation a kernel can compute: fusible elementwise, plain params, shapes as lax
+    allows."""
+    p = eqn.prim
+    if p.kind != "elementwise" or not p.fusible or p.multiple_results:
         return False
     shape = eqn.outvars[0].aval.shape
     return (all(a.aval.shape in (shape, ()) for a in eqn.invars)
@@ -211,25 +200,17 @@ def is_elementwise(eqn):
 
 
 def is_reduction(eqn):
-    return eqn.prim.name in REDUCTIONS and not eqn.prim.multiple_results
+    p = eqn.prim
+    return p.kind == "reduction" and p.fusible and not p.multiple_results
 
 
 def view_axes(eqn):
     """For a layout-only equation, operand axis -> output axis (-1: dropped unit axis);
     None when the equation is not a view a kernel can fold into its strides."""
-    name, p = eqn.prim.name, eqn.params
-    if name == "broadcast_in_dim":
-        return tuple(p["broadcast_dimensions"])
-    if name == "transpose":
-        perm = p["permutation"]
-        return tuple(perm.index(i) for i in range(len(perm)))
-    in_shape = eqn.invars[0].aval.shape
-    out_shape = eqn.outvars[0].aval.shape
-    if name in ("reshape", "squeeze") and ([s for s in in_shape if s != 1]
-                                           == [s for s in out_shape if s != 1]):
-        big_out = iter(i for i, s in enumerate(out_shape) if s != 1)
-        return tuple(-1 if s == 1 else next(big_out) for s in in_shape)
-    return None
+    p = eqn.prim
+    if p.kind != "view" or not p.fusible or len(eqn.invars) != 1:
+        return None
+    return p.view_axes(eqn.invars[0].aval.shape, eqn.outvars[0].aval.shape, **eqn.params)
 
 
 # --- grouping --------------------------------------------------------------------------------
@@ -359,7 +340,7 @@ def _classify(eqn):
         return "ew"
     if is_reduction(eqn) and 0 not in eqn.invars[0].aval.shape:
         return "reduce"
-    if eqn.prim.name in VIEWS and view_axes(eqn) is not None:
+    if view_axes(eqn) is not None:
         return "view"
     return "call"
 
@@ -535,7 +516,7 @@ def _kernel(g, rep, eqns, classes, users, index):
         out = eqn.outvars[0]
         if classes[m] == "reduce":
             outputs.append(KernelOutput(f"out{len(outputs)}", args[0], _dtype_name(out.aval.dtype),
-                                        out.aval.shape, REDUCTIONS[eqn.prim.name]))
+                                        out.aval.shape, eqn.prim.reduce_op))
             out_vars.append(out)
             out_eqns.append(eqn)
             continue

@@ -10,11 +10,15 @@ returns its argument unchanged (the same object) when it has nothing to do:
 - `fold_constants`: evaluate equations whose operands are all literals or small consts;
 - `simplify`: algebraic identities (`x*1`, `x+0`, `neg(neg(x))`, transpose of transpose...).
 
-This module reads primitives only through their names, params and eager implementations.
+This module reads primitives through what they declare (`kind`, `rank0_operands`,
+`effectful`), their params and eager implementations; an algebraic identity names the lax
+primitives it holds for. Only the call primitives that `inline_calls` splices are still
+known by name (`CALL_PRIMITIVES`: they are defined outside lax and declare nothing yet).
 """
 
 import numpy as np
 
+from funcgrad import lax
 from funcgrad.core import Array, ClosedJaxpr, Eqn, Jaxpr, Literal, Var, bind_at, set_trace
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -246,7 +250,7 @@ def _value(c):
 def _fold(eqn, known, max_output_size):
     if not all(type(a) is Literal or a in known for a in eqn.invars):
         return None
-    if (eqn.prim.name == "broadcast_in_dim" or eqn.prim.impl_rule is None
+    if (eqn.prim is lax.broadcast_in_dim_p or eqn.prim.impl_rule is None
             or has_effects(eqn) or _is_higher_order(eqn)
             or any(v.aval.size > max_output_size for v in eqn.outvars)):
         return None
@@ -267,12 +271,6 @@ def _fold(eqn, known, max_output_size):
 
 # --- algebraic simplification ----------------------------------------------------------------
 
-# Binary primitives whose rank-0 operands broadcast (lax's rule), so that a broadcast scalar
-# operand can be replaced by the scalar itself.
-_SCALAR_BROADCASTING = frozenset(
-    "add sub mul div rem pow max min atan2 nextafter eq ne lt le gt ge and or xor".split())
-
-
 def _scalar_value(a, defs):
     """The value of `a` when it is one scalar everywhere (a literal, or a broadcast or cast
     of one), else None. A loop, not a recursion: casts can chain for thousands of steps."""
@@ -281,9 +279,9 @@ def _scalar_value(a, defs):
         d = defs.get(a)
         if d is None:
             return None
-        if d.prim.name == "convert_element_type":
+        if d.prim is lax.convert_element_type_p:
             casts.append(d.params["new_dtype"])
-        elif d.prim.name != "broadcast_in_dim":
+        elif d.prim is not lax.broadcast_in_dim_p:
             return None
         a = d.invars[0]
     v = np.asarray(a.val, a.aval.dtype)
@@ -307,52 +305,48 @@ def _as_result(eqn, x):
     if _same_type(x, out):
         return x
     if x.aval.shape == () and x.aval.dtype == out.aval.dtype:
-        from funcgrad.lax.shape import broadcast_in_dim_p
         params = {"shape": out.aval.shape, "broadcast_dimensions": ()}
-        return Eqn(broadcast_in_dim_p, [x], [out], params, eqn.source)
+        return Eqn(lax.broadcast_in_dim_p, [x], [out], params, eqn.source)
     return None
 
 
+# (right identity, left identity): x op e == x, e op x == x (division: inexact dtypes only).
+_IDENTITIES = {lax.mul_p: (1, 1), lax.add_p: (0, 0), lax.add_any_p: (0, 0),
+               lax.sub_p: (0, None), lax.div_p: (1, None)}
+
+
 def _identity_operand(eqn, defs):
-    name, ins = eqn.prim.name, eqn.invars
-    if name == "mul":
-        if _is(ins[1], 1, defs):
-            return ins[0]
-        if _is(ins[0], 1, defs):
-            return ins[1]
-    elif name in ("add", "add_any"):
-        if _is(ins[1], 0, defs):
-            return ins[0]
-        if _is(ins[0], 0, defs):
-            return ins[1]
-    elif name == "sub" and _is(ins[1], 0, defs):
+    ids = _IDENTITIES.get(eqn.prim)
+    if ids is None or (eqn.prim is lax.div_p and eqn.outvars[0].aval.dtype.kind not in "fc"):
+        return None
+    ins = eqn.invars
+    if _is(ins[1], ids[0], defs):
         return ins[0]
-    elif name == "div" and _is(ins[1], 1, defs) and eqn.outvars[0].aval.dtype.kind in "fc":
-        return ins[0]
+    if ids[1] is not None and _is(ins[0], ids[1], defs):
+        return ins[1]
     return None
 
 
 def _select_as_cast(eqn, defs):
     """select_n(p, 0, 1) with a boolean p is p cast to the cases' dtype."""
-    if (eqn.prim.name != "select_n" or len(eqn.invars) != 3
+    if (eqn.prim is not lax.select_n_p or len(eqn.invars) != 3
             or eqn.invars[0].aval.dtype.kind != "b" or eqn.invars[0].aval.shape == ()
             or not (_is(eqn.invars[1], 0, defs) and _is(eqn.invars[2], 1, defs))):
         return None
-    from funcgrad.lax.elementwise import convert_element_type_p
     out = eqn.outvars[0]
     params = {"new_dtype": out.aval.dtype, "weak_type": out.aval.weak_type}
-    return Eqn(convert_element_type_p, [eqn.invars[0]], [out], params, eqn.source)
+    return Eqn(lax.convert_element_type_p, [eqn.invars[0]], [out], params, eqn.source)
 
 
-def _producer(a, defs, name):
+def _producer(a, defs, prim):
     d = defs.get(a) if type(a) is not Literal else None
-    return d if d is not None and d.prim.name == name else None
+    return d if d is not None and d.prim is prim else None
 
 
 def _swapped_dot(eqn, defs, uses):
     """transpose(dot_general(a, b)) that swaps the two free-axis groups, where the product
     has no other use -> dot_general(b, a): the product comes out in the wanted layout."""
-    d = _producer(eqn.invars[0], defs, "dot_general")
+    d = _producer(eqn.invars[0], defs, lax.dot_general_p)
     if d is None or uses.get(eqn.invars[0], 0) != 1:
         return None
     (lc, rc), (lb, rb) = d.params["dimension_numbers"]
@@ -371,35 +365,35 @@ def _swapped_dot(eqn, defs, uses):
 def _simplify_view(eqn, defs):
     if not eqn.invars or len(eqn.outvars) != 1:  # iota, multi-output primitives
         return None
-    name, x, out, p = eqn.prim.name, eqn.invars[0], eqn.outvars[0], eqn.params
-    if name == "stop_gradient" or (name == "integer_pow" and p["y"] == 1):
+    prim, x, out, p = eqn.prim, eqn.invars[0], eqn.outvars[0], eqn.params
+    if prim is lax.stop_gradient_p or (prim is lax.integer_pow_p and p["y"] == 1):
         return x
-    if name == "convert_element_type":
+    if prim is lax.convert_element_type_p:
         return x if x.aval.dtype == out.aval.dtype else None
-    if name in ("reduce_sum", "reduce_max", "reduce_min"):
-        return x if tuple(p["axes"]) == () else None
-    if name == "neg":
-        d = _producer(x, defs, "neg")
+    if prim.kind == "reduction" and "axes" in p:  # over no axes: the identity
+        return x if tuple(p["axes"]) == () and _same_type(x, out) else None
+    if prim is lax.neg_p:
+        d = _producer(x, defs, lax.neg_p)
         return d.invars[0] if d is not None else None
-    if name == "transpose":
+    if prim is lax.transpose_p:
         perm = tuple(p["permutation"])
-        d = _producer(x, defs, "transpose")
+        d = _producer(x, defs, lax.transpose_p)
         if d is not None:
             inner = d.params["permutation"]
             x, perm = d.invars[0], tuple(inner[i] for i in perm)
             if perm != tuple(range(len(perm))):
                 return eqn._replace(invars=[x], params={**p, "permutation": perm})
         return x if perm == tuple(range(len(perm))) else None
-    if name == "reshape":
-        d = _producer(x, defs, "reshape")
+    if prim is lax.reshape_p:
+        d = _producer(x, defs, lax.reshape_p)
         if d is not None:
             x = d.invars[0]
             if x.aval.shape != out.aval.shape:
                 return eqn._replace(invars=[x])
         return x if x.aval.shape == out.aval.shape else None
-    if name == "broadcast_in_dim":
+    if prim is lax.broadcast_in_dim_p:
         dims = tuple(p["broadcast_dimensions"])
-        d = _producer(x, defs, "broadcast_in_dim")
+        d = _producer(x, defs, lax.broadcast_in_dim_p)
         if d is not None:
             inner = d.params["broadcast_dimensions"]
             return eqn._replace(invars=[d.invars[0]], params={
@@ -409,13 +403,14 @@ def _simplify_view(eqn, defs):
 
 
 def _scalar_operands(eqn, defs):
-    """Replace broadcast-of-a-scalar operands of a broadcasting binary op by the scalar."""
-    if eqn.prim.name not in _SCALAR_BROADCASTING or len(eqn.invars) != 2:
+    """Replace broadcast-of-a-scalar operands of a binary op whose rank-0 operands
+    broadcast (`rank0_operands`) by the scalar."""
+    if not eqn.prim.rank0_operands or len(eqn.invars) != 2:
         return None
     shape = eqn.outvars[0].aval.shape
     ins = list(eqn.invars)
     for k in (0, 1):
-        d = _producer(ins[k], defs, "broadcast_in_dim")
+        d = _producer(ins[k], defs, lax.broadcast_in_dim_p)
         other = ins[1 - k]
         if d is not None and d.invars[0].aval.shape == () and other.aval.shape == shape:
             ins[k] = d.invars[0]
@@ -426,7 +421,7 @@ def _simplify_eqn(eqn, defs, uses):
     """An atom, a replacement equation, or None (keep `eqn`)."""
     if eqn.prim.multiple_results or has_effects(eqn):
         return None
-    if eqn.prim.name == "transpose":
+    if eqn.prim is lax.transpose_p:
         r = _swapped_dot(eqn, defs, uses)
         if r is not None:
             return r

@@ -10,6 +10,7 @@ Values from enclosing traces or concrete arrays are lifted as constvars (capture
 import contextlib
 import contextvars
 import itertools
+import weakref
 
 import numpy as np
 
@@ -76,12 +77,37 @@ class Primitive:
     """An operation of the IR with rules registered per transform.
 
     The shape/dtype rule and eager implementation are registered here; transforms keep
-    their own rule tables (`ad.jvp_rules`, `batching.batch_rules`, ...).
+    their own rule tables (`ad.jvp_rules`, `batching.batch_rules`, ...). What the compiler
+    asks of a primitive it declares itself (`declare`; the family factories of
+    `funcgrad.lax.utils` do it for their primitives):
+
+    - `kind`: "elementwise", "reduction", "view" (layout only), "library" (the default: run
+      as a library call) or "higher-order" (holds sub-programs; `def_impl(fn, raw=False)`
+      makes a primitive of the default kind higher-order);
+    - `dtype_kinds`: the numpy kind letters of the operands it accepts ("fc"), or None;
+    - `fusible`: a kernel may compute it (elementwise, reduction) or read an operand
+      through it (view);
+    - `reduce_op`: a fusible reduction's op in a kernel ("sum", "max", "min");
+    - `view_axes`: a fusible view's rule `(operand shape, out shape, **params)` -> operand
+      axis -> output axis (-1: a dropped unit axis), or None where it is no such relabeling;
+    - `rank0_operands`: each operand may be rank-0 and broadcasts (lax's binary ops);
+    - `effectful`: it has a side effect (dead-code elimination keeps it).
 
     Example:
         >>> sin_p = Primitive("sin")
         >>> sin_p.def_impl(np.sin); sin_p.def_abstract_eval(lambda x: x)
+        >>> sin_p.declare("elementwise", dtype_kinds="fc", fusible=True)
     """
+
+    KINDS = ("elementwise", "reduction", "view", "library", "higher-order")
+    kind = "library"
+    dtype_kinds = None
+    fusible = False
+    reduce_op = None
+    view_axes = None
+    rank0_operands = False
+    effectful = False
+    _fusible = weakref.WeakValueDictionary()  # name -> the fusible primitive of that name
 
     def __init__(self, name, multiple_results=False):
         self.name = name
@@ -93,9 +119,47 @@ class Primitive:
     def __repr__(self):
         return self.name
 
+    def declare(self, kind, *, dtype_kinds=None, fusible=False, reduce_op=None,
+                view_axes=None, rank0_operands=False):
+        """Declare what the primitive is (see the class docstring); returns it.
+
+        A fusible primitive's name must be unique among fusible primitives: kernel specs
+        name their ops by primitive name (`Primitive.fusible_named`)."""
+        if kind not in self.KINDS:
+            raise ValueError(f"{self.name}: kind must be one of {self.KINDS}, got {kind!r}")
+        if fusible and kind not in ("elementwise", "reduction", "view"):
+            raise ValueError(f"{self.name}: a {kind} primitive cannot be fusible")
+        if fusible and kind == "reduction" and reduce_op is None:
+            raise ValueError(f"{self.name}: a fusible reduction declares its reduce_op")
+        if fusible and kind == "view" and view_axes is None:
+            raise ValueError(f"{self.name}: a fusible view declares its view_axes rule")
+        if fusible:
+            other = Primitive._fusible.get(self.name)
+            if other is not None and other is not self:
+                raise ValueError(f"a fusible primitive named {self.name!r} exists already; "
+                                 "kernels name their ops by primitive name")
+            Primitive._fusible[self.name] = self
+        self.kind, self.dtype_kinds, self.fusible = kind, dtype_kinds, bool(fusible)
+        self.reduce_op, self.view_axes = reduce_op, view_axes
+        self.rank0_operands = bool(rank0_operands)
+        return self
+
+    @staticmethod
+    def fusible_named(name):
+        """The fusible primitive called `name` (a kernel instruction's op), or None."""
+        return Primitive._fusible.get(name)
+
+    @staticmethod
+    def all_fusible():
+        """Every fusible primitive alive, by name."""
+        return [p for _, p in sorted(Primitive._fusible.items())]
+
     def def_impl(self, fn, raw=True):
-        """`fn(*numpy_values, **params)` (raw) or `fn(*arrays, **params)` returning Arrays."""
+        """`fn(*numpy_values, **params)` (raw) or `fn(*arrays, **params)` returning Arrays;
+        a primitive with a non-raw impl (sub-programs) is higher-order unless declared."""
         self.impl_rule, self.raw_impl = fn, raw
+        if not raw and "kind" not in vars(self):
+            self.kind = "higher-order"
         return fn
 
     def def_abstract_eval(self, fn):

@@ -93,6 +93,8 @@ def _add_transpose(ct, x, y):
 
 add_p = binop("add", _quiet(np.add))
 ad.deflinear(add_p, _add_transpose)
+# The tangent sum (interpreters/ad.py, which knows no kernels) computes as add does.
+ad.add_any_p.declare("elementwise", dtype_kinds="biufc", fusible=True)
 
 
 def sub(x, y):
@@ -638,7 +640,9 @@ def _complex_transpose(ct, x, y):
             unbroadcast(imag(neg(ct)), y.aval) if ad.is_undefined(y) else None]
 
 
-complex_p = binop("complex", _complex_impl, kinds="f", out_dtype=_complex_dtype)
+# Not fusible: a kernel would hold complex values, which the CUDA renderer cannot type.
+complex_p = binop("complex", _complex_impl, kinds="f", out_dtype=_complex_dtype,
+                  fusible=False)
 ad.deflinear(complex_p, _complex_transpose)
 
 
@@ -709,6 +713,7 @@ convert_element_type_p.def_abstract_eval(_convert_abstract)
 ad.jvp_rules[convert_element_type_p] = _convert_jvp
 ad.transpose_rules[convert_element_type_p] = _convert_transpose
 batching.defvectorized(convert_element_type_p)
+convert_element_type_p.declare("elementwise", dtype_kinds="biufc", fusible=True)
 
 
 # --- stop_gradient --------------------------------------------------------------------------
@@ -727,7 +732,8 @@ def stop_gradient(x):
     return tree_map(stop, x)
 
 
-stop_gradient_p = unop("stop_gradient", lambda x: x, kinds="fc")
+# Not fusible: `simplify` removes it before fusion.
+stop_gradient_p = unop("stop_gradient", lambda x: x, kinds="fc", fusible=False)
 defjvp_zero(stop_gradient_p)
 
 __all__ = [

@@ -223,6 +223,7 @@ bitcast_convert_type_p.def_impl(
 bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract)
 defjvp_zero(bitcast_convert_type_p)
 batching.defvectorized(bitcast_convert_type_p)
+bitcast_convert_type_p.declare("elementwise", dtype_kinds="biufc")  # no kernel expression
 
 
 # --- select_n -----------------------------------------------------------------------------------
@@ -299,6 +300,7 @@ def _select_n_batch(args, dims):
 
 
 batching.batch_rules[select_n_p] = _select_n_batch
+select_n_p.declare("elementwise", dtype_kinds="biufc", fusible=True)
 
 
 # --- clamp ------------------------------------------------------------------------------------
@@ -335,6 +337,7 @@ ad.defjvp(clamp_p,
           _clamp_jvp_fn(lambda lo, x, hi: bitwise_and(gt(x, lo), lt(x, hi))),
           _clamp_jvp_fn(lambda lo, x, hi: lt(hi, x)))
 batching.defbroadcasting(clamp_p)
+clamp_p.declare("elementwise", dtype_kinds="iuf", fusible=True)
 
 __all__ = [
     "and_", "and_p", "bitcast_convert_type", "bitcast_convert_type_p", "bitwise_and",

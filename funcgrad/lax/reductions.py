@@ -28,8 +28,9 @@ def _reduced_aval(name, x, axes, dtype=None, weak_type=None):
     return ShapedArray(shape, dtype or x.dtype, x.weak_type if weak_type is None else weak_type)
 
 
-def _reduction(name, impl, kinds):
-    """A primitive reducing its operand over `axes` with `impl(x, axes)`."""
+def _reduction(name, impl, kinds, reduce_op=None):
+    """A primitive reducing its operand over `axes` with `impl(x, axes)`; one with a
+    `reduce_op` ("sum", "max", "min") may end a fused kernel."""
     p = Primitive(name)
     p.def_impl(lambda x, *, axes: impl(x, axes))
 
@@ -38,7 +39,8 @@ def _reduction(name, impl, kinds):
         return _reduced_aval(name, x, axes)
     p.def_abstract_eval(abstract)
     batching.defreducer(p)
-    return p
+    return p.declare("reduction", dtype_kinds=kinds, fusible=reduce_op is not None,
+                     reduce_op=reduce_op)
 
 
 def _axes(name, axes):
@@ -71,7 +73,7 @@ def _reduce_sum_transpose(ct, x, *, axes):
 
 
 reduce_sum_p = _reduction("reduce_sum", lambda x, axes: np.sum(x, axis=axes, dtype=x.dtype),
-                          "iufc")
+                          "iufc", "sum")
 ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
 
 
@@ -100,7 +102,7 @@ def _reduce_chooser_jvp(primals, out, tangents, *, axes):
 
 
 reduce_max_p = _reduction(
-    "reduce_max", lambda x, axes: np.max(x, axis=axes, initial=_lowest(x.dtype)), "biuf")
+    "reduce_max", lambda x, axes: np.max(x, axis=axes, initial=_lowest(x.dtype)), "biuf", "max")
 ad.jvp_rules[reduce_max_p] = _reduce_chooser_jvp
 
 
@@ -115,7 +117,7 @@ def reduce_min(x, axes):
 
 
 reduce_min_p = _reduction(
-    "reduce_min", lambda x, axes: np.min(x, axis=axes, initial=_highest(x.dtype)), "biuf")
+    "reduce_min", lambda x, axes: np.min(x, axis=axes, initial=_highest(x.dtype)), "biuf", "min")
 ad.jvp_rules[reduce_min_p] = _reduce_chooser_jvp
 
 
@@ -198,7 +200,7 @@ def _argminmax(name, np_fn):
     p.def_abstract_eval(abstract)
     ad.defjvp_zero(p)
     batching.defreducer(p)
-    return p
+    return p.declare("reduction", dtype_kinds="biuf")
 
 
 argmax_p = _argminmax("argmax", np.argmax)

@@ -12,7 +12,7 @@ import numpy as np
 from funcgrad import dtypes, errors
 from funcgrad.core import Array, ArrayBase, Primitive, ShapedArray, get_aval, register_op
 from funcgrad.interpreters import ad, batching
-from funcgrad.lax.utils import static_int, static_ints
+from funcgrad.lax.utils import static_int, static_ints, unit_axes_view
 
 
 def canonicalize_axis(name, axis, ndim):
@@ -91,6 +91,8 @@ broadcast_in_dim_p.def_impl(_broadcast_in_dim_impl)
 broadcast_in_dim_p.def_abstract_eval(_broadcast_in_dim_abstract)
 ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 batching.batch_rules[broadcast_in_dim_p] = _broadcast_in_dim_batch
+broadcast_in_dim_p.declare("view", fusible=True, view_axes=lambda x, out, *, shape,
+                           broadcast_dimensions: tuple(broadcast_dimensions))
 register_op("broadcast_in_dim", broadcast_in_dim)
 
 
@@ -197,6 +199,7 @@ reshape_p.def_impl(lambda x, *, new_sizes: np.reshape(x, new_sizes))
 reshape_p.def_abstract_eval(_reshape_abstract)
 ad.deflinear(reshape_p, lambda ct, x, *, new_sizes: [reshape(ct, x.aval.shape)])
 batching.batch_rules[reshape_p] = _reshape_batch
+reshape_p.declare("view", fusible=True, view_axes=unit_axes_view)
 
 
 # --- transpose ------------------------------------------------------------------------------
@@ -231,6 +234,8 @@ transpose_p.def_impl(lambda x, *, permutation: np.transpose(x, permutation))
 transpose_p.def_abstract_eval(_transpose_abstract)
 ad.deflinear(transpose_p, _transpose_transpose)
 batching.batch_rules[transpose_p] = _transpose_batch
+transpose_p.declare("view", fusible=True, view_axes=lambda x, out, *, permutation: tuple(
+    permutation.index(i) for i in range(len(permutation))))
 register_op("transpose", transpose)
 
 
@@ -267,6 +272,7 @@ squeeze_p.def_impl(lambda x, *, dimensions: np.squeeze(x, axis=dimensions))
 squeeze_p.def_abstract_eval(_squeeze_abstract)
 ad.deflinear(squeeze_p, lambda ct, x, *, dimensions: [reshape(ct, x.aval.shape)])
 batching.batch_rules[squeeze_p] = _squeeze_batch
+squeeze_p.declare("view", fusible=True, view_axes=unit_axes_view)
 
 
 # --- rev --------------------------------------------------------------------------------------
@@ -295,6 +301,7 @@ rev_p.def_impl(lambda x, *, dimensions: np.flip(x, dimensions) if dimensions els
 rev_p.def_abstract_eval(_rev_abstract)
 ad.deflinear(rev_p, lambda ct, x, *, dimensions: [rev(ct, dimensions)])
 batching.batch_rules[rev_p] = _rev_batch
+rev_p.declare("view")  # a kernel reads no reversed operand (no negative strides)
 
 
 # --- iota -------------------------------------------------------------------------------------

@@ -199,6 +199,7 @@ def _polygamma_check(x, *, m):
                               f"got {m}", cls=errors.FuncgradValueError)
 
 
-polygamma_p = unop("polygamma", _special(_polygamma_impl), kinds="f")
+# Not fusible: no backend has an expression for its series (a CUDA kernel would fall back).
+polygamma_p = unop("polygamma", _special(_polygamma_impl), kinds="f", fusible=False)
 _check_params(polygamma_p, _polygamma_check)
 defjvp(polygamma_p, lambda t, x, out, m: mul(t, polygamma(m + 1, x)))

@@ -1,7 +1,9 @@
 """Family factories for primitives: a new elementwise op is a few lines.
 
 `unop` and `binop` register the shape/dtype rule, the eager implementation and the
-batching rule; the caller adds the derivative rules next to the primitive.
+batching rule, and declare the primitive fusible elementwise over its dtype kinds
+(`Primitive.declare`); the caller adds the derivative rules next to the primitive.
+`unit_axes_view` is the `view_axes` rule of the reshapes that only add or drop unit axes.
 """
 
 import operator
@@ -23,8 +25,9 @@ def check_kind(name, aval, kinds):
                                     f"it takes {allowed} operands")
 
 
-def unop(name, impl, kinds="fc", out_dtype=None):
-    """An elementwise unary primitive `name_p` over dtype kinds `kinds`."""
+def unop(name, impl, kinds="fc", out_dtype=None, fusible=True):
+    """An elementwise unary primitive `name_p` over dtype kinds `kinds` (that kernels may
+    compute unless `fusible` is False)."""
     p = Primitive(name)
     p.def_impl(impl)
 
@@ -34,7 +37,7 @@ def unop(name, impl, kinds="fc", out_dtype=None):
         return ShapedArray(x.shape, dt, x.weak_type and dt.kind != "b")
     p.def_abstract_eval(abstract)
     batching.defvectorized(p)
-    return p
+    return p.declare("elementwise", dtype_kinds=kinds, fusible=fusible)
 
 
 def binary_shape(name, *avals):
@@ -51,8 +54,9 @@ def binary_shape(name, *avals):
     return shape or ()
 
 
-def binop(name, impl, kinds="iufc", out_dtype=None, nargs=2):
-    """An elementwise n-ary primitive whose operands share one dtype."""
+def binop(name, impl, kinds="iufc", out_dtype=None, nargs=2, fusible=True):
+    """An elementwise n-ary primitive whose operands share one dtype (rank-0 operands
+    broadcast; kernels may compute it unless `fusible` is False)."""
     p = Primitive(name)
     p.def_impl(impl)
 
@@ -70,7 +74,16 @@ def binop(name, impl, kinds="iufc", out_dtype=None, nargs=2):
         return ShapedArray(shape, dt, weak)
     p.def_abstract_eval(abstract)
     batching.defbroadcasting(p)
-    return p
+    return p.declare("elementwise", dtype_kinds=kinds, fusible=fusible, rank0_operands=True)
+
+
+def unit_axes_view(in_shape, out_shape, **params):
+    """Operand axis -> output axis of a reshape that only adds or drops size-1 axes (-1: a
+    dropped one); None for any other reshape."""
+    if [s for s in in_shape if s != 1] != [s for s in out_shape if s != 1]:
+        return None
+    big_out = iter(i for i, s in enumerate(out_shape) if s != 1)
+    return tuple(-1 if s == 1 else next(big_out) for s in in_shape)
 
 
 def static_int(name, x, what):

@@ -28,8 +28,8 @@ MEMORY_KIND = {"ufunc": memory.ANY_BUFFER, "out": memory.FREE_BUFFER,
 def instruction_rule(instr, dtypes):
     """(expression with `{0}`, `{1}`... for the operands and an `{out}` slot, memory kind,
     must be given a buffer) for kernel instruction `instr` with operand `dtypes`, from
-    `ops.ELEMENTWISE`; None when the table has no expression for it (a library call)."""
-    rule = ops.ELEMENTWISE.get(instr.op)
+    `ops.elementwise_rule`; None when it has no expression (a library call)."""
+    rule = ops.elementwise_rule(instr.op)
     if rule is None:
         return None
     consts = [None if isinstance(a, str) else a.value for a in instr.args]
@@ -43,7 +43,7 @@ def instruction_rule(instr, dtypes):
 def call_rule(r, eqn):
     """(expression with an `{out}` slot, memory kind) of an equation outside kernels from
     `ops.CALLS`, or None (a library call)."""
-    table = ops.CALLS.get(eqn.prim.name)
+    table = ops.CALLS.get(eqn.prim)
     found = (table(r, eqn, [f"{{{k}}}" for k in range(len(eqn.invars))])
              if table is not None else None)
     return None if found is None else (found[0], MEMORY_KIND[found[1]])

@@ -1,48 +1,62 @@
 """The numpy renderer's tables: how one primitive becomes one numpy expression.
 
-`ELEMENTWISE[name](args, dtypes, params, consts)` returns `(expression, kind)` for a scalar
-op of a fused kernel (`consts[i]` is the value of a constant operand, else None), with `{out}`
-where the output buffer goes (`, out=b3`, or nothing). Kinds are
-the memory planner's: "ufunc" (writes into `out=`, may run in place), "ufunc!" (the same, but
-must be given an `out=` buffer), "fresh" (allocates).
-`CALLS[name](r, eqn, args)` does the same for equations run outside kernels, with kinds
-"out" (writes into `out=` that is not an operand), "fresh" or "view". A primitive in neither
-table runs through its eager implementation as a library call bound into the program.
+`elementwise_rule(op)` is the rule of a fused kernel's scalar op (a fusible primitive's
+name): `rule(args, dtypes, params, consts)` returns `(expression, kind)` or None (`consts[i]`
+is the value of a constant operand, else None), with `{out}` where the output buffer goes
+(`, out=b3`, or nothing). The rule is `ELEMENTWISE[prim]`, keyed by the primitive, or by
+default the numpy ufunc that is the primitive's eager implementation: the table lists only
+the primitives computed otherwise, and `UNFUSED` those that have no expression, with why
+(a kernel calls their eager implementation). Kinds: "ufunc" (writes into `out=`, may run in
+place), "ufunc!" (the same, but must be given an `out=` buffer), "fresh" (allocates),
+"alias" (a view of an operand). `CALLS[prim](r, eqn, args)` does the same for equations run
+outside kernels, with kinds "out" (writes into `out=` that is not an operand), "fresh" or
+"view". A primitive in neither table runs through its eager implementation as a library
+call bound into the program. Extensions add expressions with `def_expression`.
 """
 
 import math
 
 import numpy as np
 
+from funcgrad import lax
 from funcgrad.compiler import escape
-
-_UFUNCS = {
-    "add": "add", "add_any": "add", "sub": "subtract", "mul": "multiply", "neg": "negative",
-    "max": "maximum", "min": "minimum", "atan2": "arctan2", "nextafter": "nextafter",
-    "exp": "exp", "exp2": "exp2", "log": "log", "log1p": "log1p", "expm1": "expm1",
-    "tanh": "tanh", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin",
-    "acos": "arccos", "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "asinh": "arcsinh",
-    "acosh": "arccosh", "atanh": "arctanh", "sqrt": "sqrt", "cbrt": "cbrt", "abs": "absolute",
-    "sign": "sign", "floor": "floor", "ceil": "ceil", "is_finite": "isfinite",
-    "square": "square", "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
-    "gt": "greater", "ge": "greater_equal", "and": "bitwise_and", "or": "bitwise_or",
-    "xor": "bitwise_xor", "not": "invert",
-}
-
-# Ufuncs whose numpy semantics equal lax's only for inexact (float/complex) operands.
-_FLOAT_ONLY = {"div": "divide", "rem": "fmod", "pow": "power"}
+from funcgrad.core import Primitive
 
 
-def _ufunc(fn):
-    return lambda args, dts, p, consts=None: (f"np.{fn}({', '.join(args)}{{out}})", "ufunc")
+def ufunc(fn):
+    """The rule computing with the numpy ufunc `fn` (`np.add(a0, a1{out})`)."""
+    name = _numpy_name(fn)
+    return lambda args, dts, p, consts=None: (f"np.{name}({', '.join(args)}{{out}})", "ufunc")
+
+
+def fresh(fn):
+    """The rule computing with the numpy function `fn`, which takes no `out=` (`np.sinc`)."""
+    name = _numpy_name(fn)
+    return lambda args, dts, p, consts=None: (f"np.{name}({', '.join(args)})", "fresh")
+
+
+def _numpy_name(fn):
+    name = getattr(fn, "__name__", None)
+    if name is None or getattr(np, name, None) is not fn:
+        raise ValueError(f"{fn!r} is not a function of the numpy namespace")
+    return name
+
+
+def _impl_ufunc(prim):
+    """The numpy ufunc that is `prim`'s eager implementation (through `functools.wraps`
+    wrappers), or None."""
+    fn = prim.impl_rule
+    while hasattr(fn, "__wrapped__"):
+        fn = fn.__wrapped__
+    if isinstance(fn, np.ufunc) and getattr(np, fn.__name__, None) is fn:
+        return fn
+    return None
 
 
 def _float_ufunc(fn):
-    def rule(args, dts, p, consts=None):
-        if dts[0].kind not in "fc":
-            return None
-        return f"np.{fn}({', '.join(args)}{{out}})", "ufunc"
-    return rule
+    """`ufunc(fn)` for float and complex operands only (numpy's integer semantics differ)."""
+    rule = ufunc(fn)
+    return lambda args, dts, p, consts=None: rule(args, dts, p) if dts[0].kind in "fc" else None
 
 
 def _integer_pow(args, dts, p, consts=None):
@@ -119,10 +133,71 @@ def _float_to_int(x, dst):
             f"{inside}.astype(np.{dst.name}))"), "fresh"
 
 
-ELEMENTWISE = {name: _ufunc(fn) for name, fn in _UFUNCS.items()}
-ELEMENTWISE.update({name: _float_ufunc(fn) for name, fn in _FLOAT_ONLY.items()})
-ELEMENTWISE.update(integer_pow=_integer_pow, rsqrt=_rsqrt, select_n=_select_n, clamp=_clamp,
-                   convert_element_type=_convert)
+def _conj(args, dts, p, consts=None):
+    # a real operand is left to the eager implementation: its complex result has imag -0.0
+    return (f"np.conjugate({args[0]}{{out}})", "ufunc") if dts[0].kind == "c" else None
+
+
+def _part(fn):
+    """`np.real`/`np.imag`: a view of a complex operand's part."""
+    name = _numpy_name(fn)
+    return lambda args, dts, p, consts=None: (f"np.{name}({args[0]})", "alias")
+
+
+def _round(args, dts, p, consts=None):
+    # ties away from zero (method 0) needs trunc, a comparison and a select: left to the
+    # eager implementation
+    return (f"np.rint({args[0]}{{out}})", "ufunc") if p["rounding_method"] == 1 else None
+
+
+def _population_count(args, dts, p, consts=None):
+    if consts and consts[0] is not None:
+        return None
+    u = f"np.uint{dts[0].itemsize * 8}"  # counts uint8 values, cast into the int `out`
+    return f"np.bitwise_count({args[0]}.view({u}){{out}})", "ufunc!"
+
+
+ELEMENTWISE = {
+    lax.div_p: _float_ufunc(np.divide), lax.rem_p: _float_ufunc(np.fmod),
+    lax.integer_pow_p: _integer_pow, lax.rsqrt_p: _rsqrt, lax.select_n_p: _select_n,
+    lax.clamp_p: _clamp, lax.convert_element_type_p: _convert, lax.conj_p: _conj,
+    lax.real_p: _part(np.real), lax.imag_p: _part(np.imag), lax.round_p: _round,
+    lax.population_count_p: _population_count,
+}
+
+_NO_UFUNC = "no numpy ufunc computes it (scipy is not a dependency)"
+_MASKED = "XLA's rule for shift amounts past the bit width needs a mask and a select"
+UNFUSED = {
+    lax.erf_p: _NO_UFUNC, lax.erfc_p: _NO_UFUNC, lax.erf_inv_p: _NO_UFUNC,
+    lax.lgamma_p: _NO_UFUNC, lax.digamma_p: _NO_UFUNC,
+    lax.logistic_p: "the overflow-free form picks one of two expressions per element",
+    lax.shift_left_p: _MASKED, lax.shift_right_logical_p: _MASKED,
+    lax.shift_right_arithmetic_p: _MASKED,
+}
+
+
+def elementwise_rule(op):
+    """The rule of kernel op `op` (a fusible primitive's name), or None (its eager
+    implementation is called)."""
+    prim = Primitive.fusible_named(op)
+    if prim is None or prim.kind != "elementwise":
+        return None
+    rule = ELEMENTWISE.get(prim)
+    if rule is None and prim not in UNFUSED:
+        fn = _impl_ufunc(prim)
+        rule = None if fn is None else ufunc(fn)
+    return rule
+
+
+def def_expression(prim, rule):
+    """Give the fusible elementwise primitive `prim` (one defined outside the package, say)
+    the numpy rule `rule(args, dtypes, params, consts)` (`ufunc(np.fn)`, `fresh(np.fn)` or
+    a function; see the module docstring)."""
+    if prim.kind != "elementwise" or not prim.fusible:
+        raise ValueError(f"{prim.name}: only a fusible elementwise primitive has a kernel "
+                         f"expression (declared kind {prim.kind!r}, fusible={prim.fusible})")
+    ELEMENTWISE[prim] = rule
+
 
 REDUCE = {"sum": "np.sum", "max": "np.max", "min": "np.min"}
 _NATIVE_SUM = (np.dtype("float32"), np.dtype("float64"))
@@ -204,8 +279,8 @@ def _broadcast_in_dim(r, eqn, args):
     return f"np.broadcast_to({src}, {_shape(shape)})", "view"
 
 
-CALLS = {"dot_general": _dot_general, "reshape": _reshape, "squeeze": _reshape,
-         "transpose": _transpose, "broadcast_in_dim": _broadcast_in_dim}
+CALLS = {lax.dot_general_p: _dot_general, lax.reshape_p: _reshape, lax.squeeze_p: _reshape,
+         lax.transpose_p: _transpose, lax.broadcast_in_dim_p: _broadcast_in_dim}
 
 
 def _expanded(inp, S):

@@ -1,0 +1,351 @@
+"""The C-like expression table shared by the backends that print C (CUDA now, a native C
+backend later), after tinygrad's `code_for_op`: C types per dtype, scalar literals and one
+C expression per primitive, keyed by the primitive object.
+
+`CODE_FOR_OP[prim](args, dtypes, params)` returns the C expression of a kernel instruction
+whose operands are the (already typed) expressions `args` of dtype names `dtypes`. A
+backend's table is `collections.ChainMap(its overrides, CODE_FOR_OP)`: it lists only what
+differs (CUDA: intrinsics), and sees expressions declared later from outside the package
+(`def_expression`). `expr(table, instr, args, dtypes)` looks an instruction up (its op
+names a fusible primitive, `Primitive.fusible_named`) or raises `Unsupported`.
+
+Expressions are C99 plus a few helpers every such backend's prelude defines: `fg_half`,
+`fg_h2f`/`fg_f2h`/`fg_round_half` (float16 stored as 16 bits, computed in float32),
+`fg_max`/`fg_min` (NaN-propagating), `fg_nan[f]`/`fg_inf[f]`, `fg_digamma[f]`. Integer
+arithmetic wraps like numpy's (done in the unsigned type: signed overflow is undefined in
+C); division by zero gives 0 as numpy does; shifts past the bit width follow XLA.
+Float-to-integer casts saturate and map NaN to 0 (XLA's rule), as the numpy backend and
+eager lax do. Imports the primitives (lax) and no compiler pass.
+"""
+
+import numpy as np
+
+from funcgrad import lax
+from funcgrad.core import Primitive
+
+TYPES = {
+    "bool": ("bool", "bool"),
+    "int8": ("signed char", "signed char"), "uint8": ("unsigned char", "unsigned char"),
+    "int16": ("short", "short"), "uint16": ("unsigned short", "unsigned short"),
+    "int32": ("int", "int"), "uint32": ("unsigned int", "unsigned int"),
+    "int64": ("long long", "long long"), "uint64": ("unsigned long long", "unsigned long long"),
+    "float16": ("fg_half", "float"), "float32": ("float", "float"), "float64": ("double", "double"),
+}
+_UNSIGNED = {"int8": "unsigned char", "int16": "unsigned short", "int32": "unsigned int",
+             "int64": "unsigned long long"}
+
+
+class Unsupported(Exception):
+    """A kernel a C-like renderer cannot print (e.g. complex numbers); the program runs its
+    equations as library calls instead."""
+
+
+def ctype(dtype):
+    """The C type a value of `dtype` is computed in."""
+    try:
+        return TYPES[dtype][1]
+    except KeyError:
+        raise Unsupported(f"dtype {dtype} has no C kernel type") from None
+
+
+def storage(dtype):
+    """The C type an array of `dtype` is stored as."""
+    try:
+        return TYPES[dtype][0]
+    except KeyError:
+        raise Unsupported(f"dtype {dtype} has no C kernel type") from None
+
+
+def literal(value, dtype):
+    """C source of a typed scalar constant."""
+    dt = np.dtype(dtype)
+    v = np.asarray(value, dt).item() if dt.name != "float16" else float(np.float16(value))
+    if dt.kind == "b":
+        return "true" if v else "false"
+    if dt.kind in "iu":
+        if dt.itemsize == 8:
+            return f"{v}ull" if dt.kind == "u" else (
+                f"(-{-(v + 1)}ll - 1)" if v < 0 else f"{v}ll")
+        text = f"{v}u" if dt.kind == "u" else (f"(-{-(v + 1)} - 1)" if v < 0 else str(v))
+        return f"(({ctype(dt.name)}){text})" if dt.itemsize < 4 else text
+    single = ctype(dt.name) == "float"
+    if v != v:
+        return "fg_nanf()" if single else "fg_nan()"
+    if v in (float("inf"), float("-inf")):
+        inf = "fg_inff()" if single else "fg_inf()"
+        return inf if v > 0 else f"(-{inf})"
+    text = str(np.float32(v)) if single else repr(float(v))
+    if "." not in text and "e" not in text and "inf" not in text:
+        text += ".0"
+    return text + ("f" if single else "")
+
+
+# --- rule makers ------------------------------------------------------------------------------
+
+def math(name):
+    """`name(args)`, or `namef(args)` in single precision (the C99 math functions)."""
+    return lambda a, d, p: f"{name}{'f' if ctype(d[0]) == 'float' else ''}({', '.join(a)})"
+
+
+def _kind(d):
+    return np.dtype(d).kind
+
+
+def _wrapping(op):
+    """`a op b`, in the unsigned type for signed integers (wraps like numpy)."""
+    def rule(a, d, p):
+        t = d[0]
+        if _kind(t) == "i":
+            u = _UNSIGNED[t]
+            return f"(({ctype(t)})(({u}){a[0]} {op} ({u}){a[1]}))"
+        if _kind(t) == "b":
+            return f"({a[0]} {'||' if op == '+' else '&&' if op == '*' else '!='} {a[1]})"
+        if _kind(t) == "u" and np.dtype(t).itemsize < 4:
+            return f"(({ctype(t)})({a[0]} {op} {a[1]}))"
+        return f"({a[0]} {op} {a[1]})"
+    return rule
+
+
+def _minmax(fn, logical):
+    def rule(a, d, p):
+        if _kind(d[0]) == "b":
+            return f"({a[0]} {logical} {a[1]})"
+        return f"{fn}({a[0]}, {a[1]})"
+    return rule
+
+
+def _bitwise(op, logical):
+    def rule(a, d, p):
+        if _kind(d[0]) == "b":
+            return f"({a[0]} {logical} {a[1]})"
+        return f"(({ctype(d[0])})({a[0]} {op} {a[1]}))"
+    return rule
+
+
+def _compare(op):
+    return lambda a, d, p: f"({a[0]} {op} {a[1]})"
+
+
+# --- rules ------------------------------------------------------------------------------------
+
+def _div(a, d, p):
+    t = d[0]
+    if _kind(t) == "f":
+        return f"({a[0]} / {a[1]})"
+    if _kind(t) == "u":
+        return f"(({ctype(t)})({a[1]} == 0 ? 0 : {a[0]} / {a[1]}))"
+    u = _UNSIGNED[t]
+    return (f"(({ctype(t)})({a[1]} == 0 ? 0 : {a[1]} == -1 ? ({ctype(t)})(-({u}){a[0]}) "
+            f": {a[0]} / {a[1]}))")
+
+
+def _rem(a, d, p):
+    t = d[0]
+    if _kind(t) == "f":
+        return math("fmod")(a, d, p)
+    bad = f"{a[1]} == 0" + (f" || {a[1]} == -1" if _kind(t) == "i" else "")
+    return f"(({ctype(t)})({bad} ? 0 : {a[0]} % {a[1]}))"
+
+
+def _neg(a, d, p):
+    t = d[0]
+    if _kind(t) == "i":
+        return f"(({ctype(t)})(-({_UNSIGNED[t]}){a[0]}))"
+    return f"(({ctype(t)})(-{a[0]}))"
+
+
+def _abs(a, d, p):
+    t = d[0]
+    if _kind(t) == "f":
+        return math("fabs")(a, d, p)
+    if _kind(t) == "i":
+        u = _UNSIGNED[t]
+        return f"(({ctype(t)})({a[0]} < 0 ? -({u}){a[0]} : ({u}){a[0]}))"
+    return a[0]
+
+
+def _sign(a, d, p):
+    t, x = d[0], a[0]
+    if _kind(t) == "f":
+        return f"({x} != {x} ? {x} : ({ctype(t)})(({x} > 0) - ({x} < 0)))"
+    if _kind(t) == "u":
+        return f"(({ctype(t)})({x} > 0))"
+    return f"(({ctype(t)})(({x} > 0) - ({x} < 0)))"
+
+
+def _not(a, d, p):
+    return f"(!{a[0]})" if _kind(d[0]) == "b" else f"(({ctype(d[0])})(~{a[0]}))"
+
+
+def bits(t):
+    return np.dtype(t).itemsize * 8
+
+
+def unsigned_of(t):
+    """The unsigned C type of integer dtype `t`."""
+    return _UNSIGNED.get(t, ctype(t))
+
+
+def _shift_left(a, d, p):
+    t, u = d[0], unsigned_of(d[0])
+    return f"(({u}){a[1]} < {bits(t)}u ? ({ctype(t)})(({u}){a[0]} << ({u}){a[1]}) : ({ctype(t)})0)"
+
+
+def _shift_right_logical(a, d, p):
+    t, u = d[0], unsigned_of(d[0])
+    return f"(({u}){a[1]} < {bits(t)}u ? ({ctype(t)})(({u}){a[0]} >> ({u}){a[1]}) : ({ctype(t)})0)"
+
+
+def _shift_right_arithmetic(a, d, p):
+    t, u = d[0], unsigned_of(d[0])
+    s = TYPES[t.replace("uint", "int")][1] if _kind(t) == "u" else ctype(t)
+    return (f"(({ctype(t)})(({s}){a[0]} >> (({u}){a[1]} < {bits(t)}u ? (int){a[1]} "
+            f": {bits(t) - 1})))")
+
+
+def _select_n(a, d, p):
+    which, cases = a[0], a[1:]
+    if len(cases) == 1:
+        return cases[0]
+    if _kind(d[0]) == "b":
+        return f"({which} ? {cases[1]} : {cases[0]})"
+    text = cases[-1]
+    for i in reversed(range(len(cases) - 1)):
+        text = f"({which} == {i} ? {cases[i]} : {text})"
+    return text
+
+
+def _clamp(a, d, p):
+    return f"fg_min(fg_max({a[1]}, {a[0]}), {a[2]})"
+
+
+def _integer_pow(a, d, p):
+    y, x, t = p["y"], a[0], d[0]
+    if y == 0:
+        return literal(1, t)
+    mul = _wrapping("*")
+    result, base, e = None, x, abs(y)
+    while e:
+        if e & 1:
+            result = base if result is None else mul([result, base], d, p)
+        e >>= 1
+        if e:
+            base = mul([base, base], d, p)
+    if y < 0:
+        return f"({literal(1, t)} / {result})"
+    return result
+
+
+def _round(a, d, p):
+    return math("rint" if int(p.get("rounding_method", 0)) == 1 else "round")(a, d, p)
+
+
+def _logistic(a, d, p):
+    one = literal(1, d[0])
+    return f"({one} / ({one} + {math('exp')(['(-' + a[0] + ')'], d, p)}))"
+
+
+def _convert(a, d, p):
+    dst = p["new_dtype"]
+    if dst == "float16":
+        return f"fg_round_half({a[0]})"
+    if dst == "bool":
+        return f"({a[0]} != 0)"
+    if _kind(d[0]) == "f" and _kind(dst) in "iu":
+        return _float_to_int(a[0], d[0], dst)
+    return f"(({ctype(dst)}){a[0]})"
+
+
+def _float_to_int(x, src, dst):
+    # XLA's rule (as lax.elementwise.float_to_int): toward zero, saturating, NaN -> 0. An
+    # out-of-range float-to-int cast is undefined in C, so the bounds are tested first against
+    # exact powers of two (hex float literals): x >= max + 1 gives max, x <= min gives min.
+    info, t = np.iinfo(dst), ctype(dst)
+    suffix = "f" if ctype(src) == "float" else ""
+    width = np.dtype(dst).itemsize * 8 - (info.min < 0)
+    top = f"0x1p{width}{suffix}"
+    low = f"(-0x1p{width}{suffix})" if info.min < 0 else f"0.0{suffix}"
+    return (f"({x} != {x} ? ({t})0 : {x} >= {top} ? ({t}){literal(info.max, dst)} : "
+            f"{x} <= {low} ? ({t}){literal(info.min, dst)} : ({t}){x})")
+
+
+def _is_finite(a, d, p):
+    return f"(bool)isfinite({a[0]})"
+
+
+def _rsqrt(a, d, p):
+    one = literal(1, d[0])
+    return f"({one} / {math('sqrt')(a, d, p)})"
+
+
+CODE_FOR_OP = {
+    lax.add_p: _wrapping("+"), lax.add_any_p: _wrapping("+"), lax.sub_p: _wrapping("-"),
+    lax.mul_p: _wrapping("*"), lax.div_p: _div, lax.rem_p: _rem,
+    lax.max_p: _minmax("fg_max", "||"), lax.min_p: _minmax("fg_min", "&&"),
+    lax.neg_p: _neg, lax.sign_p: _sign, lax.round_p: _round, lax.is_finite_p: _is_finite,
+    lax.abs_p: _abs, lax.integer_pow_p: _integer_pow, lax.logistic_p: _logistic,
+    lax.rsqrt_p: _rsqrt, lax.digamma_p: math("fg_digamma"),
+    lax.eq_p: _compare("=="), lax.ne_p: _compare("!="), lax.lt_p: _compare("<"),
+    lax.le_p: _compare("<="), lax.gt_p: _compare(">"), lax.ge_p: _compare(">="),
+    lax.and_p: _bitwise("&", "&&"), lax.or_p: _bitwise("|", "||"),
+    lax.xor_p: _bitwise("^", "!="), lax.not_p: _not,
+    lax.shift_left_p: _shift_left, lax.shift_right_logical_p: _shift_right_logical,
+    lax.shift_right_arithmetic_p: _shift_right_arithmetic,
+    lax.select_n_p: _select_n, lax.clamp_p: _clamp, lax.convert_element_type_p: _convert,
+}
+# Primitives that are the C99 math function of their own name (`expf`, `atan2`, ...).
+CODE_FOR_OP.update({p: math(p.name) for p in (
+    lax.exp_p, lax.exp2_p, lax.log_p, lax.log1p_p, lax.expm1_p, lax.tanh_p, lax.sin_p,
+    lax.cos_p, lax.tan_p, lax.asin_p, lax.acos_p, lax.atan_p, lax.sinh_p, lax.cosh_p,
+    lax.asinh_p, lax.acosh_p, lax.atanh_p, lax.sqrt_p, lax.cbrt_p, lax.erf_p, lax.erfc_p,
+    lax.lgamma_p, lax.pow_p, lax.atan2_p, lax.nextafter_p, lax.floor_p, lax.ceil_p)})
+
+
+def def_expression(prim, rule, table=CODE_FOR_OP):
+    """Give the fusible elementwise primitive `prim` (one defined outside the package, say)
+    the C expression `rule(args, dtypes, params)` in `table` (by default the shared one, so
+    every C-like backend prints it)."""
+    if prim.kind != "elementwise" or not prim.fusible:
+        raise ValueError(f"{prim.name}: only a fusible elementwise primitive has a kernel "
+                         f"expression (declared kind {prim.kind!r}, fusible={prim.fusible})")
+    table[prim] = rule
+
+
+def expr(table, instr, args, arg_dtypes):
+    """The C expression of `instr` (a fusion `Instr`) over operand expressions `args` of
+    dtype names `arg_dtypes`, from `table` (keyed by primitive)."""
+    prim = Primitive.fusible_named(instr.op)
+    rule = table.get(prim)
+    if rule is None:
+        raise Unsupported(f"no C expression for primitive {instr.op}")
+    for dt in set(arg_dtypes) | {instr.dtype}:
+        ctype(dt)
+    kind = _kind(arg_dtypes[0]) if arg_dtypes else "f"
+    if prim.dtype_kinds is not None and kind not in prim.dtype_kinds:
+        raise Unsupported(f"{instr.op} on {arg_dtypes[0]} has no C expression")
+    return rule(args, list(arg_dtypes), instr.param_dict)
+
+
+# --- reductions -------------------------------------------------------------------------------
+
+def combine(op, acc, value, acc_dtype):
+    """C expression combining accumulator `acc` with `value` for reduction `op`."""
+    if op == "sum":
+        if _kind(acc_dtype) == "i":
+            u = _UNSIGNED[acc_dtype]
+            return f"(({ctype(acc_dtype)})(({u}){acc} + ({u}){value}))"
+        return f"({acc} + {value})"
+    return f"{'fg_max' if op == 'max' else 'fg_min'}({acc}, {value})"
+
+
+def identity(op, dtype, acc_dtype):
+    """The identity of reduction `op` over values of `dtype`, as a literal of `acc_dtype`."""
+    dt = np.dtype(dtype)
+    if op == "sum":
+        return literal(0, acc_dtype)
+    if dt.kind == "f":
+        return literal(-np.inf if op == "max" else np.inf, acc_dtype)
+    if dt.kind == "b":
+        return literal(0 if op == "max" else 1, acc_dtype)
+    info = np.iinfo(dt)
+    return literal(info.min if op == "max" else info.max, acc_dtype)
