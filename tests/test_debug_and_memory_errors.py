@@ -58,17 +58,13 @@ def test_callback_exception_propagates_as_itself(transform):
 
 def test_callback_exception_under_jit_is_marked_as_the_users():
     # The compiled program's failure wrapper (backends/numpy/runtime.py, jit_cache.reraise)
-    # re-raises marked exceptions as themselves once it checks `errors.is_user_error`; until
-    # then it chains the user's exception, which is marked, to its own.
-    err = CallbackFailed("bad value")
-    f = fg.jit(_f(_failing_callback([err])))
-    with pytest.raises(Exception) as info:
-        f(fnp.arange(3.0))
-    chain, e = [], info.value
-    while e is not None:
-        chain.append(e)
-        e = e.__cause__
-    assert err in chain and errors.is_user_error(err)
+    # re-raises marked exceptions as themselves, under jit, jit(grad) and grad(jit) alike.
+    for wrap in (lambda g: fg.jit(g), lambda g: fg.jit(fg.grad(lambda x: fnp.sum(g(x)))),
+                 lambda g: fg.grad(lambda x: fnp.sum(fg.jit(g)(x)))):
+        err = CallbackFailed("bad value")
+        with pytest.raises(CallbackFailed) as info:
+            wrap(_f(_failing_callback([err])))(fnp.arange(3.0))
+        assert info.value is err and errors.is_user_error(err)
 
 
 def test_callback_must_be_callable():
@@ -153,3 +149,11 @@ def test_impossible_sizes_raise_memory_errors_at_once(case, op, nbytes):
 def test_memory_error_names_the_output_type():
     with pytest.raises(errors.FuncgradMemoryError, match=r"int32\[1099511627776\]"):
         lax.iota(np.int32, 2**40)
+
+
+def test_out_of_memory_inside_a_compiled_program_names_the_operation():
+    with pytest.raises(errors.FuncgradMemoryError, match="iota: out of memory") as info:
+        fg.jit(lambda: lax.iota(np.int32, 2**40))()
+    assert isinstance(info.value, MemoryError)
+    with pytest.raises(errors.FuncgradMemoryError, match="out of memory"):
+        fg.jit(lambda x: fnp.sin(fnp.broadcast_to(x, (2**20, 2**20))))(fnp.ones(1))

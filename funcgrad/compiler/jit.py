@@ -389,7 +389,7 @@ class Jitted:
 
     def _bad_leaf(self, info, i, x):
         name = self._leaf_names(info)[i]
-        what = f"{type(x).__name__} ({x!r:.40})"
+        what = f"{type(x).__name__} ({errors.short_repr(x, 40)})"
         if isinstance(x, np.ndarray):
             what = f"NumPy array of unsupported dtype {x.dtype}"
         raise errors.FuncgradTypeError(
@@ -538,7 +538,7 @@ def _ints(x, what):
     nums = (x,) if isinstance(x, int) else tuple(x or ())
     if not all(isinstance(i, int) for i in nums):
         raise errors.FuncgradTypeError(f"jit: {what} must be an int or a tuple of ints, got "
-                                       f"{x!r}\n{errors.where()}")
+                                       f"{errors.short_repr(x, 60)}\n{errors.where()}")
     return nums
 
 

@@ -496,7 +496,7 @@ def is_deleted(x):
 def reraise(e, exe, name):
     """Re-raise an exception from running compiled code: funcgrad errors as they are,
     anything else as a FuncgradInternalError naming the generated line."""
-    if isinstance(e, errors.FuncgradError):
+    if isinstance(e, errors.FuncgradError) or errors.is_user_error(e):
         raise e
     raise errors.FuncgradInternalError(
         f"jit({name}): the compiled code raised {type(e).__name__}: {e}\n"
@@ -554,5 +554,6 @@ def _key_diff(old, new, names):
         for label in sorted(set(old_s) | set(new_s), key=str):
             a, b = old_s.get(label, _NOT_PASSED), new_s.get(label, _NOT_PASSED)
             if type(a) is not type(b) or a != b:
-                diffs.append(f"static argument `{label}`: {a!r:.60} -> {b!r:.60}")
+                diffs.append(f"static argument `{label}`: {errors.short_repr(a, 60)} -> "
+                             f"{errors.short_repr(b, 60)}")
     return diffs

@@ -167,6 +167,12 @@ class Executable:
         except errors.FuncgradError:
             raise
         except Exception as e:
+            if errors.is_user_error(e):  # raised by the user's own callback: theirs
+                raise
+            eqn = self._failed_eqn(e)
+            avals = [v.aval for v in eqn.outvars] if eqn is not None else []
+            if eqn is not None and errors.out_of_memory(e, avals):
+                raise errors.memory_error(eqn.prim.name, avals, eqn.source) from None
             raise self._internal_error(e) from e
 
     def as_text(self):
@@ -205,15 +211,24 @@ class Executable:
         """Line `lineno` (from 1) of the generated source."""
         return self._lines[lineno - 1] if 0 < lineno <= len(self._lines) else ""
 
-    def _internal_error(self, exc):
+    def _failed_line(self, exc):
         lineno = None
         for frame, line in traceback.walk_tb(exc.__traceback__):
             if frame.f_code.co_filename == self._filename:
                 lineno = line
+        return lineno
+
+    def _failed_eqn(self, exc):
+        """The IR equation whose generated line raised `exc`, or None."""
+        lineno = self._failed_line(exc)
         eqn = self._line_eqns.get(lineno)
         if eqn is None:
             eqn = next((s[3] for s in self._steps
                         if lineno is not None and s[0] <= lineno <= s[1]), None)
+        return eqn
+
+    def _internal_error(self, exc):
+        lineno, eqn = self._failed_line(exc), self._failed_eqn(exc)
         text = self._line(lineno) if lineno else "?"
         msg = [f"the compiled program raised {type(exc).__name__}: {exc}",
                f"  at generated line {self._filename}:{lineno}", f"    {text.strip()}"]
