@@ -328,24 +328,37 @@ def expr(table, instr, args, arg_dtypes):
 
 # --- reductions -------------------------------------------------------------------------------
 
+def _sum(acc, value, acc_dtype):
+    if _kind(acc_dtype) == "i":
+        u = _UNSIGNED[acc_dtype]
+        return f"(({ctype(acc_dtype)})(({u}){acc} + ({u}){value}))"
+    return f"({acc} + {value})"
+
+
+def _extreme(dt, low):
+    """The lowest (or highest) value of numpy dtype `dt`: the identity of max (or min)."""
+    if dt.kind == "f":
+        return -np.inf if low else np.inf
+    if dt.kind == "b":
+        return 0 if low else 1
+    info = np.iinfo(dt)
+    return info.min if low else info.max
+
+
+# A kernel reduction's op (`KernelOutput.reduce`, a fusible reduction's `reduce_op`) ->
+# combining C expression `(acc, value, acc dtype)`, and its identity `(dtype, acc dtype)`.
+COMBINE = {"sum": _sum, "max": lambda acc, v, t: f"fg_max({acc}, {v})",
+           "min": lambda acc, v, t: f"fg_min({acc}, {v})"}
+IDENTITY = {"sum": lambda dt, acc: literal(0, acc),
+            "max": lambda dt, acc: literal(_extreme(dt, True), acc),
+            "min": lambda dt, acc: literal(_extreme(dt, False), acc)}
+
+
 def combine(op, acc, value, acc_dtype):
     """C expression combining accumulator `acc` with `value` for reduction `op`."""
-    if op == "sum":
-        if _kind(acc_dtype) == "i":
-            u = _UNSIGNED[acc_dtype]
-            return f"(({ctype(acc_dtype)})(({u}){acc} + ({u}){value}))"
-        return f"({acc} + {value})"
-    return f"{'fg_max' if op == 'max' else 'fg_min'}({acc}, {value})"
+    return COMBINE[op](acc, value, acc_dtype)
 
 
 def identity(op, dtype, acc_dtype):
     """The identity of reduction `op` over values of `dtype`, as a literal of `acc_dtype`."""
-    dt = np.dtype(dtype)
-    if op == "sum":
-        return literal(0, acc_dtype)
-    if dt.kind == "f":
-        return literal(-np.inf if op == "max" else np.inf, acc_dtype)
-    if dt.kind == "b":
-        return literal(0 if op == "max" else 1, acc_dtype)
-    info = np.iinfo(dt)
-    return literal(info.min if op == "max" else info.max, acc_dtype)
+    return IDENTITY[op](np.dtype(dtype), acc_dtype)
