@@ -174,8 +174,41 @@ def _too_long(prev, n, max_seconds):
     return prev["total"] > max_seconds or prev["total"] * (n / prev["n"]) ** k > max_seconds
 
 
+def pytrees(max_seconds):
+    """First jitted call (trace, compile, run) of the identity plus one on wide and deep
+    pytrees: n leaves in a list or a dict, or one leaf nested n lists deep."""
+    print("\n## pytrees: first call of jit(lambda t: tree_map(lambda x: x + 1, t))")
+    print("| tree | n | seconds | k |\n| --- | ---: | ---: | ---: |")
+    for kind in ("list", "dict", "depth"):
+        prev = None
+        for n in (100, 1000, 10000) if kind != "depth" else (100, 500, 1000, 5000):
+            leaf = fg.numpy.ones(2)
+            if kind == "list":
+                tree = [leaf] * n
+            elif kind == "dict":
+                tree = {f"p{i:05d}": leaf for i in range(n)}
+            else:
+                tree = leaf
+                for _ in range(n):
+                    tree = [tree]
+            f = fg.jit(lambda t: fg.tree_util.tree_map(lambda x: x + 1, t))
+            t0 = time.perf_counter()
+            try:
+                f(tree)
+                cell = time.perf_counter() - t0
+            except Exception as e:  # noqa: BLE001 - an older funcgrad fails at depth
+                cell = type(e).__name__
+            k = (f"{math.log(cell / prev[1]) / math.log(n / prev[0]):.2f}"
+                 if prev and isinstance(cell, float) and isinstance(prev[1], float) else "")
+            print(f"| {kind} | {n} | {_cell(cell) if isinstance(cell, float) else cell} | {k} |")
+            prev = (n, cell)
+            if isinstance(cell, float) and cell > max_seconds:
+                break
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--pytrees", action="store_true", help="only the pytree first calls")
     p.add_argument("--case", nargs="+", default=list(SIZES), choices=list(SIZES))
     p.add_argument("--sizes", nargs="+", type=int, default=None)
     p.add_argument("--max-seconds", type=float, default=60.0)
@@ -185,6 +218,8 @@ def main():
         raise SystemExit("--jax-only needs JAX")
     if fg is None and not args.jax_only:
         raise SystemExit("funcgrad is not importable; --jax-only runs only the JAX column")
+    if args.pytrees:
+        return pytrees(args.max_seconds)
     for case in args.case:
         run_case(case, args.sizes or SIZES[case], args.max_seconds, args.jax_only)
 

@@ -20,9 +20,9 @@ import warnings
 import numpy as np
 
 from funcgrad import errors, tree_util
-from funcgrad.compiler.call import BackendUnavailableError
 from funcgrad.core import array as _array
 from funcgrad.core.array import Array
+from funcgrad.errors import BackendUnavailableError
 
 __all__ = ["BackendUnavailableError", "Device", "DeviceFallbackWarning", "block_until_ready",
            "default_backend", "device_get", "device_put", "devices"]

@@ -78,6 +78,10 @@ class ConcretizationTypeError(FuncgradTypeError):
     """A traced value was used where Python needs a concrete value (bool, int, if)."""
 
 
+class BackendUnavailableError(FuncgradError, RuntimeError):
+    """A known backend that cannot run on this machine (e.g. "cuda" without CuPy)."""
+
+
 class TracerLeakError(FuncgradError):
     """A traced value was used after the transformation that made it had finished."""
 

@@ -45,8 +45,7 @@ _cfg = config._values
 stats = _stats.counts  # ("compile", name) and ("run", name): a view of jit_cache.stats
 
 
-class BackendUnavailableError(errors.FuncgradError, RuntimeError):
-    """A known backend that cannot run on this machine (e.g. "cuda" without CuPy)."""
+BackendUnavailableError = errors.BackendUnavailableError  # re-exported: its old home
 
 
 # --- backends ---------------------------------------------------------------------------------

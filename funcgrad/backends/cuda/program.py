@@ -32,11 +32,11 @@ _runtime = [None]
 def get_runtime():
     """The runtime programs compile for: CuPy on the current GPU (or a test's emulation)."""
     if _runtime[0] is None:
-        from funcgrad.compiler.call import BackendUnavailableError
         from funcgrad.devices import cuda_provider
         problem = cuda_provider().problem()
         if problem:
-            raise BackendUnavailableError(f"jit(backend='cuda'): {problem}\n{errors.where()}")
+            raise errors.BackendUnavailableError(
+                f"jit(backend='cuda'): {problem}\n{errors.where()}")
         from funcgrad.backends.cuda.runtime import CupyRuntime
         _runtime[0] = CupyRuntime()
     return _runtime[0]
