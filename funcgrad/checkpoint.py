@@ -146,6 +146,7 @@ def _checkpoint_batch(args, dims, *, jaxpr, prevent_cse, policy):
 
 
 checkpoint_p = Primitive("checkpoint", multiple_results=True)
+checkpoint_p.calls_body = True  # outside of differentiation, a plain call of its body
 checkpoint_p.def_impl(lambda *args, jaxpr, **_: eval_eagerly(jaxpr, *args), raw=False)
 checkpoint_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 ad.jvp_rules[checkpoint_p] = _checkpoint_jvp

@@ -358,6 +358,7 @@ def _custom_jvp_call_batch(args, dims, *, jaxpr, num_consts, name, _rule):
 
 
 custom_jvp_call_p = Primitive("custom_jvp_call", multiple_results=True)
+custom_jvp_call_p.calls_body = True  # once differentiated, a plain call of its function
 custom_jvp_call_p.def_impl(lambda *args, jaxpr, **_: eval_eagerly(jaxpr, *args), raw=False)
 custom_jvp_call_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 ad.jvp_rules[custom_jvp_call_p] = _custom_jvp_call_jvp
@@ -616,6 +617,7 @@ def _custom_vjp_call_batch(args, dims, *, jaxpr, num_consts, name, _fwd):
 
 
 custom_vjp_call_p = Primitive("custom_vjp_call", multiple_results=True)
+custom_vjp_call_p.calls_body = True
 custom_vjp_call_p.def_impl(_custom_vjp_call_impl, raw=False)
 custom_vjp_call_p.def_abstract_eval(lambda *avals, jaxpr, **_: list(jaxpr.out_avals))
 ad.jvp_rules[custom_vjp_call_p] = _custom_vjp_call_jvp

@@ -369,6 +369,7 @@ def test_profile_times_every_statement():
 def test_a_call_that_is_not_inlined_runs_as_a_compiled_subprogram():
     inner = fg.make_jaxpr(gelu)(x48)
     jit_p = Primitive("jit", multiple_results=True)
+    jit_p.calls_body = True
     jit_p.def_abstract_eval(lambda *avals, jaxpr: list(jaxpr.out_avals))
     closed = fg.make_jaxpr(lambda x: jit_p.bind(fnp.sin(x), jaxpr=inner)[0] + 1.0)(x48)
     exe = pipeline.compile_jaxpr(closed, optimize_ir=False)

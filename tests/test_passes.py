@@ -49,6 +49,7 @@ def _call_abstract(*avals, jaxpr):
 
 
 call_p = Primitive("jit", multiple_results=True)
+call_p.calls_body = True  # a call of its body, as jit_p declares
 call_p.def_impl(lambda *args, jaxpr: eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args), raw=False)
 call_p.def_abstract_eval(_call_abstract)
 

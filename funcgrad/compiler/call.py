@@ -160,6 +160,7 @@ def _jit_abstract(*avals, jaxpr, name, donated, backend):
 
 
 jit_p = Primitive("jit", multiple_results=True)
+jit_p.calls_body = True
 jit_p.def_impl(_jit_impl, raw=False)
 jit_p.def_abstract_eval(_jit_abstract)
 

@@ -11,9 +11,8 @@ returns its argument unchanged (the same object) when it has nothing to do:
 - `simplify`: algebraic identities (`x*1`, `x+0`, `neg(neg(x))`, transpose of transpose...).
 
 This module reads primitives through what they declare (`kind`, `rank0_operands`,
-`effectful`), their params and eager implementations; an algebraic identity names the lax
-primitives it holds for. Only the call primitives that `inline_calls` splices are still
-known by name (`CALL_PRIMITIVES`: they are defined outside lax and declare nothing yet).
+`effectful`, `calls_body`), their params and eager implementations; an algebraic identity
+names the lax primitives it holds for.
 """
 
 import numpy as np
@@ -78,14 +77,11 @@ def _unchanged(closed, eqns, subst):
 # --- inlining --------------------------------------------------------------------------------
 
 
-# Primitives that apply their `jaxpr` param to their operands (and whose other params only
-# matter to transforms): at compile time, after differentiation, each is a plain call.
-CALL_PRIMITIVES = frozenset({"jit", "custom_jvp_call", "custom_vjp_call", "checkpoint"})
-
-
 def _is_call(eqn):
+    """A primitive declared `calls_body` (it applies its `jaxpr` param to its operands; its
+    other params only matter to transforms): at compile time a plain call."""
     body = eqn.params.get("jaxpr")
-    if eqn.prim.name not in CALL_PRIMITIVES or not isinstance(body, (ClosedJaxpr, Jaxpr)):
+    if not eqn.prim.calls_body or not isinstance(body, (ClosedJaxpr, Jaxpr)):
         return False
     body = body.jaxpr if isinstance(body, ClosedJaxpr) else body
     return len(body.invars) == len(eqn.invars) and len(body.outvars) == len(eqn.outvars)

@@ -107,6 +107,7 @@ class Primitive:
     view_axes = None
     rank0_operands = False
     effectful = False
+    calls_body = False  # applies its `jaxpr` param to its operands: compiles as a plain call
     _fusible = weakref.WeakValueDictionary()  # name -> the fusible primitive of that name
 
     def __init__(self, name, multiple_results=False):

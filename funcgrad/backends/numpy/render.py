@@ -60,8 +60,6 @@ def _call_rule(r, eqn):
     return [f"{', '.join(outs)}, = {sub}({args})"]
 
 
-for _name in ("jit", "custom_jvp_call", "custom_vjp_call", "checkpoint"):  # calls of a body
-    higher_order_rules[_name] = _call_rule
 
 
 class _Block:
@@ -216,7 +214,8 @@ class Renderer:
     def _call(self, eqn):
         name = eqn.prim.name
         var_ins = [a for a in eqn.invars if type(a) is not Literal]
-        rule = higher_order_rules.get(eqn.prim) or higher_order_rules.get(name)
+        rule = higher_order_rules.get(eqn.prim) or higher_order_rules.get(name) or (
+            _call_rule if eqn.prim.calls_body else None)
         if rule is not None:
             kind, inplace = rule.plan(eqn) if hasattr(rule, "plan") else (memory.ALIAS, ())
             defs = [self.value(v, v.aval.shape, v.aval.dtype, kind,
