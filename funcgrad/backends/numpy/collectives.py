@@ -78,9 +78,9 @@ def _allreduce_many(comms, op, *xs):
     return xs
 
 
-higher_order_rules["psum"] = _allreduce_rule("sum")
-higher_order_rules["pmax"] = _allreduce_rule("max")
-higher_order_rules["pmin"] = _allreduce_rule("min")
+higher_order_rules[parallel.psum_p] = _allreduce_rule("sum")
+higher_order_rules[parallel.pmax_p] = _allreduce_rule("max")
+higher_order_rules[parallel.pmin_p] = _allreduce_rule("min")
 
 
 # --- all_gather, psum_scatter -----------------------------------------------------------------
@@ -108,7 +108,7 @@ def _all_gather(comm, axis, tiled, x):
 
 _all_gather_rule.plan = lambda eqn: ((memory.FREE_BUFFER, ()) if _direct_block(eqn, "axis")
                                      else (memory.ALIAS, ()))
-higher_order_rules["all_gather"] = _all_gather_rule
+higher_order_rules[parallel.all_gather_p] = _all_gather_rule
 
 
 def _psum_scatter_rule(r, eqn):
@@ -135,7 +135,7 @@ def _psum_scatter(comm, params, x):
 _psum_scatter_rule.plan = lambda eqn: ((memory.FREE_BUFFER, ())
                                        if _direct_block(eqn, "scatter_dimension")
                                        else (memory.ALIAS, ()))
-higher_order_rules["psum_scatter"] = _psum_scatter_rule
+higher_order_rules[parallel.psum_scatter_p] = _psum_scatter_rule
 
 
 # --- pvary, axis_index ------------------------------------------------------------------------
@@ -149,5 +149,5 @@ def _axis_index_rule(r, eqn):
     return [f"{r.name_of(eqn.outvars[0])} = np.int32({rank})"]
 
 
-higher_order_rules["pvary"] = _pvary_rule
-higher_order_rules["axis_index"] = _axis_index_rule
+higher_order_rules[parallel.pvary_p] = _pvary_rule
+higher_order_rules[parallel.axis_index_p] = _axis_index_rule

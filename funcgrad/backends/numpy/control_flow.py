@@ -22,6 +22,7 @@ import numpy as np
 
 from funcgrad.backends.numpy.render import higher_order_rules
 from funcgrad.core import ClosedJaxpr, Jaxpr, Literal
+from funcgrad.lax.control_flow import cond_p, scan_p, while_p
 
 
 def _body(r, closed, prefix):
@@ -123,6 +124,6 @@ def _distinct_outputs(closed, outvars):
     return ClosedJaxpr(Jaxpr(j.constvars, j.invars, computed, j.eqns), closed.consts), sources
 
 
-higher_order_rules["cond"] = _cond_rule
-higher_order_rules["while"] = _while_rule
-higher_order_rules["scan"] = _scan_rule
+higher_order_rules[cond_p] = _cond_rule
+higher_order_rules[while_p] = _while_rule
+higher_order_rules[scan_p] = _scan_rule

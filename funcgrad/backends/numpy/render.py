@@ -9,7 +9,8 @@ library calls to their eager implementation, bound as constants of the generated
 Large kernels become loops over row chunks (`chunked.py`).
 
 Higher-order primitives (a `jit` call that was not inlined, cond/while/scan, collectives)
-render through `higher_order_rules`, keyed by primitive object or name:
+render through `higher_order_rules`, keyed by primitive object (primitives declaring
+`calls_body` render as a call of their body):
 
     def rule(r, eqn) -> list[str]      # statements, without the function's indentation
         sub = r.compile_subprogram(eqn.params["jaxpr"])   # bound name of an Executable
@@ -214,7 +215,7 @@ class Renderer:
     def _call(self, eqn):
         name = eqn.prim.name
         var_ins = [a for a in eqn.invars if type(a) is not Literal]
-        rule = higher_order_rules.get(eqn.prim) or higher_order_rules.get(name) or (
+        rule = higher_order_rules.get(eqn.prim) or (
             _call_rule if eqn.prim.calls_body else None)
         if rule is not None:
             kind, inplace = rule.plan(eqn) if hasattr(rule, "plan") else (memory.ALIAS, ())
