@@ -32,7 +32,7 @@ _UNSAFE_IDENT = re.compile(r"[^0-9A-Za-z_]")
 
 
 def _visible(ch):
-    """`ch` itself where it is harmless in a one-line comment, else `<U+XXXX>`."""
+    """`ch` itself where it is harmless in a one-line comment, else `<U+hhhh>`."""
     if ch == "\\" or not ch.isprintable() and ch != " ":
         return f"<U+{ord(ch):04X}>"
     return ch
@@ -41,7 +41,7 @@ def _visible(ch):
 def comment(text, limit=COMMENT_LIMIT):
     """`text` made safe inside a one-line Python `#` comment and a C `//` or `/* */` comment.
 
-    Control, format and line-separator characters and backslashes become visible `<U+XXXX>`
+    Control, format and line-separator characters and backslashes become visible `<U+hhhh>`
     marks, `*/` and `??` are broken apart, and the result is at most about `limit`
     characters (cut with `...`).
     """
