@@ -21,26 +21,15 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_io import assert_same  # tests/ is on sys.path, as for cuda_canonical
 
 import funcgrad.numpy as fnp
 from funcgrad import io, optim
 from funcgrad.core import Array
-from funcgrad.tree_util import tree_flatten
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def assert_same(a, b):
-    la, ta = tree_flatten(a)
-    lb, tb = tree_flatten(b)
-    assert ta == tb
-    for x, y in zip(la, lb):
-        assert type(x) is type(y)
-        if isinstance(x, (Array, np.ndarray)):
-            assert x.dtype == y.dtype and x.shape == y.shape
-            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-        else:
-            assert x == y
 
 
 def write_raw(path, record, arrays=None):
