@@ -424,6 +424,12 @@ class Jitted:
         key = self._key(args, kwargs)[0]
         return Lowered(self, self._lookup(key, args, kwargs), key)
 
+    def profile(self, *args, repeat=10, warmup=1, trace=None, show=False, **kwargs):
+        """Time one step per kernel and library call: `lower(*args).compile().profile(...)`
+        (see `Compiled.profile`)."""
+        return self.lower(*args, **kwargs).compile().profile(
+            *args, repeat=repeat, warmup=warmup, trace=trace, show=show, **kwargs)
+
 
 def _top_name(name):
     """The parameter name in a leaf name: `batch` for `batch['x']`."""
@@ -465,6 +471,16 @@ class Lowered:
         """The compiler's predicted memory use (peak, temporaries, arguments, outputs)."""
         return self.compile().memory_analysis()
 
+    def as_dot(self, name=None):
+        """The optimized IR as a Graphviz DOT graph (`funcgrad.viz.to_dot`)."""
+        from funcgrad import viz
+        return viz.to_dot(self, name=name)
+
+    def as_svg(self, name=None):
+        """The optimized IR drawn as SVG (needs Graphviz; `funcgrad.viz.to_svg`)."""
+        from funcgrad import viz
+        return viz.to_svg(self, name=name)
+
 
 class Compiled:
     """Compiled code for one input signature (`jitted.lower(*args).compile()`)."""
@@ -483,6 +499,53 @@ class Compiled:
     def memory_analysis(self):
         """The compiler's memory plan summary."""
         return self._exe.memory_analysis()
+
+    def as_dot(self, name=None):
+        """The compiled program as a Graphviz DOT graph: fused kernels as clusters, library
+        calls, buffers and the memory plan (`funcgrad.viz.to_dot`)."""
+        from funcgrad import viz
+        return viz.to_dot(self, name=name)
+
+    def as_svg(self, name=None):
+        """The compiled program drawn as SVG (needs Graphviz; `funcgrad.viz.to_svg`)."""
+        from funcgrad import viz
+        return viz.to_svg(self, name=name)
+
+    def profile(self, *args, repeat=10, warmup=1, trace=None, show=False, **kwargs):
+        """Run the program `warmup + repeat` times with a timer around every kernel and
+        library call (an instrumented copy of the program: the plain one is unchanged).
+
+        Args:
+            *args, **kwargs: the arguments this `Compiled` was built for.
+            repeat: timed steps; the table gives medians per step.
+            trace: a path to write a Chrome/Perfetto trace JSON to.
+            show: print the table.
+
+        Returns:
+            A `funcgrad.profiler.ProfileResult`.
+
+        Example:
+            >>> prof = jit(f).lower(x).compile().profile(x, repeat=20, trace="f.json")
+            >>> print(prof.table())
+        """
+        from funcgrad import profiler
+        low = self._lowered
+        j, entry = low._jitted, low._entry
+        key, _, vals = j._key(args, kwargs)
+        if key != low._key or vals is None:
+            diffs = _key_diff(low._key, key, j._names_of(args, kwargs)) if key != low._key \
+                else ["its arguments are traced values, not arrays"]
+            raise errors.FuncgradTypeError(
+                f"jit({j._name}).profile: this Compiled was built for other arguments: "
+                f"{'; '.join(diffs)}\n{errors.where()}")
+        result = profiler.profile_executable(
+            self._exe, [*entry.const_vals, *vals], repeat=repeat, warmup=warmup,
+            copy_args=bool(entry.donate), name=j._name)
+        if trace is not None:
+            result.to_chrome_trace(trace)
+        if show:
+            print(result.table())
+        return result
 
     def __call__(self, *args, **kwargs):
         low = self._lowered

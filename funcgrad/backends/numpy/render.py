@@ -70,6 +70,7 @@ class _Block:
     def __init__(self, step, emit, label, eqn):
         self.step, self.emit, self.label, self.eqn = step, emit, label, eqn
         self.lines = []
+        self.node = None  # the program node (kernel or call) it belongs to: a profiling site
 
     def fill(self):
         lines = [ln if isinstance(ln, tuple) else (ln, None) for ln in self.emit()]
@@ -100,6 +101,7 @@ class Renderer:
         self.blocks, self.names, self.values = [], {}, {}
         self._counts = {}
         self.plan = None
+        self.children = []  # the compiled sub-programs bound into the generated function
 
     # --- helpers for rules ---------------------------------------------------------------
 
@@ -157,7 +159,9 @@ class Renderer:
             raise errors.FuncgradInternalError(
                 "this program calls a sub-program, but compile_program was given no "
                 "compile_subprogram callback to compile it with")
-        return self._compile(closed)
+        exe = self._compile(closed)
+        self.children.append(exe)
+        return exe
 
     def compile_subprogram(self, closed):
         """Compile a sub-program (a ClosedJaxpr) and bind its Executable; returns its name."""
@@ -191,10 +195,13 @@ class Renderer:
             self.names[v] = f"c{i}"
             self.ns[f"c{i}"] = readonly(getattr(c, "_value", c))
         for node in self.program.nodes:
+            first = len(self.blocks)
             if isinstance(node, KernelNode):
                 self._kernel(node)
             else:
                 self._call(node.eqn)
+            for block in self.blocks[first:]:
+                block.node = node
         outs = [v for v in j.outvars if type(v) is not Literal]
         self.used = set(outs).union(*[b.step.uses for b in self.blocks])
         self.plan = memory.plan_memory([b.step for b in self.blocks], args, consts, outs,
@@ -336,7 +343,9 @@ class Renderer:
     # --- output --------------------------------------------------------------------------
 
     def source(self, fn_name, profile=False):
-        """The generated source; with `profile`, a timer around every step."""
+        """The generated source; with `profile`, a timer around every step; with
+        `profile="sites"`, `_t = _clock()` before and `_rec(_sites[k], _t)` after the
+        statements of each kernel and call (`site_nodes` lists the nodes, in site order)."""
         j = self.jaxpr
         params = ", ".join(f"a{i}" for i in range(len(j.invars)))
         lines = [f"def {fn_name}({params}):"]
@@ -355,15 +364,17 @@ class Renderer:
             names = ", ".join(name for name, _, _ in self.workspace)
             lines.append("    _w = _ws.take()  # temporaries kept between calls")
             lines.append(f"    {names}{',' if len(self.workspace) == 1 else ''} = _w")
-        spans, line_eqns = [], {}
+        spans, line_eqns, self.site_nodes = [], {}, []
         for i, block in enumerate(self.blocks):
             body = list(block.lines)
             rel = [self._release_name(r) for r in self.plan.releases.get(i, ())]
             rel = [r for r in rel if r]
             if rel:
                 body.append((f"del {', '.join(rel)}", None))
-            timed = profile and block.eqn is not None
-            if timed:
+            timed = profile is True and block.eqn is not None
+            if profile == "sites":
+                body = self._site_timer(i, body)
+            elif timed:
                 body = [("_t = _clock()", None)] + body + [
                     (f"_acc[{len(spans)}] += _clock() - _t", None)]
             first = len(lines) + 1
@@ -378,6 +389,17 @@ class Renderer:
             lines.append("    _ws.give(_w)")
         lines.append(f"    return [{', '.join(self._results())}]")
         return "\n".join(lines) + "\n", spans, line_eqns
+
+    def _site_timer(self, i, body):
+        """The statements of block `i` with the timer of its node's site opened before the
+        node's first block and recorded after its last."""
+        node, blocks = self.blocks[i].node, self.blocks
+        if i == 0 or blocks[i - 1].node is not node:
+            self.site_nodes.append(node)
+            body = [("_t = _clock()", None)] + body
+        if i == len(blocks) - 1 or blocks[i + 1].node is not node:
+            body = body + [(f"_rec(_sites[{len(self.site_nodes) - 1}], _t)", None)]
+        return body
 
     def _release_name(self, rel):
         kind, x = rel
@@ -456,17 +478,51 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
     r.ns["_ws"] = Workspace([(shape, dt) for _, shape, dt in r.workspace])
     ns = dict(r.ns)
     exec(compile(src, filename, "exec"), ns)
+    profiled, instrumented = _variants(r, fn_name, n, len(spans))
+    exe = Executable(ns[fn_name], src, filename, ir, r.plan.analysis, spans, line_eqns,
+                     profiled, instrumented)
+    exe.program, exe.buffers = program, _buffers(r)
+    return exe
+
+
+def _variants(r, fn_name, n, nspans):
+    """The two timed variants of a program, each built on first use: `profiled()` ->
+    (function, accumulators) timing every statement (`Executable.profile`), and
+    `instrumented(recorder)` -> a function reporting each kernel and call to `recorder`
+    (`funcgrad.profiler`), whose sub-programs report to it too."""
+    cache = {}
 
     def profiled():
         if "fn" not in cache:
             psrc, _, _ = r.source(fn_name, profile=True)
             pname = f"<funcgrad-jit-{n}-profile>"
             register_source(pname, psrc)
-            acc = [0.0] * len(spans)
+            acc = [0.0] * nspans
             pns = dict(r.ns, _clock=clock, _acc=acc)
             exec(compile(psrc, pname, "exec"), pns)
             cache["fn"], cache["acc"] = pns[fn_name], acc
         return cache["fn"], cache["acc"]
-    cache = {}
-    return Executable(ns[fn_name], src, filename, ir, r.plan.analysis, spans, line_eqns,
-                      profiled)
+
+    def instrumented(recorder):
+        if "sites" not in cache:
+            from funcgrad.profiler import site_of
+            isrc, _, _ = r.source(fn_name, profile="sites")
+            iname = f"<funcgrad-jit-{n}-sites>"
+            register_source(iname, isrc)
+            cache["code"] = compile(isrc, iname, "exec")
+            cache["sites"] = [site_of(node, fn_name) for node in r.site_nodes]
+        ins = dict(r.ns, _clock=recorder.clock, _rec=recorder.record, _sites=cache["sites"])
+        for child in r.children:
+            fn = child.instrumented(recorder)
+            ins.update({k: fn for k, v in r.ns.items() if v is child or v is child._fn})
+        exec(cache["code"], ins)
+        return ins[fn_name]
+    return profiled, instrumented
+
+
+def _buffers(r):
+    """`(name, shape, dtype, keys of the values it holds, kept between calls)` per buffer of
+    the memory plan (for pictures of the program, `funcgrad.viz`)."""
+    plan, ws = r.plan, set(r.plan.workspace)
+    return [(r.buffer_names[b], tuple(shape), np.dtype(dt), tuple(plan.holders[b]), b in ws)
+            for b, (shape, dt) in enumerate(plan.buffers)]

@@ -146,7 +146,8 @@ class Executable:
         >>> print(exe.as_text())  # the generated Python source
     """
 
-    def __init__(self, fn, source, filename, ir, memory, steps, line_eqns, profiled):
+    def __init__(self, fn, source, filename, ir, memory, steps, line_eqns, profiled,
+                 instrumented=None):
         self._fn = fn
         self._source = source
         self._lines = source.splitlines()
@@ -159,6 +160,9 @@ class Executable:
         self._steps = steps  # (first line, last line, label, eqn) per timed statement group
         self._line_eqns = line_eqns  # generated line -> the IR equation it computes
         self._profiled = profiled  # () -> (profiled function, accumulator), built lazily
+        self._instrumented = instrumented  # recorder -> function reporting its sites
+        self.program = None  # the fused program and its buffers (set by compile_program)
+        self.buffers = ()
 
     def __call__(self, *args):
         try:
@@ -206,6 +210,17 @@ class Executable:
             src = errors.format_frame(eqn.source) if eqn is not None else ""
             rows.append((acc[k] / repeat, label, text, src))
         return Profile(rows, repeat)
+
+    def instrumented(self, recorder):
+        """The program as a function that reports every kernel and library call it runs:
+        `t0 = recorder.clock()` before it, `recorder.record(site, t0)` after it (`site` a
+        `funcgrad.profiler.Site`); its sub-programs (loop and branch bodies) report to the
+        same recorder. This is the profiling hook of a backend (`funcgrad.profiler`); the
+        plain program is unchanged."""
+        fn = self._instrumented(recorder)
+        if fn.__code__.co_filename not in self._sources:
+            self._sources.append(fn.__code__.co_filename)
+        return fn
 
     def _line(self, lineno):
         """Line `lineno` (from 1) of the generated source."""

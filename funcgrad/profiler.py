@@ -1,0 +1,316 @@
+"""Per-kernel profiling of compiled programs: which fused kernel or library call takes the time.
+
+    prof = funcgrad.profile(jitted, *args, repeat=10)    # or jitted.profile(*args)
+    print(prof.table())                                    # kernel, line, calls, time, GB/s
+    prof.to_chrome_trace("step.json")                      # chrome://tracing, ui.perfetto.dev
+
+A backend takes part through one hook: its executable's `instrumented(recorder)` returns the
+program as a function that calls `t0 = recorder.clock()` before each kernel or library call
+and `recorder.record(site, t0)` after it, `site` being the `Site` that `site_of(node,
+program_name)` builds for that node of the fused program; sub-programs report to the same
+recorder. The plain compiled program is untouched, so not profiling costs nothing. The
+clock is the recorder's: `time.perf_counter` on the CPU, `EventClock` (CUDA events) on a GPU.
+This module imports numpy, the core, errors and the escaping policy only at the top (backends import
+`site_of` from it); the compiler is imported lazily.
+"""
+
+import json
+import math
+import statistics
+import time
+
+import numpy as np
+
+from funcgrad import errors
+from funcgrad.compiler import escape
+from funcgrad.core import Var
+
+__all__ = ["EventClock", "ProfileResult", "Recorder", "Row", "Site", "profile", "site_of"]
+
+
+class Site:
+    """One place of a compiled program that the profiler times: a fused kernel ("kernel"), a
+    library call ("call") or a loop/branch/call around compiled bodies ("control", timed
+    without its bodies' sites). `nbytes` counts the bytes its operands and results occupy,
+    `flops` the floating-point operations of a matmul (0 where not counted), `source` the
+    user's line and `lines` every user line its equations came from."""
+
+    __slots__ = ("name", "kind", "source", "lines", "nbytes", "flops", "program")
+
+    def __init__(self, name, kind, lines, nbytes, flops=0, program=""):
+        self.name, self.kind, self.lines = name, kind, tuple(lines)
+        self.source = self.lines[0] if self.lines else ""
+        self.nbytes, self.flops, self.program = int(nbytes), int(flops), program
+
+    def __repr__(self):
+        return f"Site({self.name!r}, {self.kind!r}, {self.source!r})"
+
+
+def _nbytes(shape, dtype):
+    return math.prod(shape) * np.dtype(dtype).itemsize
+
+
+def _dot_flops(eqn):
+    (contract, _), _ = eqn.params["dimension_numbers"]
+    lhs, out = eqn.invars[0].aval, eqn.outvars[0].aval
+    return 2 * math.prod(out.shape) * math.prod(lhs.shape[d] for d in contract)
+
+
+# Operation counts of library calls, by primitive name (a count, never a behaviour).
+FLOP_RULES = {"dot_general": _dot_flops}
+
+
+def _lines(eqns):
+    found = [escape.source_location(e.source) for e in eqns if e.source is not None]
+    return list(dict.fromkeys(found))
+
+
+def site_of(node, program=""):
+    """The `Site` of a node of a fused program (`KernelNode` or `CallNode`) in the generated
+    program named `program`."""
+    spec = getattr(node, "spec", None)
+    if spec is not None:
+        nbytes = sum(_nbytes(a.shape, a.dtype) for a in spec.inputs + spec.outputs)
+        return Site(escape.comment(spec.name), "kernel", _lines(node.eqns + node.out_eqns),
+                    nbytes, 0, program)
+    eqn = node.eqn
+    atoms = [a for a in list(eqn.invars) + list(eqn.outvars) if type(a) is Var]
+    nbytes = sum(_nbytes(a.aval.shape, a.aval.dtype) for a in atoms)
+    kind = "control" if eqn.prim.kind == "higher-order" else "call"
+    rule = FLOP_RULES.get(eqn.prim.name)
+    return Site(escape.comment(eqn.prim.name), kind, _lines([eqn]), nbytes,
+                rule(eqn) if rule else 0, program)
+
+
+# --- recording ----------------------------------------------------------------------------------
+
+class Recorder:
+    """Where an instrumented program reports: `t0 = clock()` before a site and
+    `record(site, t0)` after it. `events` are `(site, t0, t1)` in the clock's units."""
+
+    def __init__(self, clock=None):
+        self.clock = clock or time.perf_counter
+        self.events = []
+
+    def record(self, site, t0):
+        self.events.append((site, t0, self.clock()))
+
+
+class EventClock:
+    """A clock of CUDA events: calling it records an event on the current stream;
+    `seconds(event)` is its time since the first event, once the device is synchronized.
+    `cupy` is the module (or anything with its `cuda.Event` and `cuda.get_elapsed_time`)."""
+
+    def __init__(self, cupy):
+        self.cuda = cupy.cuda
+        self.origin = None
+
+    def __call__(self):
+        ev = self.cuda.Event()
+        ev.record()
+        if self.origin is None:
+            self.origin = ev
+        return ev
+
+    def synchronize(self, last):
+        last.synchronize()
+
+    def seconds(self, ev):
+        return self.cuda.get_elapsed_time(self.origin, ev) / 1e3
+
+
+class Row:
+    """One line of the table: a site's time per step (median over the runs)."""
+
+    __slots__ = ("site", "calls", "seconds", "share")
+
+    def __init__(self, site, calls, seconds, share):
+        self.site, self.calls, self.seconds, self.share = site, calls, seconds, share
+
+    name = property(lambda self: self.site.name)
+    kind = property(lambda self: self.site.kind)
+    source = property(lambda self: self.site.source)
+    nbytes = property(lambda self: self.site.nbytes * self.calls)  # bytes moved per step
+    flops = property(lambda self: self.site.flops * self.calls)
+
+    @property
+    def gbps(self):
+        return self.nbytes / self.seconds / 1e9 if self.seconds > 0 and self.nbytes else None
+
+    @property
+    def gflops(self):
+        return self.flops / self.seconds / 1e9 if self.seconds > 0 and self.flops else None
+
+    def __repr__(self):
+        return f"Row({self.name!r}, calls={self.calls}, seconds={self.seconds:.3g})"
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+def _self_times(events):
+    """`[site, t0, t1, self seconds]` per event: a site's time without the sites that ran
+    inside it (a loop's bodies), found by nesting of the intervals."""
+    out, stack = [], []
+    for site, t0, t1 in sorted(events, key=lambda e: (e[1], -e[2])):
+        while stack and stack[-1][2] <= t0:
+            stack.pop()
+        ev = [site, t0, t1, t1 - t0]
+        if stack:
+            stack[-1][3] -= t1 - t0
+        stack.append(ev)
+        out.append(ev)
+    return out
+
+
+def profile_executable(exe, args, repeat=10, warmup=1, copy_args=False, clock=None,
+                       name="program"):
+    """Run executable `exe` on the flat arrays `args` `warmup + repeat` times through its
+    `instrumented` hook; a `ProfileResult` of the `repeat` timed runs.
+
+    `copy_args` passes fresh copies on every run (donated arguments may be overwritten).
+    """
+    if not hasattr(exe, "instrumented"):
+        raise errors.BackendUnavailableError(
+            f"profile({name}): the {type(exe).__name__} of this backend has no profiling hook "
+            "(`instrumented(recorder)`)\n  hint: profile on the cpu backend "
+            "(jit(..., backend='cpu')), which has it.")
+    if repeat < 1:
+        raise errors.FuncgradValueError(f"profile({name}): repeat must be >= 1, got {repeat}")
+    rec = Recorder(clock)
+    fn = exe.instrumented(rec)
+    runs = []
+    with np.errstate(all="ignore"):
+        for i in range(warmup + repeat):
+            run_args = [np.array(a, copy=True) for a in args] if copy_args else args
+            first, t0 = len(rec.events), rec.clock()
+            fn(*run_args)
+            t1 = rec.clock()
+            if i >= warmup:
+                runs.append((t0, t1, first, len(rec.events)))
+    if hasattr(rec.clock, "synchronize"):
+        rec.clock.synchronize(runs[-1][1])
+    return _result(rec, runs, name)
+
+
+def _result(rec, runs, name):
+    sec = getattr(rec.clock, "seconds", None) or (lambda t: t)
+    base = sec(runs[0][0])
+    steps, per_run, events = [], [], []
+    for k, (t0, t1, a, b) in enumerate(runs):
+        steps.append(sec(t1) - sec(t0))
+        evs = _self_times([(s, sec(u0), sec(u1)) for s, u0, u1 in rec.events[a:b]])
+        totals = {}
+        for site, u0, u1, own in evs:
+            t, c = totals.get(site, (0.0, 0))
+            totals[site] = (t + own, c + 1)
+            events.append((site, u0 - base, u1 - u0, k))
+        per_run.append(totals)
+        events.append((None, sec(t0) - base, steps[-1], k))
+    step = statistics.median(steps)
+    sites = list(dict.fromkeys(s for totals in per_run for s in totals))
+    rows = []
+    for s in sites:
+        secs = statistics.median(t.get(s, (0.0, 0))[0] for t in per_run)
+        calls = statistics.median_low(t.get(s, (0.0, 0))[1] for t in per_run)
+        rows.append(Row(s, calls, secs, secs / step if step > 0 else 0.0))
+    rows.sort(key=lambda r: -r.seconds)
+    return ProfileResult(rows, step, len(runs), events, name)
+
+
+# --- the result ---------------------------------------------------------------------------------
+
+def _size(n):
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+
+
+def _rate(x):
+    return "" if x is None else f"{x:.2f}"
+
+
+class ProfileResult:
+    """Per-kernel timings of a compiled program (`funcgrad.profile`, `jitted.profile`).
+
+    Attributes:
+        rows: one `Row` per kernel / library call (name, source, calls, seconds per step,
+            share of the step, nbytes, gbps, gflops), slowest first.
+        step_seconds: the median time of one whole step (instrumented run).
+        repeat: how many timed runs the medians are over.
+        events: `(site, start, duration, run)` in seconds for every timed site of every run
+            (site None: the whole step), as written to the Chrome trace.
+    """
+
+    def __init__(self, rows, step_seconds, repeat, events, name="program"):
+        self.rows, self.step_seconds, self.repeat = rows, step_seconds, repeat
+        self.events, self.name = events, name
+
+    @property
+    def total_seconds(self):
+        """The sum of the rows: the step's time spent inside kernels and calls."""
+        return sum(r.seconds for r in self.rows)
+
+    def table(self, limit=None):
+        """The table as text: kernel/call, user line, calls, time per step, share, bytes
+        moved, achieved GB/s and GFLOP/s."""
+        head = (f"{'kernel / call':<28} {'source':<30} {'calls':>6} {'us/step':>10} "
+                f"{'share':>6} {'bytes':>9} {'GB/s':>7} {'GFLOP/s':>8}")
+        lines = [f"# profile of {escape.comment(self.name)}: median of {self.repeat} "
+                 "steps", head]
+        for r in self.rows[:limit]:
+            lines.append(f"{r.name[:28]:<28} {r.source[:30]:<30} {r.calls:>6} "
+                         f"{r.seconds * 1e6:>10.1f} {100 * r.share:>5.1f}% "
+                         f"{_size(r.nbytes):>9} {_rate(r.gbps):>7} {_rate(r.gflops):>8}")
+        share = self.total_seconds / self.step_seconds if self.step_seconds else 0.0
+        lines.append(f"{'kernels and calls':<28} {'':<30} {'':>6} "
+                     f"{self.total_seconds * 1e6:>10.1f} {100 * share:>5.1f}%")
+        lines.append(f"{'step (measured)':<28} {'':<30} {'':>6} "
+                     f"{self.step_seconds * 1e6:>10.1f} {100.0:>5.1f}%")
+        return "\n".join(lines)
+
+    __str__ = table
+
+    def chrome_trace(self):
+        """The runs as a Chrome/Perfetto trace: `{"traceEvents": [{"name", "ph": "X", "ts",
+        "dur", "pid", "tid", "args"}, ...]}` with times in microseconds."""
+        out = []
+        for site, start, dur, run in self.events:
+            ev = {"name": f"step {run}" if site is None else site.name, "ph": "X",
+                  "ts": start * 1e6, "dur": dur * 1e6, "pid": 1, "tid": 1,
+                  "cat": "step" if site is None else site.kind, "args": {"run": run}}
+            if site is not None:
+                ev["args"].update(source=site.source, bytes=site.nbytes, flops=site.flops,
+                                  program=site.program)
+            out.append(ev)
+        return {"traceEvents": out, "displayTimeUnit": "ms"}
+
+    def to_chrome_trace(self, path):
+        """Write `chrome_trace()` as JSON to `path` (open it in chrome://tracing or
+        ui.perfetto.dev); returns `path`."""
+        with open(path, "w") as f:
+            json.dump(self.chrome_trace(), f)
+        return path
+
+
+def profile(fun, *args, repeat=10, warmup=1, trace=None, show=False, **kwargs):
+    """Profile one step of a jitted function per kernel and library call.
+
+    Args:
+        fun: a `jit`-ted function (a plain function is jitted), or a `Compiled`.
+        *args, **kwargs: its arguments.
+        repeat: timed steps (after `warmup` untimed ones); rows are medians per step.
+        trace: a path to write the Chrome/Perfetto trace JSON to.
+        show: print the table.
+
+    Returns:
+        A `ProfileResult` (`.table()`, `.rows`, `.to_chrome_trace(path)`).
+
+    Example:
+        >>> prof = funcgrad.profile(jit(lambda x: fnp.tanh(x @ x).sum()), np.ones((512, 512)))
+        >>> print(prof.table())        # dot_general ... GFLOP/s, k1_tanh_reduce_sum ... GB/s
+    """
+    from funcgrad.compiler.jit import Compiled, jit
+    if not isinstance(fun, Compiled):
+        fun = (fun if hasattr(fun, "lower") else jit(fun)).lower(*args, **kwargs).compile()
+    return fun.profile(*args, repeat=repeat, warmup=warmup, trace=trace, show=show, **kwargs)
