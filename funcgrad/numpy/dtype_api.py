@@ -31,10 +31,9 @@ class _ScalarType(type):
         return f"funcgrad.numpy.{cls.__name__}"
 
     def __eq__(cls, other):
-        try:
-            return cls.dtype == np.dtype(other)
-        except TypeError:
-            return False
+        # as `jnp.float32`: equal to itself, numpy's scalar type and (through the reflected
+        # `np.dtype.__eq__`) the dtype; never to None or a string (`np.dtype(None)` is float64)
+        return cls is other or cls.dtype.type == _unwrap(other)
 
     def __hash__(cls):
         return hash(cls.dtype)
@@ -58,7 +57,7 @@ int_, uint, float_, complex_ = int64, uint64, float64, complex128
 generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
 complexfloating, integer = np.complexfloating, np.integer
 signedinteger, unsignedinteger = np.signedinteger, np.unsignedinteger
-finfo, iinfo, dtype = np.finfo, np.iinfo, np.dtype
+dtype = np.dtype
 
 
 def _unwrap(t):
@@ -80,6 +79,61 @@ def _dtype_or_kind(name, x):
     if isinstance(x, type) and issubclass(x, np.generic):
         return x
     return _dtype(name, x)
+
+
+class finfo:
+    """Machine limits of a floating dtype, as the Array API says: `bits` (int), `eps`, `max`,
+    `min`, `smallest_normal` (Python floats) and `dtype` (the real dtype: float32 for
+    complex64); NumPy's other fields (`tiny`, `resolution`, `precision`, `nmant`, ...) pass
+    through. Takes a dtype, a scalar type or an array.
+
+    Example:
+        >>> fnp.finfo(fnp.complex64).dtype, fnp.finfo(fnp.float32).eps
+        (dtype('float32'), 1.1920928955078125e-07)
+    """
+
+    def __init__(self, type):
+        info = np.finfo(_info_dtype("finfo", type, "fc"))
+        self._np = info
+        self.bits, self.dtype = int(info.bits), np.dtype(info.dtype)
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.smallest_normal = float(info.smallest_normal)
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["_np"], name)
+
+    def __repr__(self):
+        return f"finfo(bits={self.bits}, eps={self.eps}, max={self.max}, min={self.min}, " \
+               f"smallest_normal={self.smallest_normal}, dtype={self.dtype})"
+
+
+class iinfo:
+    """Machine limits of an integer dtype, as the Array API says: `bits`, `max`, `min`
+    (Python ints) and `dtype`. Takes a dtype, a scalar type or an array.
+
+    Example:
+        >>> fnp.iinfo(fnp.int8).min
+        -128
+    """
+
+    def __init__(self, type):
+        info = np.iinfo(_info_dtype("iinfo", type, "iu"))
+        self.bits, self.dtype = int(info.bits), np.dtype(info.dtype)
+        self.max, self.min = int(info.max), int(info.min)
+        self.kind = info.kind
+
+    def __repr__(self):
+        return f"iinfo(bits={self.bits}, max={self.max}, min={self.min}, dtype={self.dtype})"
+
+
+def _info_dtype(name, x, kinds):
+    """The dtype `finfo`/`iinfo` describe: an array's, or `x` read as a dtype."""
+    dt = getattr(x, "dtype", None)
+    dt = dt if isinstance(dt, np.dtype) and not isinstance(x, np.dtype) else _dtype(name, x)
+    if dt.kind not in kinds:
+        what, other = ("a floating", "iinfo") if "f" in kinds else ("an integer", "finfo")
+        raise errors.op_error(name, f"dtype {dt} is not {what} dtype", hint=f"use {other}")
+    return dt
 
 
 def issubdtype(arg1, arg2):
