@@ -53,7 +53,7 @@ def _argnums_tuple(argnums, nargs, name):
     return tuple(n % nargs for n in nums)
 
 
-def _check_float_inputs(name, args, argnums):
+def _check_float_inputs(name, args, argnums, holomorphic=False):
     for i in argnums:
         for path, leaf in tree_flatten_with_path(args[i])[0]:
             aval = get_aval(leaf)
@@ -64,6 +64,30 @@ def _check_float_inputs(name, args, argnums):
                     f"{aval.dtype} ({aval}).\n{errors.where(errors.user_frame(3))}\n"
                     "  hint: convert it with .astype(fnp.float32), or differentiate with "
                     "respect to another argument via argnums.")
+            if holomorphic and aval.dtype.kind != "c":
+                raise errors.FuncgradTypeError(
+                    f"{name} with holomorphic=True requires inputs with complex dtype, but "
+                    f"argument {i}{keystr(path)} has dtype {aval.dtype} ({aval}).\n"
+                    f"{errors.where(errors.user_frame(3))}\n  hint: convert it with "
+                    ".astype(fnp.complex64), or drop holomorphic=True.")
+
+
+def _check_output_dtype(name, aval, holomorphic, where="the output"):
+    """JAX's rule for the outputs of reverse-mode derivatives (`grad`, `jacrev`): real
+    floating point, or complex with `holomorphic=True`. Returns an error text or None."""
+    kind, got = aval.dtype.kind, f"but {where} has type {aval.str_short()}"
+    if holomorphic and kind != "c":
+        return f"{name} with holomorphic=True requires outputs with complex dtype, {got}"
+    if not holomorphic and kind == "c":
+        return (f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+                f"np.floating), {got}. For holomorphic differentiation, pass "
+                "holomorphic=True. For differentiating non-holomorphic functions involving "
+                "complex outputs, use vjp directly")
+    if kind not in "fc":
+        return (f"{name} requires real-valued outputs (output dtype that is a sub-dtype of "
+                f"np.floating), {got}. For differentiating functions with integer outputs, "
+                "use vjp directly")
+    return None
 
 
 def vjp(fun, *primals, has_aux=False):
@@ -101,12 +125,20 @@ def vjp(fun, *primals, has_aux=False):
     return (out, vjp_fn, _lower_aux(store["aux"])) if has_aux else (out, vjp_fn)
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
-    """`(value, grad)` of a scalar function; with has_aux, `((value, aux), grad)`."""
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """`(value, grad)` of a scalar function; with has_aux, `((value, aux), grad)`.
+
+    With `holomorphic=True` the inputs and the output must be complex and the result is the
+    complex derivative (JAX's convention, see `grad`).
+
+    Example:
+        >>> value_and_grad(lambda x: x ** 2)(3.0)
+        (Array(9., dtype=float32), Array(6., dtype=float32))
+    """
     @functools.wraps(fun)
     def vg(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "grad")
-        _check_float_inputs("grad", args, nums)
+        _check_float_inputs("grad", args, nums, holomorphic)
 
         def partial(*diff):
             full = list(args)
@@ -116,13 +148,16 @@ def value_and_grad(fun, argnums=0, has_aux=False):
         res = vjp(partial, *[args[n] for n in nums], has_aux=has_aux)
         out, f_vjp = res[0], res[1]
         aval = get_aval(out) if not isinstance(out, (tuple, list, dict)) else None
-        if aval is None or aval.shape != () or not dtypes.is_float(aval.dtype):
+        if aval is None or aval.shape != ():
             what = (f"a {type(out).__name__}" if aval is None else str(aval))
             raise errors.FuncgradTypeError(
-                "grad requires a real scalar output (shape () and float dtype), but the "
-                f"function returned {what}.\n{errors.where(errors.user_frame(2))}\n"
+                "grad requires a scalar output (shape ()), but the function returned "
+                f"{what}.\n{errors.where(errors.user_frame(2))}\n"
                 "  hint: reduce the output (e.g. .sum() or .mean()), or use vjp/jacrev for "
                 "non-scalar outputs.")
+        bad = _check_output_dtype("grad", aval, holomorphic)
+        if bad:
+            raise errors.FuncgradTypeError(f"{bad}.\n{errors.where(errors.user_frame(2))}")
         from funcgrad import lax
         g = f_vjp(lax.full((), 1.0, aval.dtype))
         g = g[0] if isinstance(argnums, int) else tuple(g)
@@ -130,14 +165,23 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     return vg
 
 
-def grad(fun, argnums=0, has_aux=False):
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
     """The gradient of a scalar function with respect to the arguments `argnums`.
+
+    Complex numbers follow JAX: the gradient is the vjp of the cotangent 1, so for a
+    real-valued `f` of complex `z = x + iy` it is `df/dx - i df/dy` (the conjugate of the
+    steepest-ascent direction); with `holomorphic=True` (complex inputs and output) it is
+    the complex derivative `f'(z)`.
 
     Example:
         >>> grad(lambda x: x ** 3)(2.0)
         Array(12., dtype=float32)
+        >>> grad(lambda z: abs(z) ** 2)(3 + 4j)
+        Array(6.-8.j, dtype=complex64)
+        >>> grad(fnp.sin, holomorphic=True)(0j)
+        Array(1.+0.j, dtype=complex64)
     """
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
 
     @functools.wraps(fun)
     def g(*args, **kwargs):

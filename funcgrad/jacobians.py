@@ -12,8 +12,8 @@ import functools
 
 import numpy as np
 
-from funcgrad import dtypes, errors
-from funcgrad.api import _argnums_tuple, _flat_fun, _lower_aux
+from funcgrad import errors
+from funcgrad.api import _argnums_tuple, _check_output_dtype, _flat_fun, _lower_aux
 from funcgrad.batching_api import vmap_flat
 from funcgrad.core import Array, get_aval
 from funcgrad.interpreters import ad
@@ -22,13 +22,15 @@ from funcgrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tre
 __all__ = ["hessian", "jacfwd", "jacrev"]
 
 
-def jacfwd(fun, argnums=0, has_aux=False):
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian of `fun` by forward mode (efficient for few inputs, many outputs).
 
     Args:
         fun: a function of positional pytree arguments returning a pytree of arrays.
         argnums: an int or a tuple of ints: the arguments to differentiate.
         has_aux: `fun` returns `(output, aux)`; the result is then `(jacobian, aux)`.
+        holomorphic: the inputs and outputs are complex and `fun` is holomorphic: the
+            result is the complex Jacobian (JAX's `holomorphic=True`).
 
     Returns:
         A function returning the Jacobian: for each output leaf of shape `S`, and each input
@@ -36,7 +38,8 @@ def jacfwd(fun, argnums=0, has_aux=False):
         inputs' pytree (a tuple of argument trees when `argnums` is a tuple).
 
     Raises:
-        FuncgradTypeError: if a differentiated input is not real floating point.
+        FuncgradTypeError: if a differentiated input is not real floating point (complex
+            with `holomorphic=True`, which also requires complex outputs).
 
     Example:
         >>> jacfwd(lambda x: x * x)(fnp.arange(2.0))
@@ -47,8 +50,10 @@ def jacfwd(fun, argnums=0, has_aux=False):
     def jac(*args, **kwargs):
         leaves, in_tree, flat, store, nums = _prepare(fun, args, kwargs, argnums, has_aux,
                                                       "jacfwd")
-        _check_real(leaves, in_tree, nums, "jacfwd", "inputs")
+        _check_dtypes(leaves, in_tree, nums, "jacfwd", "inputs", holomorphic)
         jaxpr, known, outs = ad.trace_known(flat, leaves, "jacfwd")
+        if holomorphic:
+            _check_dtypes(outs, store["tree"], None, "jacfwd", "outputs", holomorphic)
         primals = [known[v] for v in jaxpr.invars]
         blocks = []  # blocks[i][j]: d out_j / d in_i
         for i, x in enumerate(leaves):
@@ -67,13 +72,16 @@ def jacfwd(fun, argnums=0, has_aux=False):
     return jac
 
 
-def jacrev(fun, argnums=0, has_aux=False):
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian of `fun` by reverse mode (efficient for many inputs, few outputs).
 
-    Same arguments and output layout as `jacfwd`.
+    Same arguments and output layout as `jacfwd`. Complex inputs are allowed (real
+    outputs give JAX's conjugate-style rows, as `grad`); complex outputs need
+    `holomorphic=True`.
 
     Raises:
-        FuncgradTypeError: if a differentiated input or an output is not real floating point.
+        FuncgradTypeError: if a differentiated input is not floating point or complex, or an
+            output is not real floating point (complex with `holomorphic=True`).
 
     Example:
         >>> jacrev(lambda x: x * x)(fnp.arange(2.0))
@@ -84,9 +92,9 @@ def jacrev(fun, argnums=0, has_aux=False):
     def jac(*args, **kwargs):
         leaves, in_tree, flat, store, nums = _prepare(fun, args, kwargs, argnums, has_aux,
                                                       "jacrev")
-        _check_real(leaves, in_tree, nums, "jacrev", "inputs")
+        _check_dtypes(leaves, in_tree, nums, "jacrev", "inputs", holomorphic)
         outs, lin = ad.linearize_flat(flat, leaves)
-        _check_real(outs, store["tree"], None, "jacrev", "outputs")
+        _check_dtypes(outs, store["tree"], None, "jacrev", "outputs", holomorphic)
         in_avals = [get_aval(x) for x in leaves]
         blocks = [[None] * len(outs) for _ in leaves]
         for j, o in enumerate(outs):
@@ -105,7 +113,7 @@ def jacrev(fun, argnums=0, has_aux=False):
     return jac
 
 
-def hessian(fun, argnums=0, has_aux=False):
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Hessian of a scalar function: `jacfwd(jacrev(fun))`, with the same layout rules.
 
     Example:
@@ -113,7 +121,8 @@ def hessian(fun, argnums=0, has_aux=False):
         Array([[ 6.,  0.],
                [ 0., 12.]], dtype=float32)
     """
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
+                  has_aux=has_aux, holomorphic=holomorphic)
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -132,18 +141,30 @@ def _prepare(fun, args, kwargs, argnums, has_aux, name):
     return leaves, in_tree, _flat_fun(partial, in_tree, store, has_aux), store, nums
 
 
-def _check_real(leaves, tree, nums, name, what):
+def _dtype_problem(name, what, aval, holomorphic, where):
+    """JAX's dtype rules of jacfwd/jacrev: an error text for a bad leaf, or None."""
+    kind, got = aval.dtype.kind, f"but {where} has type {aval.str_short()}"
+    if what == "outputs" and name == "jacrev":
+        return _check_output_dtype(name, aval, holomorphic, where)
+    if holomorphic and kind != "c":
+        return f"{name} with holomorphic=True requires {what} with complex dtype, {got}"
+    if what == "inputs" and not holomorphic and kind not in ("fc" if name == "jacrev" else "f"):
+        return (f"{name} requires real-valued inputs (a floating-point dtype"
+                + (" or complex)" if name == "jacrev" else "; complex inputs need "
+                   "holomorphic=True, or jvp for a non-holomorphic function)") + f", {got}")
+    return None
+
+
+def _check_dtypes(leaves, tree, nums, name, what, holomorphic):
     paths = [p for p, _ in tree_flatten_with_path(tree_unflatten(tree, leaves))[0]]
     for x, path in zip(leaves, paths):
-        aval = get_aval(x)
-        if not dtypes.is_float(aval.dtype):
-            where = (f"argument {nums[path[0].idx]}{keystr(path[1:])}" if what == "inputs"
-                     else f"output{keystr(path)}")
+        where = (f"argument {nums[path[0].idx]}{keystr(path[1:])}" if what == "inputs"
+                 else f"output{keystr(path)}")
+        bad = _dtype_problem(name, what, get_aval(x), holomorphic, where)
+        if bad:
             raise errors.FuncgradTypeError(
-                f"{name} requires real-valued {what} (a floating-point dtype), but {where} has "
-                f"type {aval.str_short()}.\n{errors.where()}\n  hint: convert it with "
-                ".astype(fnp.float32)" + (", or choose other arguments with argnums."
-                                          if what == "inputs" else "."))
+                f"{bad}.\n{errors.where()}\n  hint: convert it with .astype(...)"
+                + (", or choose other arguments with argnums." if what == "inputs" else "."))
 
 
 def _basis(aval):
