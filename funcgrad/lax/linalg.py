@@ -7,6 +7,7 @@ This module imports only the core, the interpreters and other `funcgrad.lax` wra
 
 import enum
 import functools
+import types
 
 import numpy as np
 
@@ -238,3 +239,15 @@ def batch_matmul(lhs, rhs, precision=None, preferred_element_type=None):
     batch = tuple(range(la.ndim - 2))
     return dot_general(lhs, rhs, (((la.ndim - 1,), (ra.ndim - 2,)), (batch, batch)),
                        precision, preferred_element_type)
+
+
+# --- the decompositions: `funcgrad.lax.linalg.cholesky` etc., as `jax.lax.linalg` -----------
+def _export_decompositions():
+    from funcgrad.lax import linalg_decomp
+    for name in linalg_decomp.__all__:
+        obj = getattr(linalg_decomp, name)
+        globals()[name] = (errors.api_boundary(obj, f"lax.linalg.{name}")
+                           if isinstance(obj, types.FunctionType) else obj)
+
+
+_export_decompositions()
