@@ -514,7 +514,8 @@ def _variants(r, fn_name, n, nspans):
         ins = dict(r.ns, _clock=recorder.clock, _rec=recorder.record, _sites=cache["sites"])
         for child in r.children:
             fn = child.instrumented(recorder)
-            ins.update({k: fn for k, v in r.ns.items() if v is child or v is child._fn})
+            raw = getattr(child, "_fn", child)
+            ins.update({k: fn for k, v in r.ns.items() if v is child or v is raw})
         exec(cache["code"], ins)
         return ins[fn_name]
     return profiled, instrumented
