@@ -24,6 +24,9 @@ class Config:
         "jit_cache_size": 64,  # traces (and derived programs) kept per jitted function; LRU
         "collective_bucket_bytes": 4 << 20,  # jit groups gradient allreduces up to this size
         "cuda_cache_dir": None,  # compiled CUDA kernels on disk (None: ~/.cache/funcgrad/cuda)
+        "native": "background",  # CPU C kernels: "background" (numpy tier first), "sync", "off"
+        "native_cache_dir": None,  # compiled C modules (None: ~/.cache/funcgrad/native)
+        "native_sanitize": None,  # e.g. "address,undefined": C kernels built with sanitizers
     }
 
     def __init__(self):

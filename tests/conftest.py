@@ -18,7 +18,9 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 def _checked_ir():
     """Every jaxpr built in a test is type-checked; options are reset afterwards."""
     fg.config.update("check_jaxprs", True)
+    fg.config.update("native", "off")  # C kernels only where a test asks (test_native*.py)
     yield
+    fg.config.update("native", "off")
     fg.config.update("check_jaxprs", False)
     fg.config.update("enable_x64", False)
     fg.config.update("debug_nans", False)

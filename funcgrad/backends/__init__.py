@@ -4,8 +4,10 @@ A backend module provides
 `compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None)` returning
 an `Executable` (`exe(*arrays) -> list of arrays`, `as_text()`, `ir_text()`,
 `memory_analysis()`); `compile_subprogram(closed_jaxpr) -> Executable` is the pipeline's
-callback for the bodies of higher-order primitives. "cpu" is `funcgrad.backends.numpy`,
-"cuda" `funcgrad.backends.cuda` (imported when first asked for). The core never imports
+callback for the bodies of higher-order primitives. "cpu" is `funcgrad.backends.native`
+(C kernels when a C compiler is found, else the numpy backend; see `config.native`),
+"numpy" always `funcgrad.backends.numpy`, "cuda" `funcgrad.backends.cuda` (imported when
+first asked for). The core never imports
 this package; the compiler pipeline asks it for a backend by name.
 """
 
@@ -13,12 +15,12 @@ import importlib
 
 from funcgrad import errors
 
-_BACKENDS = {"cpu": "funcgrad.backends.numpy", "numpy": "funcgrad.backends.numpy",
+_BACKENDS = {"cpu": "funcgrad.backends.native", "numpy": "funcgrad.backends.numpy",
              "cuda": "funcgrad.backends.cuda"}
 
 
 def get_backend(name):
-    """The backend module for `name` ("cpu", "cuda"); an error naming the known backends
+    """The backend module for `name` ("cpu", "numpy", "cuda"); an error naming the known backends
     otherwise."""
     module = _BACKENDS.get(name)
     if module is None:

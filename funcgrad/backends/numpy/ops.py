@@ -59,13 +59,31 @@ def _float_ufunc(fn):
     return lambda args, dts, p, consts=None: rule(args, dts, p) if dts[0].kind in "fc" else None
 
 
+INTEGER_POW_MAX = 64  # larger exponents call np.power
+
+
 def _integer_pow(args, dts, p, consts=None):
-    y = p["y"]
-    if y == 2:
-        return f"np.square({args[0]}{{out}})", "ufunc"
-    if y >= 1 or dts[0].kind in "fc":
-        return f"np.power({args[0]}, {y}{{out}})", "ufunc"
-    return None
+    # x ** y by repeated squaring, in the order `cstyle._integer_pow` multiplies (and XLA):
+    # x**3 is x * x**2, bit for bit what the C backends compute; y < 0 is 1 / x**-y.
+    y, x = p["y"], args[0]
+    if abs(y) > INTEGER_POW_MAX:
+        return (f"np.power({x}, {y}{{out}})", "ufunc") if y >= 1 or dts[0].kind in "fc" else None
+    if y < 0 and dts[0].kind not in "fc":
+        return None
+    if y == 0:
+        return f"np.ones_like({x})", "fresh"
+    result, base, e = None, x, abs(y)
+    while e:
+        if e & 1:
+            result = base if result is None else f"np.multiply({result}, {base})"
+        e >>= 1
+        if e:
+            base = f"np.square({base})"
+    if y < 0:
+        return f"np.divide(1, {result}{{out}})", "ufunc"
+    if result == x:
+        return f"np.positive({x}{{out}})", "ufunc"
+    return result[:-1] + "{out})", "ufunc"
 
 
 def _rsqrt(args, dts, p, consts=None):

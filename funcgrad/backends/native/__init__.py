@@ -1,0 +1,28 @@
+"""The native CPU backend: fused kernels as C compiled by the system C compiler, around the
+numpy backend's Python wrapper (library calls, control flow, shape operations).
+
+    ops.py       the tables: `cstyle.CODE_FOR_OP` plus C's few overrides, the C prelude
+    kernel.py    KernelSpec -> one C function (nested loops, OpenMP above a size)
+    program.py   Program -> the Python wrapper calling one C module (NativeExecutable)
+    build.py     compiler discovery and flags, the in-memory and on-disk .so cache
+    tiers.py     the numpy tier first, the native build in a background thread
+
+`compile_program(program, donate_argnums, ir, compile_subprogram)` follows the backend
+contract; what it returns depends on `config.native`:
+
+    "background"  (default) the numpy backend's executable at once; the native build runs
+                  in a background thread and replaces it when ready (`exe.wait()` waits)
+    "sync"        build the native executable now (tests use this)
+    "off"         the numpy backend only
+
+With no C compiler (or `$CC` naming a missing one) the numpy backend runs, after one
+warning saying what to install. `jit(f, backend="cpu")` is this backend;
+`backend="numpy"` always the numpy one. Imports no compiler pass.
+"""
+
+from funcgrad.backends.native.build import NativeCompileError, compiler
+from funcgrad.backends.native.program import NativeExecutable, compile_native
+from funcgrad.backends.native.tiers import TieredExecutable, compile_program
+
+__all__ = ["NativeCompileError", "NativeExecutable", "TieredExecutable", "compile_native",
+           "compile_program", "compiler"]

@@ -1,0 +1,209 @@
+"""C source -> a loaded shared object, with the system C compiler and a two-level cache.
+
+    cc = compiler()            # a Compiler (path, version, flags, openmp), or None
+    lib = load(source)         # ctypes.CDLL, compiled once per (source, compiler, flags)
+
+The compiler is `$CC` when set (a missing `$CC` means no compiler: it is never silently
+replaced), else the first of `cc`, `gcc`, `clang` on PATH. Flags: `-O3`, the host's vector
+ISA (`-march=native` when the compiler takes it), `-std=c11 -fPIC -shared`, and
+`-ffp-contract=off -fno-math-errno` (never `-ffast-math`: results stay IEEE, as numpy's);
+`-fopenmp` when a test program builds with it (checked once). `config.native_sanitize`
+(e.g. "address,undefined") builds with `-fsanitize=...`, `-O1 -g` and no OpenMP instead.
+Cache: in memory by key, then on disk under `cache_dir()` (`config.native_cache_dir`, else
+`$XDG_CACHE_HOME/funcgrad/native`, else `~/.cache/funcgrad/native`) as `<key>.so` next to
+its `<key>.c`, key = sha256 of (source, compiler and version, flags, CPU features), written
+atomically (a temporary file renamed into place), so a second process pays no compile.
+"""
+
+import ctypes
+import functools
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections import Counter
+from dataclasses import dataclass
+
+from funcgrad import errors
+from funcgrad.config import config
+
+stats = Counter()  # "compiles", "memory_hits", "disk_hits"
+_memory = {}
+_lock = threading.Lock()
+BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno")
+SANITIZERS = {"address", "undefined", "bounds"}
+
+
+class NativeCompileError(errors.FuncgradInternalError):
+    """A generated C module did not compile (always a funcgrad bug)."""
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """The C compiler funcgrad uses and how: path, version line, flags, OpenMP."""
+
+    path: str
+    version: str
+    flags: tuple
+    openmp: bool
+
+
+def _candidates():
+    cc = os.environ.get("CC")
+    if cc:
+        return [cc]
+    return ["cc", "gcc", "clang"]
+
+
+def find_compiler():
+    """The path of the C compiler to use, or None (see the module docstring)."""
+    for name in _candidates():
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _builds(path, flags, text="int fg_probe(void) { return 0; }\n"):
+    with tempfile.TemporaryDirectory() as d:
+        src, out = os.path.join(d, "probe.c"), os.path.join(d, "probe.so")
+        with open(src, "w") as f:
+            f.write(text)
+        try:
+            done = subprocess.run([path, *flags, src, "-o", out], capture_output=True,
+                                  timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return done.returncode == 0
+
+
+@functools.cache
+def _probe(path, sanitize):
+    try:
+        version = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                 timeout=60).stdout.splitlines()[0].strip()
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+    flags = list(BASE_FLAGS)
+    if not _builds(path, flags):
+        return None
+    if sanitize:
+        flags += ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitize}",
+                  "-fno-sanitize-recover=all"]
+        return Compiler(path, version, tuple(flags), False) if _builds(path, flags) else None
+    flags.insert(0, "-O3")
+    if _builds(path, flags + ["-march=native"]):
+        flags.append("-march=native")
+    omp = _builds(path, flags + ["-fopenmp"], "#include <omp.h>\nint fg_probe(void) "
+                                               "{ return omp_get_max_threads(); }\n")
+    return Compiler(path, version, tuple(flags + ["-fopenmp"] if omp else flags), omp)
+
+
+def sanitize_option():
+    value = config.native_sanitize
+    if not value:
+        return None
+    parts = str(value).split(",")
+    if not set(parts) <= SANITIZERS:
+        raise errors.FuncgradValueError(
+            f"config native_sanitize={value!r}: expected a comma-separated subset of "
+            f"{sorted(SANITIZERS)}")
+    return ",".join(parts)
+
+
+def compiler():
+    """The `Compiler` for the current configuration, or None when there is none."""
+    path = find_compiler()
+    return None if path is None else _probe(path, sanitize_option())
+
+
+@functools.cache
+def cpu_features():
+    """A short fingerprint of the host CPU's instruction set (part of every cache key)."""
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("flags", "Features")):
+                    flags = line
+                    break
+    except OSError:
+        pass
+    text = f"{platform.machine()} {platform.processor()} {flags}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cache_dir():
+    """Where compiled modules are kept on disk."""
+    if config.native_cache_dir:
+        return os.path.expanduser(str(config.native_cache_dir))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "funcgrad", "native")
+
+
+def cache_key(source, cc):
+    text = "\0".join([source, cc.path, cc.version, " ".join(cc.flags), cpu_features()])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load(source, cc=None):
+    """The shared object compiled from C `source` (see the module docstring)."""
+    cc = cc or compiler()
+    if cc is None:
+        raise errors.BackendUnavailableError("native backend: no C compiler found")
+    key = cache_key(source, cc)
+    with _lock:
+        lib = _memory.get(key)
+        if lib is not None:
+            stats["memory_hits"] += 1
+            return lib
+    d = cache_dir()
+    path = os.path.join(d, key + ".so")
+    if os.path.exists(path):
+        try:
+            lib = ctypes.CDLL(path)
+            stats["disk_hits"] += 1
+        except OSError:
+            lib = None  # a damaged file: compiled again below
+    if lib is None:
+        _compile(source, cc, d, key)
+        lib = ctypes.CDLL(path)
+        stats["compiles"] += 1
+    with _lock:
+        _memory[key] = lib
+    return lib
+
+
+def _compile(source, cc, d, key):
+    os.makedirs(d, exist_ok=True)
+    fd, tmp_c = tempfile.mkstemp(prefix=key[:16], suffix=".c", dir=d)
+    with os.fdopen(fd, "w") as f:
+        f.write(source)
+    tmp = tmp_c[:-2] + ".so"
+    try:
+        done = subprocess.run([cc.path, *cc.flags, tmp_c, "-o", tmp, "-lm"],
+                              capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            numbered = "\n".join(f"{i + 1:4d} {ln}" for i, ln in enumerate(source.splitlines()))
+            raise NativeCompileError(
+                f"native backend: the generated C module did not compile (a funcgrad bug, "
+                f"please report it)\n  compiler: {cc.path} {' '.join(cc.flags)}\n"
+                f"{done.stderr[-4000:]}\n  source:\n{numbered[:20000]}")
+        os.replace(tmp_c, os.path.join(d, key + ".c"))
+        os.replace(tmp, os.path.join(d, key + ".so"))
+    finally:
+        for t in (tmp_c, tmp):
+            if os.path.exists(t):
+                os.unlink(t)
+
+
+def cache_size():
+    """(files, bytes) of the on-disk cache."""
+    d = cache_dir()
+    if not os.path.isdir(d):
+        return 0, 0
+    names = [n for n in os.listdir(d) if n.endswith(".so")]
+    return len(names), sum(os.path.getsize(os.path.join(d, n)) for n in os.listdir(d))

@@ -1,0 +1,191 @@
+"""One fused kernel as one C function: loops over the kernel's iteration space.
+
+The layout decisions (reduced axes moved last, unit axes dropped, neighbouring axes merged
+where every operand allows it, element strides per operand) are the CUDA planner's
+(`cuda.plan.plan_kernel`, which imports no GPU library); this module only prints them as
+nested `for` loops, innermost contiguous, so the C compiler vectorizes it:
+
+    /* kernel k0_add_tanh: f32[64,1000] */
+    void fg_k0(const float *restrict p_in0, const float *restrict p_in1,
+               float *restrict p_out0) {
+        for (long long i0 = 0; i0 < 64; ++i0) {
+            #pragma omp simd
+            for (long long i1 = 0; i1 < 1000; ++i1) {
+                const float v_in0 = p_in0[i0 * 1000 + i1];
+                const float v_in1 = p_in1[i1];
+                const float v_t0 = (v_in0 * v_in1);   /* model.py:3 (f) */
+                const float v_t1 = tanhf(v_t0);       /* model.py:3 (f) */
+                p_out0[i0 * 1000 + i1] = v_t1;
+            }
+        }
+    }
+
+Reductions: the outer (kept) axes are loops, each row accumulates over the inner axes in
+order (float sums in double, so results are as accurate as numpy's pairwise sums or
+better). Large kernels run their outermost loop with OpenMP threads. Every identifier is
+generated (`p_`, `v_`, `i`/`k` loop counters, `acc`), user text appears only in comments
+through `compiler.escape`. Float16 values are rounded to float16 after every instruction,
+as numpy does.
+"""
+
+import math
+
+from funcgrad.backends.cuda.plan import plan_kernel
+from funcgrad.backends.native import ops
+from funcgrad.compiler import escape
+
+PARALLEL_MIN_ELEMENTS = 1 << 17  # below this, starting threads costs more than it saves
+
+
+class CKernel:
+    """The C function of one `KernelSpec` (raises `ops.Unsupported` when C cannot print
+    it). `params` are (role, spec operand name, C type) in call order: inputs, then
+    outputs as the spec lists them."""
+
+    def __init__(self, spec, cname, eqns=(), openmp=False):
+        self.spec, self.cname, self.openmp = spec, cname, openmp
+        self.plan = plan_kernel(spec)
+        self.comments = {i.dst: _comment(e) for i, e in zip(spec.body, eqns)}
+        self.dtypes = {inp.name: inp.dtype for inp in spec.inputs}
+        self.dtypes.update({i.dst: i.dtype for i in spec.body})
+        self.params = ([("in", inp.name, ops.storage(inp.dtype)) for inp in spec.inputs]
+                       + [("out", o.name, ops.storage(o.dtype)) for o in spec.outputs])
+        self.body = [self.instr(i) for i in spec.body]  # raises Unsupported early
+
+    def source(self, restrict=True):
+        """The C text; `restrict=False` when an output may share an input's buffer."""
+        q = " *restrict " if restrict else " *"
+        params = ", ".join(f"{'const ' if role == 'in' else ''}{t}{q}p_{n}"
+                           for role, n, t in self.params)
+        spec = self.spec
+        head = f"/* kernel {escape.comment(spec.name)}: {list(spec.iter_shape)}"
+        head += f", reduces axes {list(spec.reduce_axes)} */" if spec.reduce_axes else " */"
+        lines = [head, f"void {self.cname}({params}) {{"]
+        body = self.reduction() if self.plan.reductions else self.elementwise()
+        lines += ["    " + ln for ln in body]
+        return "\n".join(lines + ["}"]) + "\n"
+
+    # --- pieces --------------------------------------------------------------------------
+
+    def instr(self, instr):
+        args, dts = [], []
+        for a in instr.args:
+            if isinstance(a, str):
+                args.append(f"v_{a}")
+                dts.append(self.dtypes[a])
+            else:
+                args.append(ops.literal(a.value, a.dtype))
+                dts.append(a.dtype)
+        text = ops.expr(instr, args, dts)
+        if instr.dtype == "float16":
+            text = f"fg_round_half({text})"
+        note = self.comments.get(instr.dst)
+        return f"const {ops.ctype(instr.dtype)} v_{instr.dst} = {text};" + (
+            f"  /* {note} */" if note else "")
+
+    def load(self, operand, offset):
+        text = f"p_{operand.name}[{offset}]"
+        if operand.dtype == "float16":
+            text = f"fg_h2f({text})"
+        return f"const {ops.ctype(operand.dtype)} v_{operand.name} = {text};"
+
+    @staticmethod
+    def store(name, dtype, offset, value):
+        return f"p_{name}[{offset}] = {f'fg_f2h({value})' if dtype == 'float16' else value};"
+
+    def out_values(self):
+        values = {o.name: o.value for o in self.spec.outputs if o.reduce is None}
+        return [(o, values[o.name]) for o in self.plan.outputs]
+
+    def loops(self, dims, var, simd, parallel):
+        """`for` headers over `dims` with counters `{var}0, {var}1...`; the innermost gets
+        `#pragma omp simd` when `simd`, the outermost a parallel for when `parallel`."""
+        lines = []
+        for d, size in enumerate(dims):
+            inner = d == len(dims) - 1
+            if d == 0 and parallel:
+                lines.append("#pragma omp parallel for" + (" simd" if inner and simd else ""))
+            elif inner and simd:
+                lines.append("#pragma omp simd")
+            lines.append(f"for (long long {var}{d} = 0; {var}{d} < {size}; ++{var}{d}) {{")
+        return lines
+
+    def elementwise(self):
+        p = self.plan
+        dims = p.outer + p.inner
+        parallel = self.openmp and p.n >= PARALLEL_MIN_ELEMENTS
+        head = self.loops(dims, "i", True, parallel)
+        counters = [f"i{d}" for d in range(len(dims))]
+        inner = [self.load(inp, _offset(counters, inp.strides)) for inp in p.inputs]
+        inner += self.body
+        inner += [self.store(o.name, o.dtype, _offset(counters, o.strides), f"v_{v}")
+                  for o, v in self.out_values()]
+        return _nest(head, inner, len(dims))
+
+    def reduction(self):
+        p = self.plan
+        no, ni = len(p.outer), len(p.inner)
+        parallel = self.openmp and p.n >= PARALLEL_MIN_ELEMENTS and p.rows > 1 and no
+        outer = [f"i{d}" for d in range(no)]
+        counters = outer + [f"k{d}" for d in range(ni)]
+        row = _offset(outer, _row_major(p.outer)) if no else "0"
+        init, inner, write = [], [], []
+        for inp in p.inputs:
+            inner.append(self.load(inp, _offset(counters, inp.strides)))
+        inner += self.body
+        inner += [self.store(o.name, o.dtype, _offset(counters, o.strides), f"v_{v}")
+                  for o, v in self.out_values()]
+        for j, r in enumerate(p.reductions):
+            acc = _acc_dtype(r)
+            at = ops.ctype(acc)
+            init.append(f"{at} acc{j} = {ops.cstyle.identity(r.op, r.dtype, acc)};")
+            value = f"v_{r.value}"
+            if ops.ctype(self.dtypes[r.value]) != at:
+                value = f"({at}){value}"
+            inner.append(f"acc{j} = {ops.cstyle.combine(r.op, f'acc{j}', value, acc)};")
+            write.append(self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)})acc{j}"))
+        rows_body = init + _nest(self.loops(p.inner, "k", False, False), inner, ni) + write
+        return _nest(self.loops(p.outer, "i", False, parallel), rows_body, no)
+
+
+def _acc_dtype(r):
+    """The accumulator: the planner's, except float sums, which accumulate in double."""
+    if r.op == "sum" and r.acc in ("float16", "float32"):
+        return "float64"
+    return r.acc
+
+
+def _comment(eqn):
+    if eqn is None:
+        return None
+    return escape.source_location(eqn.source, eqn.prim.name)
+
+
+def _row_major(dims):
+    out, stride = [0] * len(dims), 1
+    for i in reversed(range(len(dims))):
+        out[i] = stride if dims[i] != 1 else 0
+        stride *= dims[i]
+    return out
+
+
+def _offset(counters, strides):
+    terms = [c if s == 1 else f"{c} * {s}" for c, s in zip(counters, strides) if s]
+    return " + ".join(terms) if terms else "0"
+
+
+def _nest(heads, body, depth):
+    """`heads` (loop headers and pragmas) around `body`, indented, with `depth` braces."""
+    out, level = [], 0
+    for h in heads:
+        out.append("    " * level + h)
+        if h.startswith("for"):
+            level += 1
+    out += ["    " * level + ln for ln in body]
+    for d in reversed(range(depth)):
+        out.append("    " * d + "}")
+    return out
+
+
+def elements(spec):
+    return math.prod(spec.iter_shape)

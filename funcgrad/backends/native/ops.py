@@ -1,0 +1,122 @@
+"""The native C backend's tables: the shared C-like table (`funcgrad.backends.cstyle`) with
+the few expressions plain C prints differently, and the C prelude every module starts with.
+
+`EXPR` is `ChainMap(OVERRIDES, cstyle.CODE_FOR_OP)`: C differs from CUDA only where CUDA has
+an intrinsic (population count) or a math function C99 lacks (`erfinv`, done here by
+Newton steps on `erf`). `UNFUSED` names what a C kernel cannot compute (complex numbers): a
+kernel holding one runs on the numpy tier. `PRELUDE` defines the helpers `cstyle`'s
+expressions use (float16 as 16 bits computed in float32, NaN-propagating `fg_max`/`fg_min`
+for every C type through `_Generic`, `fg_digamma`). Imports lax and cstyle only.
+"""
+
+import collections
+
+from funcgrad import lax
+from funcgrad.backends import cstyle
+from funcgrad.backends.cstyle import Unsupported, ctype, literal, storage  # noqa: F401
+
+
+def _popcount(a, d, p):
+    t = d[0]
+    return f"(({ctype(t)})__builtin_popcountll(({cstyle.unsigned_of(t)}){a[0]}))"
+
+
+OVERRIDES = {lax.population_count_p: _popcount, lax.erf_inv_p: cstyle.math("fg_erfinv")}
+EXPR = collections.ChainMap(OVERRIDES, cstyle.CODE_FOR_OP)
+
+_COMPLEX = "complex numbers have no C kernel type in the native backend"
+UNFUSED = {lax.real_p: _COMPLEX, lax.imag_p: _COMPLEX, lax.conj_p: _COMPLEX}
+
+
+def expr(instr, args, arg_dtypes):
+    """The C expression of `instr` (a fusion `Instr`) over operand expressions `args`."""
+    return cstyle.expr(EXPR, instr, args, arg_dtypes)
+
+
+_MINMAX_TYPES = [("bool", "b"), ("signed char", "i8"), ("unsigned char", "u8"),
+                 ("short", "i16"), ("unsigned short", "u16"), ("int", "i32"),
+                 ("unsigned int", "u32"), ("long long", "i64"), ("unsigned long long", "u64"),
+                 ("float", "f32"), ("double", "f64")]
+
+
+def _minmax():
+    lines = []
+    for t, s in _MINMAX_TYPES:
+        lines.append(f"static inline {t} fg_max_{s}({t} a, {t} b) "
+                     "{ return (a > b || a != a) ? a : b; }")
+        lines.append(f"static inline {t} fg_min_{s}({t} a, {t} b) "
+                     "{ return (a < b || a != a) ? a : b; }")
+    for fn in ("max", "min"):
+        cases = ", ".join(f"{t}: fg_{fn}_{s}" for t, s in _MINMAX_TYPES)
+        lines.append(f"#define fg_{fn}(a, b) _Generic((a), {cases}, char: fg_{fn}_i8)(a, b)")
+    return "\n".join(lines)
+
+
+PRELUDE = r"""// funcgrad native C module
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+typedef struct { unsigned short x; } fg_half;
+static inline float fg_h2f(fg_half h) {
+    const unsigned s = (h.x & 0x8000u) << 16, e = (h.x >> 10) & 0x1f, m = h.x & 0x3ff;
+    unsigned bits;
+    if (e == 0x1f) bits = s | 0x7f800000u | (m << 13);
+    else if (e) bits = s | ((e + 112) << 23) | (m << 13);
+    else if (!m) bits = s;
+    else { float f = ldexpf((float)m, -24); memcpy(&bits, &f, 4); bits |= s; }
+    float f; memcpy(&f, &bits, 4); return f;
+}
+static inline fg_half fg_f2h(float f) {
+    unsigned b; memcpy(&b, &f, 4);
+    const unsigned short s = (b >> 16) & 0x8000;
+    const float a = fabsf(f);
+    fg_half h;
+    if (a != a) { h.x = s | 0x7e00; return h; }
+    if (a >= 65520.0f) { h.x = s | 0x7c00; return h; }
+    if (a < 6.103515625e-05f) { h.x = s | (unsigned short)nearbyintf(a * 16777216.0f); return h; }
+    unsigned ab; memcpy(&ab, &a, 4);
+    unsigned mant = ab & 0x7fffff, exp = (ab >> 23) - 112;
+    unsigned r = (exp << 10) | (mant >> 13);
+    const unsigned rest = mant & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (r & 1))) ++r;
+    h.x = s | (unsigned short)r; return h;
+}
+static inline float fg_round_half(float x) { return fg_h2f(fg_f2h(x)); }
+static inline float fg_inff(void) { return INFINITY; }
+static inline float fg_nanf(void) { return NAN; }
+static inline double fg_inf(void) { return INFINITY; }
+static inline double fg_nan(void) { return NAN; }
+""" + _minmax() + r"""
+static inline double fg_digamma(double x) {
+    const double pi = 3.141592653589793;
+    const bool refl = x < 0.5;
+    double z = refl ? 1.0 - x : x, acc = 0.0;
+    while (z < 10.0) { acc -= 1.0 / z; z += 1.0; }
+    const double iz2 = 1.0 / (z * z);
+    double r = log(z) - 0.5 / z - iz2 * (1.0 / 12 - iz2 * (1.0 / 120 - iz2 * (1.0 / 252 - iz2 * (
+        1.0 / 240 - iz2 * (1.0 / 132 - iz2 * (691.0 / 32760 - iz2 / 12)))))) + acc;
+    if (refl) r -= pi / tan(pi * (x - rint(x)));
+    return (x <= 0.0 && x == floor(x)) ? fg_nan() : r;
+}
+static inline float fg_digammaf(float x) { return (float)fg_digamma((double)x); }
+static inline double fg_erfinv(double y) {
+    if (!(y > -1.0 && y < 1.0)) return y == 1.0 ? INFINITY : y == -1.0 ? -INFINITY : NAN;
+    const double w = -log((1.0 - y) * (1.0 + y));
+    double x;  /* Giles' single-precision approximation, then Newton steps on erf */
+    if (w < 5.0) {
+        const double v = w - 2.5;
+        x = 2.81022636e-08; x = 3.43273939e-07 + x * v; x = -3.5233877e-06 + x * v;
+        x = -4.39150654e-06 + x * v; x = 0.00021858087 + x * v; x = -0.00125372503 + x * v;
+        x = -0.00417768164 + x * v; x = 0.246640727 + x * v; x = 1.50140941 + x * v;
+    } else {
+        const double v = sqrt(w) - 3.0;
+        x = -0.000200214257; x = 0.000100950558 + x * v; x = 0.00134934322 + x * v;
+        x = -0.00367342844 + x * v; x = 0.00573950773 + x * v; x = -0.0076224613 + x * v;
+        x = 0.00943887047 + x * v; x = 1.00167406 + x * v; x = 2.83297682 + x * v;
+    }
+    x *= y;
+    for (int i = 0; i < 3; ++i) x -= (erf(x) - y) / (1.1283791670955126 * exp(-x * x));
+    return x;
+}
+static inline float fg_erfinvf(float y) { return (float)fg_erfinv((double)y); }
+"""

@@ -1,0 +1,184 @@
+"""A fused `Program` as a Python wrapper (the numpy renderer's) calling one C module.
+
+Everything that is not a fused kernel (library calls, control flow, shape operations) is
+rendered exactly as by the numpy backend; each kernel C can print becomes one statement
+calling its C function, compiled with all the program's kernels into one shared object:
+
+    b0 = np.empty((64, 1000), np.float32)
+    _nk0(a0, a1, b0)                                    # model.py:3 (f)
+
+`_nk0` is bound into the wrapper's globals: it passes the arrays' data pointers to the C
+function (inputs made C-contiguous first). A kernel output is a planned buffer; an
+elementwise output may take the buffer of an input it reads at the same index that dies
+there (donated optimizer states update in place), then its pointers lose `restrict`.
+Kernels C cannot print (complex numbers) stay numpy statements.
+"""
+
+import ctypes
+import math
+
+import numpy as np
+
+from funcgrad import errors
+from funcgrad.backends.native import build, ops
+from funcgrad.backends.native.kernel import CKernel
+from funcgrad.backends.numpy import render as numpy_render
+from funcgrad.backends.numpy.runtime import Executable, Workspace, register_source
+from funcgrad.compiler import memory
+from funcgrad.core import Literal
+
+
+class _Kernel:
+    """A kernel of the module: its C function, the wrapper's name for it, `restrict`."""
+
+    def __init__(self, ckernel, pyname):
+        self.c, self.pyname, self.restrict = ckernel, pyname, True
+
+
+class NativeRenderer(numpy_render.Renderer):
+    """The numpy renderer, with fused kernels as calls into C (see the module docstring)."""
+
+    def __init__(self, program, donate_argnums=(), compile_subprogram=None, openmp=False):
+        super().__init__(program, donate_argnums, chunking=False,
+                         compile_subprogram=compile_subprogram)
+        self.openmp = openmp
+        self.c_kernels = []
+
+    def _kernel(self, node):
+        try:
+            ck = CKernel(node.spec, f"fg_k{len(self.c_kernels)}", node.eqns, self.openmp)
+        except ops.Unsupported:
+            return super()._kernel(node)
+        k = _Kernel(ck, self.fresh_name("_nk"))
+        self.ns[k.pyname] = None  # bound once the module is loaded
+        self.c_kernels.append(k)
+        spec, S = node.spec, tuple(node.spec.iter_shape)
+        ins = [v for v in node.inputs if type(v) is not Literal]
+        defs, inplace = [], {}
+        for o, var in zip(spec.outputs, node.outputs):
+            kind = memory.ANY_BUFFER if o.reduce is None else memory.FREE_BUFFER
+            defs.append(self.value(var, o.shape, o.dtype, kind))
+            if o.reduce is None:
+                inplace[var] = self._overwritable(node, o, S)
+        eqn = (node.eqns or node.out_eqns)[0]
+
+        def lines():
+            out, names = [], []
+            for d in defs:
+                if d.kind == memory.SCALAR:
+                    names.append(self.name_of(d.key))
+                    out.append(f"{names[-1]} = np.empty((), np.{d.dtype.name})")
+                else:
+                    name, alloc = self.planned_buffer(d.key, d.shape, d.dtype)
+                    names.append(name)
+                    out += alloc
+            slots = [self.plan.slots.get(d.key) for d in defs]
+            k.restrict = not any(s is not None and s.action == "inplace" for s in slots)
+            args = [self.read(a) for a in node.inputs] + names
+            out.append((f"{k.pyname}({', '.join(args)})", eqn))
+            return out
+        self.add_step(defs, ins, lines, spec.name, eqn, inplace)
+
+    def _overwritable(self, node, out, S):
+        """The inputs whose buffer elementwise output `out` may take: read once, at the
+        output's own index, with its dtype, sharing memory with no other input."""
+        direct = tuple(range(len(S)))
+        reach = {v: {v} | self.reach(v) for v in node.inputs if type(v) is not Literal}
+        found = []
+        for inp, var in zip(node.spec.inputs, node.inputs):
+            if (type(var) is Literal or node.inputs.count(var) != 1 or inp.shape != S
+                    or inp.axes != direct or inp.dtype != out.dtype):
+                continue
+            if all(not (reach[var] & r) for u, r in reach.items() if u is not var):
+                found.append(var)
+        return found
+
+    def c_source(self):
+        return ops.PRELUDE + "".join("\n" + k.c.source(k.restrict) for k in self.c_kernels)
+
+    def bind(self, lib):
+        for k in self.c_kernels:
+            self.ns[k.pyname] = _caller(getattr(lib, k.c.cname), k.c.params, k.c.spec)
+
+
+def _caller(fn, params, spec):
+    """The Python callable of one C kernel: checks each array's dtype and size against the
+    spec (a pointer to the wrong memory must never reach C), makes inputs C-contiguous."""
+    fn.argtypes = [ctypes.c_void_p] * len(params)
+    fn.restype = None
+    operands = list(spec.inputs) + list(spec.outputs)
+    want = [(np.dtype(o.dtype), math.prod(o.shape)) for o in operands]
+    n_in = len(spec.inputs)
+
+    def call(*arrays):
+        ptrs = []
+        keep = []
+        for k, (a, (dt, size)) in enumerate(zip(arrays, want)):
+            if type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous:
+                if k >= n_in:
+                    raise errors.FuncgradInternalError(
+                        f"native kernel {spec.name}: output {k - n_in} is not a C-contiguous "
+                        f"{dt} array")
+                a = np.ascontiguousarray(a, dt)
+                keep.append(a)
+            if a.size != size:
+                raise errors.FuncgradInternalError(
+                    f"native kernel {spec.name}: operand {k} has {a.size} elements, the "
+                    f"kernel was compiled for {size}")
+            ptrs.append(a.ctypes.data)
+        fn(*ptrs)
+    return call
+
+
+class NativeExecutable(Executable):
+    """An `Executable` whose kernels run in C: `as_text()` shows the Python wrapper and
+    the C module, `c_source()` the C module alone."""
+
+    def __init__(self, *args, c_source, **kw):
+        super().__init__(*args, **kw)
+        self._c_source = c_source
+
+    def as_text(self):
+        return (self._source + "\n# ---- C module (native backend) ----\n" + self._c_source)
+
+    def c_source(self):
+        """The C module of this program's kernels."""
+        return self._c_source
+
+
+def compile_native(program, donate_argnums=(), ir=None, compile_subprogram=None, cc=None):
+    """`program` rendered as a Python wrapper around one C module; None when no kernel of
+    it is printable in C (the numpy backend then serves it as it is)."""
+    cc = cc or build.compiler()
+    r = NativeRenderer(program, donate_argnums, compile_subprogram, openmp=cc.openmp).build()
+    if not r.c_kernels:
+        return None
+    c_src = r.c_source()
+    r.bind(build.load(c_src, cc))
+    n = next(numpy_render._program_ids)
+    fn_name, filename = f"fg_jit_{n}", f"<funcgrad-jit-{n}>"
+    src, spans, line_eqns = r.source(fn_name)
+    header = (f"# funcgrad jit program {n} (native): {len(program.jaxpr.invars)} inputs, "
+              f"{len(program.jaxpr.outvars)} outputs, {len(r.c_kernels)} C kernels, "
+              f"{len(program.nodes) - len(program.kernels)} calls\n")
+    src = header + src
+    spans = [(a + 1, b + 1, *rest) for a, b, *rest in spans]
+    line_eqns = {k + 1: e for k, e in line_eqns.items()}
+    register_source(filename, src)
+    r.ns["_ws"] = Workspace([(shape, dt) for _, shape, dt in r.workspace])
+    ns = dict(r.ns)
+    exec(compile(src, filename, "exec"), ns)
+    cache = {}
+
+    def profiled():
+        if "fn" not in cache:
+            psrc, _, _ = r.source(fn_name, profile=True)
+            pname = f"<funcgrad-jit-{n}-profile>"
+            register_source(pname, psrc)
+            acc = [0.0] * len(spans)
+            pns = dict(r.ns, _clock=numpy_render.clock, _acc=acc)
+            exec(compile(psrc, pname, "exec"), pns)
+            cache["fn"], cache["acc"] = pns[fn_name], acc
+        return cache["fn"], cache["acc"]
+    return NativeExecutable(ns[fn_name], src, filename, ir, r.plan.analysis, spans,
+                            line_eqns, profiled, c_source=c_src)

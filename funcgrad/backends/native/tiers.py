@@ -1,0 +1,122 @@
+"""Which tier runs a program: numpy at once, native when built (see `config.native`).
+
+A `TieredExecutable` starts as the numpy backend's executable and swaps in the native one
+when the single background worker has built it (one attribute assignment: a call runs
+wholly on one tier). A build that fails leaves the numpy tier in place after a warning.
+"""
+
+import queue
+import threading
+import warnings
+
+from funcgrad import errors
+from funcgrad.backends import numpy as numpy_backend
+from funcgrad.backends.native import build
+from funcgrad.backends.native.program import compile_native
+from funcgrad.config import config
+
+MODES = ("background", "sync", "off")
+_warned = set()
+_jobs = queue.Queue()
+_worker = []
+_worker_lock = threading.Lock()
+
+
+def no_compiler_message():
+    tried = build._candidates()
+    return (f"funcgrad: no C compiler found (tried {', '.join(tried)}"
+            f"{' from $CC' if len(tried) == 1 else ' on PATH'}); the native CPU backend is "
+            "off and programs run on the numpy backend. Install one (Debian/Ubuntu: `apt "
+            "install gcc`; Fedora: `dnf install gcc`; macOS: `xcode-select --install`) or "
+            "set $CC to it; config.update('native', 'off') silences this warning.")
+
+
+def _mode():
+    mode = config.native
+    if mode not in MODES:
+        raise errors.FuncgradValueError(
+            f"config native={mode!r}: expected one of {', '.join(repr(m) for m in MODES)}")
+    return mode
+
+
+def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None):
+    """Compile `program` for the CPU: native C kernels when a C compiler is available and
+    `config.native` is not "off", else the numpy backend (see the package docstring)."""
+    mode = _mode()
+    cc = build.compiler() if mode != "off" else None
+    if cc is None:
+        if mode != "off" and "cc" not in _warned:
+            _warned.add("cc")
+            warnings.warn(no_compiler_message(), RuntimeWarning, stacklevel=2)
+        return numpy_backend.compile_program(program, donate_argnums, ir, compile_subprogram)
+    if mode == "sync":
+        exe = compile_native(program, donate_argnums, ir, compile_subprogram, cc)
+        return exe or numpy_backend.compile_program(program, donate_argnums, ir,
+                                                    compile_subprogram)
+    fallback = numpy_backend.compile_program(program, donate_argnums, ir, compile_subprogram)
+    tiered = TieredExecutable(fallback)
+    _submit(tiered, lambda: compile_native(program, donate_argnums, ir, compile_subprogram,
+                                           cc))
+    return tiered
+
+
+def _submit(tiered, make):
+    _jobs.put((tiered, make))
+    with _worker_lock:
+        if not _worker:
+            t = threading.Thread(target=_work, name="funcgrad-native-build", daemon=True)
+            _worker.append(t)
+            t.start()
+
+
+def _work():
+    while True:
+        tiered, make = _jobs.get()
+        try:
+            exe = make()
+            if exe is not None:
+                tiered._exe = exe
+        except Exception as e:  # the numpy tier keeps running the program
+            warnings.warn(f"funcgrad: the native build of a program failed; it keeps "
+                          f"running on the numpy backend ({type(e).__name__}: {e})",
+                          RuntimeWarning, stacklevel=1)
+        finally:
+            tiered._done.set()
+
+
+class TieredExecutable:
+    """The executable of one program on the best tier ready so far (see module docstring)."""
+
+    def __init__(self, first):
+        self._exe = first
+        self._done = threading.Event()
+
+    def __call__(self, *args):
+        return self._exe(*args)
+
+    @property
+    def native(self):
+        """True once the native tier runs the program."""
+        return hasattr(self._exe, "c_source")
+
+    def wait(self, timeout=None):
+        """Wait for the native build (done or failed); returns self."""
+        self._done.wait(timeout)
+        return self
+
+    def as_text(self):
+        return self._exe.as_text()
+
+    def ir_text(self):
+        return self._exe.ir_text()
+
+    def memory_analysis(self):
+        return self._exe.memory_analysis()
+
+    def profile(self, *args, **kw):
+        return self._exe.profile(*args, **kw)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._exe, name)

@@ -1,0 +1,332 @@
+"""The native C backend: kernels compiled by the system C compiler give the numpy backend's
+numbers (exactly for arithmetic, comparisons, selects, casts and integer ops; within a few
+ulp for libm functions), the C source is safe and readable, modules are cached in memory
+and on disk (a second process compiles nothing), a missing compiler falls back to numpy
+with one warning, and kernels run clean under AddressSanitizer/UBSan.
+
+These tests need a C compiler; `test_a_compiler_means_the_native_backend_runs` fails (not
+skips) when one is on PATH but the backend does not work.
+"""
+
+import contextlib
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import lax
+from funcgrad.backends import native
+from funcgrad.backends.native import build, tiers
+from funcgrad.compiler import pipeline
+
+HAVE_CC = build.find_compiler() is not None
+needs_cc = pytest.mark.skipif(not HAVE_CC, reason="no C compiler (checked by the test below)")
+
+
+@contextlib.contextmanager
+def native_mode(mode="sync", **options):
+    saved = {k: getattr(fg.config, k) for k in ["native", *options]}
+    fg.config.update("native", mode)
+    for k, v in options.items():
+        fg.config.update(k, v)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            fg.config.update(k, v)
+
+
+def both(fn, *args):
+    """(native executable, its results, the numpy backend's results) of `fn` on `args`."""
+    closed = fg.make_jaxpr(fn)(*args)
+    with native_mode():
+        exe = pipeline.compile_jaxpr(closed, backend="cpu")
+    ref = pipeline.compile_jaxpr(closed, backend="numpy")(*args)
+    return exe, exe(*args), ref
+
+
+def assert_same(got, want):
+    """Bit for bit, NaN payloads aside (NaN where NaN, signed zeros equal in sign)."""
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        if g.dtype.kind == "f":
+            assert np.array_equal(np.isnan(g), np.isnan(w))
+            ok = ~np.isnan(g)
+            assert np.array_equal(g[ok], w[ok]), (g, w)
+            assert np.array_equal(np.signbit(g[ok]), np.signbit(w[ok]))
+        else:
+            assert np.array_equal(g, w), (g, w)
+
+
+def test_a_compiler_means_the_native_backend_runs():
+    if not HAVE_CC:  # the same property without a compiler: the fallback (tested below)
+        assert build.compiler() is None
+        return
+    cc = build.compiler()
+    assert cc is not None, f"{build.find_compiler()} is on PATH but does not build C"
+    exe, got, want = both(lambda x: fnp.tanh(x) * 2.0 + 1.0, np.linspace(-3, 3, 7, dtype="f"))
+    assert isinstance(exe, native.NativeExecutable)
+    assert "void fg_k0(" in exe.as_text() and "_nk0(a0, b0)" in exe.as_text()
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+
+
+# --- exact numbers ---------------------------------------------------------------------------
+
+SPECIAL = np.array([0.0, -0.0, 1.5, -2.5, 3.0, np.inf, -np.inf, np.nan, 1e-40, -7.25, 65504.0,
+                    2.0 ** 31, -(2.0 ** 31) - 10, 1e30], np.float32)
+INTS = {dt: np.array([0, 1, -1, 7, -7, 3, np.iinfo(dt).max, np.iinfo(dt).min, 2, -128 % 100],
+                     dt) for dt in ("int8", "int32", "int64")}
+UINTS = {dt: np.array([0, 1, 7, 3, np.iinfo(dt).max, 2, 200 % np.iinfo(dt).max, 5, 64, 9], dt)
+         for dt in ("uint8", "uint32", "uint64")}
+EXACT_BINARY = {
+    "add": lax.add, "sub": lax.sub, "mul": lax.mul, "div": lax.div, "rem": lax.rem,
+    "max": lax.max, "min": lax.min, "lt": lax.lt, "eq": lax.eq, "ge": lax.ge,
+}
+BITS = {"and": lax.bitwise_and, "or": lax.bitwise_or, "xor": lax.bitwise_xor,
+        "shl": lax.shift_left, "shr": lax.shift_right_logical,
+        "sar": lax.shift_right_arithmetic}
+
+
+@needs_cc
+@pytest.mark.parametrize("name", sorted(EXACT_BINARY))
+def test_float_arithmetic_is_bit_exact(name):
+    x = np.repeat(SPECIAL, len(SPECIAL))
+    y = np.tile(SPECIAL[::-1], len(SPECIAL))
+    _, got, want = both(EXACT_BINARY[name], x, y)
+    assert_same(got, want)
+
+
+@needs_cc
+@pytest.mark.parametrize("dt", sorted(INTS) + sorted(UINTS))
+def test_integer_ops_wrap_and_divide_as_numpy(dt):
+    fg.config.update("enable_x64", True)  # 64-bit integers stay 64-bit (reset by conftest)
+    v = {**INTS, **UINTS}[dt]
+    x, y = np.repeat(v, len(v)), np.tile(v, len(v))
+    ops = {**EXACT_BINARY, **BITS}
+    for name in sorted(ops):
+        yy = (y % 70).astype(dt) if name in ("shl", "shr", "sar") else y
+        _, got, want = both(ops[name], x, yy)
+        assert_same(got, want)
+    _, got, want = both(lambda a: (-a, lax.integer_pow(a, 3), lax.abs(a), lax.sign(a),
+                                   a.astype(np.float32), ~a), x)
+    assert_same(got, want)
+
+
+@needs_cc
+def test_casts_selects_and_unary_ops_are_bit_exact():
+    x = SPECIAL
+    fns = [lambda a: a.astype(np.int32), lambda a: a.astype(np.uint8),
+           lambda a: a.astype(np.int64), lambda a: a.astype(np.bool_),
+           lambda a: a.astype(np.float16), lambda a: fnp.where(a > 1.0, a, -a),
+           lambda a: fnp.floor(a), lambda a: fnp.ceil(a), lambda a: fnp.round(a),
+           lambda a: fnp.abs(a), lambda a: fnp.sqrt(a), lambda a: fnp.sign(a),
+           lambda a: a ** 3, lambda a: a ** -2, lambda a: fnp.clip(a, -1.0, 2.0),
+           lambda a: fnp.isfinite(a), lambda a: fnp.maximum(a, 0.0)]
+    for fn in fns:
+        _, got, want = both(fn, x)
+        assert_same(got, want)
+
+
+@needs_cc
+def test_float16_rounds_after_every_operation():
+    x = np.linspace(-30, 30, 301).astype(np.float16)
+    _, got, want = both(lambda a: (a * 3.3 + a * a) / 7.0 - fnp.tanh(a), x)
+    assert got[0].dtype == np.float16
+    np.testing.assert_array_max_ulp(got[0], want[0], maxulp=1)
+    _, got, want = both(lambda a: ((a * a) * 1.5 + 2.25, fnp.sum(a, axis=0)), x.reshape(7, 43))
+    assert_same(got[:1], want[:1])
+    # sums accumulate in double: the exact sum, rounded (numpy's float16 sum is less exact)
+    exact = x.reshape(7, 43).astype(np.float64).sum(axis=0).astype(np.float16)
+    np.testing.assert_array_max_ulp(got[1], exact, maxulp=1)
+
+
+# libm against numpy's own (SIMD) implementations: a few ulp apart.
+TRANSCENDENTAL = ["exp", "log", "tanh", "sin", "cos", "log1p", "expm1", "arctan", "arcsinh",
+                  "cbrt", "exp2", "erf"]
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_libm_functions_agree_within_a_few_ulp(dtype):
+    fg.config.update("enable_x64", True)
+    x = np.concatenate([np.linspace(-5, 5, 200), [0.0, -0.0, np.inf, -np.inf, np.nan]])
+    x = x.astype(dtype)
+    for name in TRANSCENDENTAL:
+        fn = getattr(fnp, name) if hasattr(fnp, name) else getattr(lax, name)
+        _, got, want = both(fn, x)
+        ok = np.isfinite(want[0])
+        np.testing.assert_array_equal(np.isnan(got[0]), np.isnan(want[0]), err_msg=name)
+        np.testing.assert_array_equal(got[0][~ok], want[0][~ok], err_msg=name)
+        np.testing.assert_array_max_ulp(got[0][ok], want[0][ok], maxulp=4, dtype=dtype)
+
+
+@needs_cc
+def test_reductions_broadcasts_and_transposed_reads():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(6, 5, 4)).astype(np.float32)
+    b = rng.normal(size=(5, 1)).astype(np.float32)
+
+    def f(x, b):
+        y = fnp.exp(x * b) - x.transpose(0, 2, 1).transpose(0, 2, 1)
+        return (y, fnp.sum(y, axis=(0, 2)), fnp.max(x, axis=1, keepdims=True),
+                fnp.min(x.T, axis=0), fnp.sum(x > 0, axis=2), fnp.sum(x))
+    exe, got, want = both(f, x, b)
+    assert exe.as_text().count("void fg_k") >= 3
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=2e-6, atol=2e-6)
+
+
+@needs_cc
+def test_nan_and_empty_reductions():
+    x = np.array([[1.0, np.nan, 3.0], [-np.inf, 2.0, -0.0]], np.float32)
+    _, got, want = both(lambda a: (fnp.max(a, axis=1), fnp.min(a, axis=0), fnp.sum(a, 1)), x)
+    assert_same(got, want)
+    e = np.zeros((0, 3), np.float32)
+    _, got, want = both(lambda a: (fnp.sum(a, axis=0), fnp.max(a * 2, axis=0, initial=-1.0),
+                                   a + 1), e)
+    assert_same(got, want)
+
+
+@needs_cc
+def test_donated_state_updates_in_place_like_adam():
+    def step(p, m, g):
+        m = 0.9 * m + 0.1 * g
+        return p - 0.01 * m / (fnp.sqrt(m * m) + 1e-8), m
+    rng = np.random.default_rng(1)
+    p, m, g = (rng.normal(size=(300, 7)).astype(np.float32) for _ in range(3))
+    want = fg.jit(step, backend="numpy")(p, m, g)
+    with native_mode():
+        jitted = fg.jit(step, donate_argnums=(0, 1))
+        got = jitted(fnp.array(p), fnp.array(m), fnp.array(g))
+        text = jitted.lower(p, m, g).compile().as_text()
+    assert "C module" in text
+    assert_same(got, want)
+
+
+# --- safety ----------------------------------------------------------------------------------
+
+@needs_cc
+def test_hostile_names_reach_the_c_source_only_as_comments():
+    src = "def f(x):\n    return fnp.tanh(x)  # */ system(\"rm -rf ~\"); /* \\\n"
+    ns = {"fnp": fnp}
+    exec(compile(src, "evil */ #include <stdlib.h> /*\n.py", "exec"), ns)
+    f = ns["f"]
+    f.__name__ = "*/ int main(){} /*"
+    exe, got, want = both(f, np.ones(3, np.float32))
+    c = exe.c_source()
+    assert "#include <stdlib.h>" not in c and "int main" not in c
+    for line in c.splitlines():
+        if "evil" in line:
+            assert line.rstrip().endswith("*/") and line.count("*/") == 1, line
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+
+
+def test_sanitize_option_is_checked():
+    with native_mode(native_sanitize="address; rm -rf /"):
+        with pytest.raises(ValueError, match="native_sanitize"):
+            build.sanitize_option()
+
+
+# --- compile cache, fallback, tiers ----------------------------------------------------------
+
+CHILD = textwrap.dedent("""
+    import json, sys, numpy as np, funcgrad as fg, funcgrad.numpy as fnp
+    from funcgrad.backends.native import build
+    fg.config.update("native", "sync")
+    fg.config.update("native_cache_dir", sys.argv[1])
+    f = fg.jit(lambda x: fnp.tanh(x * 3.0) + fnp.sum(x))
+    y = np.asarray(f(np.arange(5, dtype=np.float32)))
+    print(json.dumps({"stats": dict(build.stats), "y": y.tolist()}))
+""")
+
+
+@needs_cc
+def test_a_second_process_reuses_the_compiled_module(tmp_path):
+    import json
+    runs = [subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)], capture_output=True,
+                           text=True, check=True) for _ in range(2)]
+    first, second = (json.loads(r.stdout.splitlines()[-1]) for r in runs)
+    assert first["stats"].get("compiles") == 1 and not first["stats"].get("disk_hits")
+    assert second["stats"].get("disk_hits") == 1 and not second["stats"].get("compiles")
+    assert first["y"] == second["y"]
+    assert len(list(tmp_path.glob("*.so"))) == 1 and len(list(tmp_path.glob("*.c"))) == 1
+
+
+def test_no_compiler_falls_back_to_numpy_with_one_warning(monkeypatch):
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    monkeypatch.setattr(tiers, "_warned", set())
+    with native_mode():
+        with pytest.warns(RuntimeWarning, match="no C compiler found.*apt install gcc"):
+            exe = pipeline.compile_jaxpr(fg.make_jaxpr(lambda x: x * 2.0)(np.ones(3, "f")))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            again = pipeline.compile_jaxpr(fg.make_jaxpr(lambda x: x + 2.0)(np.ones(3, "f")))
+    assert not isinstance(exe, native.NativeExecutable)
+    assert "np.multiply" in exe.as_text()
+    np.testing.assert_array_equal(exe(np.ones(3, "f"))[0], [2, 2, 2])
+    np.testing.assert_array_equal(again(np.ones(3, "f"))[0], [3, 3, 3])
+
+
+@needs_cc
+def test_background_mode_runs_numpy_first_then_native():
+    closed = fg.make_jaxpr(lambda x: fnp.sin(x) * 3.0)(np.ones(4, "f"))
+    with native_mode("background"):
+        exe = pipeline.compile_jaxpr(closed)
+    assert isinstance(exe, tiers.TieredExecutable)
+    first = exe(np.ones(4, "f"))[0]
+    assert exe.wait(timeout=120).native
+    assert "C module" in exe.as_text()
+    np.testing.assert_allclose(exe(np.ones(4, "f"))[0], first, rtol=1e-6)
+
+
+def test_backend_numpy_forces_the_numpy_code_generator():
+    with native_mode():
+        f = fg.jit(lambda x: x * 2.0 + 1.0, backend="numpy")
+        text = f.lower(np.ones(3, "f")).compile().as_text()
+    assert "C module" not in text and "np.multiply" in text
+
+
+# --- sanitizers ------------------------------------------------------------------------------
+
+SANITIZED = textwrap.dedent("""
+    import sys, numpy as np, funcgrad as fg, funcgrad.numpy as fnp
+    fg.config.update("native", "sync")
+    fg.config.update("native_sanitize", "address,undefined")
+    fg.config.update("native_cache_dir", sys.argv[1])
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(9, 7)).astype(np.float32)
+    v = rng.normal(size=(7,)).astype(np.float32)
+    i = rng.integers(-100, 100, size=(9, 7)).astype(np.int8)
+    progs = [lambda x, v, i: (fnp.exp(x * v), fnp.sum(x.T, axis=0), fnp.max(x, axis=1)),
+             lambda x, v, i: (i * i + i // 3, i << 9, (i.astype(np.int32) * 70000) ** 2),
+             lambda x, v, i: (x.astype(np.int32), x.astype(np.float16) * 2, x[::-1] + x)]
+    for p in progs:
+        f = fg.jit(p)
+        out = f(x, v, i)
+        ref = fg.jit(p, backend="numpy")(x, v, i)
+        for a, b in zip(out, ref):
+            np.testing.assert_allclose(np.asarray(a, 'f8'), np.asarray(b, 'f8'), rtol=1e-5)
+        assert "C module" in f.lower(x, v, i).compile().as_text()
+    print("sanitized ok")
+""")
+
+
+@needs_cc
+def test_kernels_run_clean_under_address_and_undefined_sanitizers(tmp_path):
+    cc = build.find_compiler()
+    asan = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True,
+                          text=True).stdout.strip()
+    if not os.path.isabs(asan):  # a compiler without a separate ASan runtime (clang)
+        pytest.skip("the compiler ships no libasan.so to preload")
+    env = dict(os.environ, LD_PRELOAD=asan, ASAN_OPTIONS="detect_leaks=0")
+    done = subprocess.run([sys.executable, "-c", SANITIZED, str(tmp_path)], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and "sanitized ok" in done.stdout, done.stderr[-3000:]
