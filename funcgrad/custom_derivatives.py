@@ -17,6 +17,7 @@ import weakref
 
 import numpy as np
 
+from funcgrad import custom_by_run as by_run
 from funcgrad import dtypes, errors
 from funcgrad.batching_api import move_to, vmap_flat
 from funcgrad.core import (
@@ -152,10 +153,34 @@ class _Call:
         return leaves
 
     def trace(self, kind):
-        closed, consts = pe.closure_convert(
-            self.flat_fun, [get_aval(x) for x in self.nd_vals + self.diff_leaves], kind)
+        try:
+            closed, consts = pe.closure_convert(
+                self.flat_fun, [get_aval(x) for x in self.nd_vals + self.diff_leaves], kind)
+        except errors.ConcretizationTypeError as e:
+            raise _abstract_body_error(kind, self.fun, e) from None
         self.out_avals = closed.out_avals
         return closed, consts
+
+
+_TRANSFORM_NAMES = {"linearize": "grad/vjp/linearize", "jvp": "jvp", "jacfwd": "jacfwd"}
+
+
+def _abstract_body_error(kind, fun, e):
+    """A concretization error inside a traced custom function, naming the transform."""
+    trace = current_trace()
+    where_, _, _ = str(e).partition("\n  hint:")
+    if isinstance(trace, Builder) and trace.compute_known:
+        name = _TRANSFORM_NAMES.get(trace.name, trace.name)
+        why = (f"under {name} its body is traced abstractly (without values) because it "
+               "closes over a value being differentiated, or a nondiff_argnums argument is one")
+        hint = ("pass that value as a (differentiable) argument, so the rule runs on concrete "
+                "values as in JAX; or use lax.cond/lax.while_loop/fnp.where")
+    else:
+        name = trace.name if trace is not None else "a trace"
+        why = f"under `{name}` values are abstract"
+        hint = "use lax.cond / lax.switch / lax.while_loop / fnp.where for control flow"
+    return errors.ConcretizationTypeError(
+        f"{kind} function {fun.__qualname__}: {why}.\n{where_}\n  hint: {hint}")
 
 
 def _body_tangents(jaxpr, primals, tangents, num_consts):
@@ -260,9 +285,16 @@ class custom_jvp:
             raise AttributeError(f"No JVP defined for custom_jvp function {self.__name__} "
                                  "using defjvp.")
         args = _resolve_kwargs(self.fun, args, kwargs)
-        if current_trace() is None:
+        trace = current_trace()
+        if trace is None:
             return self.fun(*args)
         call = _Call(self.fun, args, self.nondiff_argnums, "custom_jvp")
+        mode = by_run.by_run_mode(trace, call)
+        if mode == "below":
+            with set_trace(trace.parent):
+                return self(*args)
+        if mode == "rule":
+            return _jvp_by_run(self, call, trace)
         closed, consts = call.trace("custom_jvp")
         rule = _JvpRule(self, call, len(consts))
         outs = custom_jvp_call_p.bind(*consts, *call.nd_vals, *call.diff_leaves, jaxpr=closed,
@@ -289,36 +321,84 @@ class _JvpRule:
         self.out_avals = call.out_avals
 
     def __call__(self, extra, primals, tangents):
-        call, rule = self.call, self.cj.jvp
-        nd = call.nondiff(extra[self.n_closure:])
-        p_tree = tree_unflatten(call.diff_tree, list(primals))
-        t_tree = tree_unflatten(call.diff_tree, [ad.instantiate(t) for t in tangents])
-        try:
-            res = rule(*nd, p_tree, t_tree)
-        except errors.TracerLeakError as e:
-            raise errors.TracerLeakError(
-                f"custom_jvp rule {_loc(rule)} used a traced value that it closes over, "
-                f"from a transformation that has finished.\n{e}\n  hint: pass every array the "
-                "rule needs as an argument of the custom_jvp function") from None
-        if not (isinstance(res, (tuple, list)) and len(res) == 2):
-            raise _error(f"custom_jvp rule {_loc(rule)} must produce a pair (list or tuple of "
-                         "length two) representing primal and tangent outputs, but got "
-                         f"{type(res).__name__}")
-        p_leaves, p_tree_out = tree_flatten(res[0])
-        t_leaves, t_tree_out = tree_flatten(res[1])
-        if p_tree_out != call.out_tree:
-            raise _error(f"custom_jvp rule {_loc(rule)} must produce primal outputs with the "
-                         "same container (pytree) structure as the function's output, but got "
-                         f"{p_tree_out} and {call.out_tree}")
-        if t_tree_out != call.out_tree:
-            raise _error(f"custom_jvp rule {_loc(rule)} must produce primal and tangent "
-                         "outputs with equal container (pytree) structures, but got "
-                         f"{p_tree_out} and {t_tree_out} respectively")
-        paths = _out_paths(call.out_tree)
-        _check_out_leaves("custom_jvp", rule, "primal output", p_leaves, self.out_avals,
-                          paths, tangent=False)
-        return _check_out_leaves("custom_jvp", rule, "tangent", t_leaves, self.out_avals, paths,
-                                 tangent=True)
+        nd = self.call.nondiff(extra[self.n_closure:])
+        ts = [ad.instantiate(t) for t in tangents]
+        return _run_jvp_rule(self.cj, self.call, nd, primals, ts, self.out_avals)[1]
+
+
+def _run_jvp_rule(cj, call, nd, primals, tangents, out_avals=None):
+    """The user's rule on flat primals and tangents: checked (primal leaves, tangent leaves).
+    Without `out_avals` (the function was not traced) the rule's primal output sets them."""
+    rule = cj.jvp
+    p_tree = tree_unflatten(call.diff_tree, list(primals))
+    t_tree = tree_unflatten(call.diff_tree, list(tangents))
+    try:
+        res = rule(*nd, p_tree, t_tree)
+    except errors.TracerLeakError as e:
+        raise errors.TracerLeakError(
+            f"custom_jvp rule {_loc(rule)} used a traced value that it closes over, "
+            f"from a transformation that has finished.\n{e}\n  hint: pass every array the "
+            "rule needs as an argument of the custom_jvp function") from None
+    if not (isinstance(res, (tuple, list)) and len(res) == 2):
+        raise _error(f"custom_jvp rule {_loc(rule)} must produce a pair (list or tuple of "
+                     "length two) representing primal and tangent outputs, but got "
+                     f"{type(res).__name__}")
+    p_leaves, p_tree_out = tree_flatten(res[0])
+    t_leaves, t_tree_out = tree_flatten(res[1])
+    if call.out_tree is None:
+        call.out_tree = p_tree_out
+    if p_tree_out != call.out_tree:
+        raise _error(f"custom_jvp rule {_loc(rule)} must produce primal outputs with the "
+                     "same container (pytree) structure as the function's output, but got "
+                     f"{p_tree_out} and {call.out_tree}")
+    if t_tree_out != call.out_tree:
+        raise _error(f"custom_jvp rule {_loc(rule)} must produce primal and tangent "
+                     "outputs with equal container (pytree) structures, but got "
+                     f"{p_tree_out} and {t_tree_out} respectively")
+    out_avals = out_avals or [get_aval(x) for x in p_leaves]
+    paths = _out_paths(call.out_tree)
+    p_leaves = _check_out_leaves("custom_jvp", rule, "primal output", p_leaves, out_avals,
+                                 paths, tangent=False)
+    return p_leaves, _check_out_leaves("custom_jvp", rule, "tangent", t_leaves, out_avals,
+                                       paths, tangent=True)
+
+
+def _jvp_by_run(cj, call, b):
+    """custom_jvp under the define-by-run trace `b`: the rule runs once, on the primal values
+    (see `custom_by_run`); its tangent operations become a program of the tangent inputs."""
+    mine = [by_run.is_mine(b, x) for x in call.diff_leaves]
+    vals = [by_run.value_in(b, x) for x in call.diff_leaves]
+    t = by_run.rule_builder(b, f"custom_jvp({cj.__name__})")
+    try:
+        with set_trace(t):
+            t_ins = [t.new_input(ad.tangent_aval(a)) if m and ad.differentiable(a) else None
+                     for a, m in zip(call.diff_avals, mine)]
+            ts = [_zeros(a) if x is None else x for x, a in zip(t_ins, call.diff_avals)]
+            p_leaves, t_leaves = _run_jvp_rule(cj, call, call.nondiff(call.nd_vals), vals, ts)
+            p_outs = [t.lift(p) for p in p_leaves]
+            nz = [type(x) is not ad.Zero for x in t_leaves]
+            lin, _ = t.to_jaxpr([t.lift(x) for x, n in zip(t_leaves, nz) if n])
+    finally:
+        t.alive = False
+    if any(p.val is None for p in p_outs):
+        raise _error(f"custom_jvp rule {_loc(cj.jvp)} computed a primal output from the "
+                     "tangents; the primal output must depend on the primals only")
+    out_avals = [p.aval for p in p_outs]
+    in_vars = [None if x is None else x.var for x, m in zip(t_ins, mine) if m]
+    linear = ad.Linearized(lin, t.known, in_vars, nz, out_avals)
+    outs = by_run.record_known(b, [x for x, m in zip(call.diff_leaves, mine) if m],
+                               [p.val for p in p_outs], out_avals, cj.__name__, linear.apply,
+                               _primal_fun(cj.fun, call, mine, vals))
+    return tree_unflatten(call.out_tree, outs)
+
+
+def _primal_fun(fun, call, mine, vals):
+    """The function of the traced leaves (the others fixed at `vals`), on flat lists."""
+    def primal(*xs):
+        it = iter(xs)
+        diff = [next(it) if m else v for m, v in zip(mine, vals)]
+        return tree_flatten(fun(*call.full_args(call.nd_vals, diff)))[0]
+    return primal
 
 
 class _BatchedJvpRule:
@@ -404,9 +484,16 @@ class custom_vjp:
             raise AttributeError(f"No VJP defined for custom_vjp function {self.__name__} "
                                  "using defvjp.")
         args = _resolve_kwargs(self.fun, args, kwargs)
-        if current_trace() is None:
+        trace = current_trace()
+        if trace is None:
             return self.fun(*args)
         call = _Call(self.fun, args, self.nondiff_argnums, "custom_vjp")
+        mode = by_run.by_run_mode(trace, call)
+        if mode == "below":
+            with set_trace(trace.parent):
+                return self(*args)
+        if mode == "rule":
+            return _vjp_by_run(self, call, trace)
         closed, consts = call.trace("custom_vjp")
         fwd = _Fwd(self, call, len(consts))
         outs = custom_vjp_call_p.bind(*consts, *call.nd_vals, *call.diff_leaves, jaxpr=closed,
@@ -436,6 +523,8 @@ class _Fwd:
                          "of length two) where the first element is the primal output and the "
                          f"second the residuals, but got {type(res).__name__}")
         out_leaves, out_tree = tree_flatten(res[0])
+        if call.out_tree is None:  # the function was not traced (see `_vjp_by_run`)
+            call.out_tree, call.out_avals = out_tree, [get_aval(x) for x in out_leaves]
         if out_tree != call.out_tree:
             raise _error(f"custom_vjp fwd rule {_loc(fwd)} produced a primal output with "
                          f"structure {out_tree}, but the function's output has structure "
@@ -461,9 +550,10 @@ class _Bwd:
 
     def __call__(self, res, cts):
         call, bwd = self.call, self.cv.bwd
+        res = [_as_array(x) for x in res]  # a rank-0 residual may come back as a literal
         nd = call.nondiff(res[:self.n_nd])
-        r = tree_unflatten(self.res_tree, list(res[self.n_nd:]))
-        ct = tree_unflatten(call.out_tree, [ad.instantiate(c) for c in cts])
+        r = tree_unflatten(self.res_tree, res[self.n_nd:])
+        ct = tree_unflatten(call.out_tree, [_as_array(ad.instantiate(c)) for c in cts])
         try:
             got = bwd(*nd, r, ct)
         except errors.TracerLeakError as e:
@@ -517,6 +607,9 @@ class _Bwd:
                          f"dtype {got.dtype} for argument {path} of type {aval.str_short()}")
         return c if got.dtype == aval.dtype else _convert(c, aval.dtype)
 
+
+def _as_array(x):
+    return x if isinstance(x, ArrayBase) else to_array(x)
 
 
 class _BatchedFwd:
@@ -592,19 +685,45 @@ def _fwd_results(_fwd, primals, outs, num_consts):
 
 
 def _custom_vjp_call_jvp(primals, outs, tangents, *, jaxpr, num_consts, name, _fwd):
-    avals = jaxpr.out_avals
-    t_outs = [ad.Zero(a) for a in avals]
+    t_outs = [ad.Zero(a) for a in jaxpr.out_avals]
     diff_t = tangents[num_consts:]
-    nz = tuple(type(t) is not ad.Zero for t in diff_t)
-    if any(nz):
+    if any(type(t) is not ad.Zero for t in diff_t):
         res, bwd = _fwd_results(_fwd, primals, outs, num_consts)
-        diff_out = tuple(ad.differentiable(a) for a in avals)
-        lin = custom_vjp_lin_p.bind(*res, *[t for t, n in zip(diff_t, nz) if n],
-                                    num_res=len(res), nz=nz, out_avals=tuple(avals),
-                                    diff_out=diff_out, name=name, _bwd=bwd)
-        it = iter(lin)
-        t_outs = [next(it) if d else ad.Zero(a) for a, d in zip(avals, diff_out)]
+        t_outs = _lin_tangents(res, bwd, diff_t, jaxpr.out_avals, name)
     return _add_body(t_outs, _body_tangents(jaxpr, primals, tangents, num_consts))
+
+
+def _lin_tangents(res, bwd, diff_t, avals, name):
+    """The tangent outputs: one `custom_vjp_lin` equation of the nonzero tangents `diff_t`."""
+    nz = tuple(type(t) is not ad.Zero for t in diff_t)
+    if not any(nz):
+        return [ad.Zero(a) for a in avals]
+    diff_out = tuple(ad.differentiable(a) for a in avals)
+    lin = custom_vjp_lin_p.bind(*res, *[t for t, n in zip(diff_t, nz) if n], num_res=len(res),
+                                nz=nz, out_avals=tuple(avals), diff_out=diff_out, name=name,
+                                _bwd=bwd)
+    it = iter(lin)
+    return [next(it) if d else ad.Zero(a) for a, d in zip(avals, diff_out)]
+
+
+def _vjp_by_run(cv, call, b):
+    """custom_vjp under the define-by-run trace `b`: `fwd` runs once, on the primal values
+    (see `custom_by_run`); the function itself is not run."""
+    mine = [by_run.is_mine(b, x) for x in call.diff_leaves]
+    vals = [by_run.value_in(b, x) for x in call.diff_leaves]
+    with set_trace(b.parent):
+        outs, res, bwd = _Fwd(cv, call, 0)(list(call.nd_vals), vals)
+    avals = list(call.out_avals)
+    outs = [_as_out(o, a) if isinstance(o, (Array, np.ndarray, np.generic, int, float)) else o
+            for o, a in zip(outs, avals)]
+
+    def jvp(tangents):
+        it = iter(tangents)
+        diff_t = [next(it) if m else ad.Zero(a) for m, a in zip(mine, call.diff_avals)]
+        return _lin_tangents(res, bwd, diff_t, avals, cv.__name__)
+    outs = by_run.record_known(b, [x for x, m in zip(call.diff_leaves, mine) if m], outs, avals,
+                               cv.__name__, jvp, _primal_fun(cv.fun, call, mine, vals))
+    return tree_unflatten(call.out_tree, outs)
 
 
 def _custom_vjp_call_batch(args, dims, *, jaxpr, num_consts, name, _fwd):

@@ -1,0 +1,92 @@
+"""custom_jvp/custom_vjp under a define-by-run trace (eager grad, vjp, jvp, jacfwd), as in JAX.
+
+When the current trace computes known values and the differentiated arguments have them, the
+user's rule runs once on the primal values, one level up, so Python control flow on them
+works: a custom_jvp calls only its rule (which computes the primal output; a `f(x)` inside it
+runs `f` on values), a custom_vjp calls only `fwd`. The trace records one `custom_known_call`
+equation whose outputs are those known values and whose jvp applies what the rule left: the
+rule's tangent program (custom_jvp) or a `custom_vjp_lin` equation holding fwd's residuals.
+Imports the core and the interpreters only; `custom_derivatives` calls it.
+"""
+
+from funcgrad import errors
+from funcgrad.core import Builder, Eqn, Primitive, Tracer, Var, current_source, set_trace
+from funcgrad.interpreters import ad, batching
+from funcgrad.tree_util import tree_leaves
+
+__all__ = ["by_run_mode", "custom_known_call_p", "is_mine", "record_known", "rule_builder",
+           "value_in"]
+
+
+def is_mine(b, x):
+    return isinstance(x, Tracer) and x._trace is b
+
+
+def _closes_over(fun, b):
+    """Whether `fun`'s closure cells hold a tracer of `b` (then its body must be traced)."""
+    for cell in getattr(fun, "__closure__", None) or ():
+        try:
+            leaves = tree_leaves(cell.cell_contents)
+        except (ValueError, TypeError):  # an empty cell, or a container funcgrad can't walk
+            continue
+        if any(is_mine(b, x) for x in leaves):
+            return True
+    return False
+
+
+def by_run_mode(trace, call):
+    """How a custom function called with `call` runs under `trace`: "below" (no argument is
+    traced here: evaluate it one level up), "rule" (run the rule on the values) or None
+    (trace the function's body: jit/vmap/make_jaxpr, or a traced nondiff array or closure)."""
+    if not (isinstance(trace, Builder) and trace.compute_known) or trace.typed:
+        return None
+    if any(is_mine(trace, x) for x in call.nd_vals) or _closes_over(call.fun, trace):
+        return None
+    mine = [x for x in call.diff_leaves if is_mine(trace, x)]
+    if not mine:
+        return "below"
+    return "rule" if all(x.val is not None for x in mine) else None
+
+
+def value_in(b, x):
+    """The value of `x` one level above `b` (a tracer of `b` gives its known value)."""
+    return x.val if is_mine(b, x) else x
+
+
+def rule_builder(b, name):
+    """A define-by-run builder beside `b` (same parent): the rule's primal operations run one
+    level up, its tangent operations are recorded as a program of the tangent inputs."""
+    return Builder(b.parent, True, name)
+
+
+def record_known(b, args, out_vals, out_avals, name, jvp, fun):
+    """Record in `b` one equation from the tracers `args` to outputs already computed one
+    level up (`out_vals`); `jvp(tangents)` gives its tangent outputs, `fun(*values)`
+    recomputes the outputs should the equation ever be evaluated again."""
+    atoms = [b.lift(a).var for a in args]
+    outvars = [Var(a) for a in out_avals]
+    params = dict(out_avals=tuple(out_avals), name=name, _jvp=jvp, _fun=fun)
+    b.eqns.append(Eqn(custom_known_call_p, atoms, outvars, params, current_source()))
+    outs = []
+    for v, val in zip(outvars, out_vals):
+        b.known[v] = val
+        outs.append(Tracer(b, v.aval, v, val))
+    return outs
+
+
+def _known_impl(*args, out_avals, name, _jvp, _fun):
+    with set_trace(None):
+        return list(_fun(*args))
+
+
+def _known_batch(args, dims, *, name, **_):
+    raise errors.FuncgradInternalError(
+        f"custom_known_call of `{name}` belongs to a define-by-run trace and is never batched; "
+        "this is a funcgrad bug")
+
+
+custom_known_call_p = Primitive("custom_known_call", multiple_results=True)
+custom_known_call_p.def_impl(_known_impl, raw=False)
+custom_known_call_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
+ad.jvp_rules[custom_known_call_p] = lambda primals, outs, tangents, *, _jvp, **_: _jvp(tangents)
+batching.batch_rules[custom_known_call_p] = _known_batch
