@@ -23,9 +23,11 @@ from funcgrad.lax import (
     sorting,
     special,
 )
+from funcgrad.lax import fft as _fft_family  # the module; `fft` is lax.fft, as in JAX
 from funcgrad.lax.control_flow import *  # noqa: F403
 from funcgrad.lax.convolution import *  # noqa: F403
 from funcgrad.lax.elementwise import *  # noqa: F403
+from funcgrad.lax.fft import *  # noqa: F403
 from funcgrad.lax.indexing import *  # noqa: F403
 from funcgrad.lax.linalg import *  # noqa: F403
 from funcgrad.lax.logic import *  # noqa: F403
@@ -37,8 +39,8 @@ from funcgrad.lax.sorting import *  # noqa: F403
 from funcgrad.lax.special import *  # noqa: F403
 
 __all__ = sorted({"add_any_p"}.union(*(m.__all__ for m in (
-    control_flow, convolution, elementwise, indexing, linalg, logic, parallel, reductions,
-    shape, slicing, sorting, special))))
+    control_flow, convolution, elementwise, _fft_family, indexing, linalg, logic, parallel,
+    reductions, shape, slicing, sorting, special))))
 
 for _name in __all__:
     if _inspect.isfunction(globals()[_name]):
