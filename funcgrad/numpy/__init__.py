@@ -2,27 +2,31 @@
 
 NumPy's broadcasting with JAX's dtype policy (float32/int32 defaults, weak Python scalars,
 `config.update("enable_x64", True)` for 64-bit); the same functions run eagerly and inside
-every transform. Families: creation, math (ufuncs), logic, reductions, shape, linalg
-(products, einsum, `linalg.norm`), indexing; `methods` installs operators and methods on
-arrays and tracers.
+every transform. Families: creation, math (ufuncs), logic, reductions, shape, products
+(dot, matmul, einsum), `linalg` (numpy.linalg), indexing; `methods` installs operators and
+methods on arrays and tracers.
 """
 
 import numpy as _np
 
 from funcgrad.core import ArrayBase as ndarray
 from funcgrad.numpy import fft, linalg, methods  # noqa: F401  (methods installs the operators)
+from funcgrad.numpy import array_api as _array_api
 from funcgrad.numpy._util import broadcast_shapes as _broadcast_shapes
+from funcgrad.numpy.array_api import *
 from funcgrad.numpy.creation import *
 from funcgrad.numpy.dtype_api import *
 from funcgrad.numpy.indexing import *
-from funcgrad.numpy.linalg import *
 from funcgrad.numpy.logic import *
 from funcgrad.numpy.math import *
 from funcgrad.numpy.padding import *
+from funcgrad.numpy.products import *
 from funcgrad.numpy.reductions import *
 from funcgrad.numpy.searching import *
+from funcgrad.numpy.setops import *
 from funcgrad.numpy.shape import *
 
+astype, clip = _array_api.astype, _array_api.clip  # the Array API's signatures, not NumPy's
 pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
 newaxis = None
 

@@ -1,461 +1,593 @@
-"""Products of funcgrad.numpy: dot, matmul (`@`), einsum, outer, inner, tensordot, vdot, kron,
-vecdot, and `funcgrad.numpy.linalg.norm`.
+"""funcgrad.numpy.linalg: numpy.linalg's names (and the array API's linalg extension).
 
-Every product lowers to one `lax.dot_general` (plus transposes, broadcasts and reductions
-where NumPy's layout needs them). `einsum` parses its subscripts here and contracts the
-operands pairwise from left to right. This module is also `funcgrad.numpy.linalg`.
+Decompositions are the primitives of `funcgrad.lax.linalg` (cholesky, qr, svd, eigh, lu,
+triangular_solve); everything else is built from them: solve via LU and two triangular
+solves, inv via solve, det/slogdet via LU with the pivots' sign, lstsq/pinv/matrix_rank/cond
+via SVD. Every function batches over leading axes as NumPy does, and differentiates through
+its primitives. Singular matrices give inf/NaN (as in JAX), never an exception. The
+products stay top-level `funcgrad.numpy` functions (`products.py`); norms are in
+`linalg_norms.py`.
 """
 
-from math import prod
+from typing import NamedTuple
 
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Array
-from funcgrad.numpy._util import (
-    asarray_operand,
-    broadcast_shapes,
-    broadcast_to_shape,
-    canonical_axes,
-    canonical_axis,
-    dtype_of,
-    promote,
-    shape_of,
-)
+from funcgrad.lax import linalg_decomp as decomp
+from funcgrad.numpy import creation, logic, reductions
+from funcgrad.numpy import math as m
+from funcgrad.numpy import shape as sh
+from funcgrad.numpy._util import asarray_operand, broadcast_shapes, dtype_of, shape_of
+from funcgrad.numpy.linalg_norms import cond, matrix_norm, norm, vector_norm
+from funcgrad.numpy.products import dot, matmul, tensordot, vecdot  # noqa: F401  (dot: methods)
+from funcgrad.numpy.products import outer as _outer
 
-__all__ = ["dot", "einsum", "inner", "kron", "matmul", "outer", "tensordot", "vdot", "vecdot"]
-
-_dot_general_bind = lax.dot_general_p.bind
-# dimension numbers of matmul (= dot) for operands of rank (1 or 2, 1 or 2)
-_DN = {(2, 2): (((1,), (0,)), ((), ())), (2, 1): (((1,), (0,)), ((), ())),
-       (1, 2): (((0,), (0,)), ((), ())), (1, 1): (((0,), (0,)), ((), ()))}
+__all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond",
+           "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matmul",
+           "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot",
+           "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
+           "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm"]
 
 
-def _fast_product(a, b):
-    """matmul (= dot) of two Arrays in one dot_general bind when they are vectors or matrices
-    of one inexact dtype with matching inner sizes; None to take the general path."""
-    va, vb = a._value, b._value
-    dn = _DN.get((va.ndim, vb.ndim))
-    if (dn is None or va.dtype != vb.dtype or va.dtype.kind not in "fc"
-            or va.shape[-1] != vb.shape[0]):
-        return None
-    return _dot_general_bind(a, b, dimension_numbers=dn, precision=None,
-                             preferred_element_type=None)
+class EighResult(NamedTuple):
+    eigenvalues: Array
+    eigenvectors: Array
 
 
-def _dot_general(a, b, lc, rc, lb=(), rb=(), precision=None, preferred_element_type=None):
-    return lax.dot_general(a, b, ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb))), precision,
-                           preferred_element_type)
+class QRResult(NamedTuple):
+    Q: Array
+    R: Array
 
 
-# --- matmul / dot -------------------------------------------------------------------------------
+class SlogdetResult(NamedTuple):
+    sign: Array
+    logabsdet: Array
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
-    """Matrix product with NumPy's rules (the `@` operator).
 
-    Args:
-        a, b: arrays of rank >= 1. A 1-D `a` is a row vector, a 1-D `b` a column vector
-            (the added axis is removed from the result); axes before the last two are batch
-            axes and broadcast against each other.
+class SVDResult(NamedTuple):
+    U: Array
+    S: Array
+    Vh: Array
 
-    Returns:
-        `a @ b`, of the promoted dtype.
 
-    Raises:
-        FuncgradTypeError: naming both shapes when the inner sizes differ.
+def _matrix(name, a, square=False):
+    """`a` as an inexact (..., M, N) array; errors name `name` and the shape."""
+    a = asarray_operand(name, a)
+    if dtype_of(a).kind not in "fc":
+        a = lax.convert_element_type(a, dtypes.default_float())
+    s = shape_of(a)
+    if len(s) < 2:
+        raise errors.op_error(name, f"expects a matrix or a stack of matrices (..., M, N), got "
+                              f"shape {s}", cls=errors.FuncgradValueError)
+    if square and s[-1] != s[-2]:
+        raise errors.op_error(name, f"expects square matrices (..., N, N), got shape {s}",
+                              cls=errors.FuncgradValueError,
+                              hint="lstsq and pinv accept non-square matrices")
+    return a
+
+
+def _H(x):
+    return sh.matrix_transpose(m.conjugate(x) if dtype_of(x).kind == "c" else x)
+
+
+def _eye_like(a):
+    s = shape_of(a)
+    return sh.broadcast_to(creation.eye(s[-1], dtype=dtype_of(a)), s)
+
+
+def _diag(x):
+    return sh.diagonal(x, 0, -2, -1)
+
+
+def _eps(a):
+    return float(np.finfo(dtype_of(a)).eps)
+
+
+# --- decompositions ---------------------------------------------------------------------------
+def cholesky(a, /, *, upper=False):
+    """Cholesky factor of Hermitian positive-definite (stacks of) matrices.
+
+    Returns `L` with `a = L @ L^H` (or upper `U = L^H` with `upper=True`). A matrix that is not
+    positive definite gives NaN entries (as in JAX; NumPy raises). The input is symmetrized,
+    `(a + a^H) / 2`, as in JAX, so gradients are symmetric.
 
     Example:
-        >>> (fnp.ones((5, 2, 3)) @ fnp.ones((3, 4))).shape
-        (5, 2, 4)
+        >>> fnp.linalg.cholesky(fnp.array([[4.0, 2.0], [2.0, 5.0]]))
+        Array([[2., 0.], [1., 2.]], dtype=float32)
     """
-    if (type(a) is Array and type(b) is Array and precision is None
-            and preferred_element_type is None):
-        out = _fast_product(a, b)
-        if out is not None:
-            return out
-    a, b = promote("matmul", (a, b), broadcast=False)
-    sa, sb = shape_of(a), shape_of(b)
-    na, nb = len(sa), len(sb)
-    if na == 0 or nb == 0:
-        raise errors.op_error("matmul", f"operands must be at least 1-D, got shapes {sa} and "
-                              f"{sb}", hint="use multiply (*) for scalars",
+    low = decomp.cholesky(_matrix("cholesky", a, square=True))
+    return _H(low) if upper else low
+
+
+def qr(a, mode="reduced"):
+    """QR decomposition: `QRResult(Q, R)` for modes 'reduced' and 'complete', `R` for 'r'.
+
+    Example:
+        >>> fnp.linalg.qr(fnp.ones((3, 2))).Q.shape
+        (3, 2)
+    """
+    if mode not in ("reduced", "complete", "r"):
+        raise errors.op_error("qr", f"mode must be 'reduced', 'complete' or 'r', got "
+                              f"{errors.short_repr(mode)}", cls=errors.FuncgradValueError,
+                              hint="mode='raw' (LAPACK's Householder form) is not supported")
+    q, r = decomp.qr(_matrix("qr", a), full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
+
+
+def _uplo(name, UPLO):
+    if UPLO not in ("L", "U"):
+        raise errors.op_error(name, f"UPLO must be 'L' or 'U', got {errors.short_repr(UPLO)}",
                               cls=errors.FuncgradValueError)
-    ka, kb = sa[-1], sb[0] if nb == 1 else sb[-2]
-    if ka != kb:
-        raise errors.op_error("matmul", f"shapes {sa} and {sb} are incompatible: the last axis "
-                              f"of a ({ka}) must equal the {'only' if nb == 1 else '2nd-last'} "
-                              f"axis of b ({kb})")
-    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
-    if nb <= 2:
-        return _dot_general(a, b, (na - 1,), (0,), **kw)
-    if na == 1:
-        return _dot_general(a, b, (0,), (nb - 2,), **kw)
-    batch = broadcast_shapes("matmul", sa[:-2], sb[:-2])
-    if na == 2:
-        out = _dot_general(a, b, (1,), (nb - 2,), **kw)
-        nbb = nb - 2
-        return lax.transpose(out, tuple(range(1, nbb + 1)) + (0, nbb + 1))
-    a = broadcast_to_shape(a, batch + sa[-2:])
-    b = broadcast_to_shape(b, batch + sb[-2:])
-    nd = len(batch) + 2
-    bd = tuple(range(len(batch)))
-    return _dot_general(a, b, (nd - 1,), (nd - 2,), bd, bd, **kw)
+    return UPLO == "L"
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
-    """NumPy's dot: a product over the last axis of `a` and the second-to-last of `b` (the
-    only axis for 1-D `b`); scalars multiply.
+def eigh(a, UPLO="L", symmetrize_input=True):
+    """Eigenvalues (ascending) and eigenvectors of Hermitian matrices: `EighResult(w, v)`.
+
+    Reads the `UPLO` triangle when `symmetrize_input=False`; by default it uses
+    `(a + a^H) / 2`, as JAX does. Derivatives of the eigenvectors need distinct eigenvalues.
 
     Example:
-        >>> fnp.dot(fnp.ones((2, 3)), fnp.ones(3))
-        Array([3., 3.], dtype=float32)
+        >>> fnp.linalg.eigh(fnp.array([[2.0, 0.0], [0.0, 1.0]])).eigenvalues
+        Array([1., 2.], dtype=float32)
     """
-    if (type(a) is Array and type(b) is Array and precision is None
-            and preferred_element_type is None):
-        out = _fast_product(a, b)
-        if out is not None:
-            return out
-    a, b = promote("dot", (a, b), broadcast=False)
+    lower = _uplo("eigh", UPLO)
+    v, w = decomp.eigh(_matrix("eigh", a, square=True), lower=lower,
+                       symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
+
+
+def eigvalsh(a, UPLO="L"):
+    """Eigenvalues (ascending) of Hermitian matrices.
+
+    Example:
+        >>> fnp.linalg.eigvalsh(fnp.array([[2.0, 1.0], [1.0, 2.0]]))
+        Array([1., 3.], dtype=float32)
+    """
+    return eigh(a, UPLO).eigenvalues
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """Singular value decomposition: `SVDResult(U, S, Vh)` with `a = U @ diag(S) @ Vh`, or
+    `S` alone (descending).
+
+    `hermitian` is accepted for NumPy compatibility; the general SVD is always used.
+    Derivatives of `U`, `Vh` need distinct singular values and `full_matrices=False` for
+    non-square matrices (as in JAX).
+
+    Example:
+        >>> fnp.linalg.svd(fnp.array([[3.0, 0.0], [0.0, 4.0]]), compute_uv=False)
+        Array([4., 3.], dtype=float32)
+    """
+    a = _matrix("svd", a)
+    if not compute_uv:
+        return decomp.svd(a, compute_uv=False)
+    return SVDResult(*decomp.svd(a, full_matrices=full_matrices))
+
+
+def svdvals(x, /):
+    """Singular values (descending) of (a stack of) matrices.
+
+    Example:
+        >>> fnp.linalg.svdvals(fnp.eye(2))
+        Array([1., 1.], dtype=float32)
+    """
+    return decomp.svd(_matrix("svdvals", x), compute_uv=False)
+
+
+# --- solve, inv, det --------------------------------------------------------------------------
+def _permute_rows(perm, b, inverse=False):
+    """`b[..., perm, :]` (or the inverse permutation) as a product with the permutation
+    matrix: batched, differentiable."""
+    p = decomp._permutation_matrix(perm, dtype_of(b))
+    return decomp._mm(sh.matrix_transpose(p) if inverse else p, b)
+
+
+def _lu_solve(lu, perm, b, trans=0):
+    """Solve `a x = b` (trans 0), `a^T x = b` (1) or `a^H x = b` (2) from `lu(a)`; `b` is
+    (..., M, K) with `lu`'s batch shape."""
+    tri = decomp.triangular_solve
+    if trans == 0:
+        y = tri(lu, _permute_rows(perm, b), left_side=True, lower=True, unit_diagonal=True)
+        return tri(lu, y, left_side=True, lower=False)
+    conj = trans == 2
+    y = tri(lu, b, left_side=True, lower=False, transpose_a=True, conjugate_a=conj)
+    x = tri(lu, y, left_side=True, lower=True, transpose_a=True, conjugate_a=conj,
+            unit_diagonal=True)
+    return _permute_rows(perm, x, inverse=True)  # a = P^T L U: a^T x = U^T L^T P x
+
+
+def _solve_operands(name, a, b):
+    """`a` (..., M, M) and `b` as (..., M, K) with one broadcast batch shape; and whether `b`
+    was a vector (NumPy 2: only a 1-D `b` is a vector)."""
+    a = _matrix(name, a, square=True)
+    b = asarray_operand(name, b)
+    dt = dtypes.promote_types((dtype_of(a), False), (dtype_of(b), False))[0]
+    dt = dt if dt.kind in "fc" else dtypes.default_float()
+    a, b = (x if dtype_of(x) == dt else lax.convert_element_type(x, dt) for x in (a, b))
     sa, sb = shape_of(a), shape_of(b)
-    if not sa or not sb:
-        from funcgrad.numpy.math import multiply
-        return multiply(a, b)
-    rc = 0 if len(sb) == 1 else len(sb) - 2
-    if sa[-1] != sb[rc]:
-        raise errors.op_error("dot", f"shapes {sa} and {sb} not aligned: {sa[-1]} (axis "
-                              f"{len(sa) - 1}) != {sb[rc]} (axis {rc})")
-    return _dot_general(a, b, (len(sa) - 1,), (rc,), precision=precision,
-                        preferred_element_type=preferred_element_type)
+    vector = len(sb) == 1
+    if vector:
+        b = lax.reshape(b, sb + (1,))
+    sb = shape_of(b)
+    if len(sb) < 2 or sb[-2] != sa[-1]:
+        raise errors.op_error(name, f"b must have shape (M,) or (..., M, K) for a of shape "
+                              f"(..., M, M) = {sa}, got b of shape {sb[:1] if vector else sb}",
+                              cls=errors.FuncgradValueError)
+    batch = broadcast_shapes(name, sa[:-2], sb[:-2])
+    return sh.broadcast_to(a, batch + sa[-2:]), sh.broadcast_to(b, batch + sb[-2:]), vector
 
 
-def vdot(a, b, *, precision=None, preferred_element_type=None):
-    """Dot product of the flattened arrays, conjugating `a` when complex."""
-    from funcgrad.numpy.math import conjugate
-    from funcgrad.numpy.shape import ravel
-    a, b = promote("vdot", (a, b), broadcast=False)
-    a, b = ravel(conjugate(a)), ravel(b)
-    if shape_of(a) != shape_of(b):
-        raise errors.op_error("vdot", f"operands must have the same size, got {shape_of(a)} and "
-                              f"{shape_of(b)}", cls=errors.FuncgradValueError)
-    return _dot_general(a, b, (0,), (0,), precision=precision,
-                        preferred_element_type=preferred_element_type)
+def solve(a, b):
+    """Solve `a @ x = b` for square (stacks of) `a`; `b` is (M,) or (..., M, K) (NumPy 2).
+
+    Uses LU with partial pivoting. A singular `a` gives inf/NaN entries (as in JAX; NumPy
+    raises LinAlgError).
+
+    Example:
+        >>> fnp.linalg.solve(fnp.array([[2.0, 0.0], [0.0, 4.0]]), fnp.array([2.0, 2.0]))
+        Array([1. , 0.5], dtype=float32)
+    """
+    a, b, vector = _solve_operands("solve", a, b)
+    lu, _, perm = decomp.lu(a)
+    x = _lu_solve(lu, perm, b)
+    return lax.reshape(x, shape_of(x)[:-1]) if vector else x
 
 
-def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
-    """Vector dot product along `axis` (conjugating `x1`), broadcasting the other axes."""
-    from funcgrad.numpy.math import conjugate, multiply
-    from funcgrad.numpy.reductions import sum as sum_
-    x1, x2 = promote("vecdot", (x1, x2), broadcast=False)
+def inv(a):
+    """Inverse of square (stacks of) matrices; singular ones give inf/NaN entries.
+
+    Example:
+        >>> fnp.linalg.inv(fnp.array([[2.0, 0.0], [0.0, 4.0]]))
+        Array([[0.5 , 0.  ], [0.  , 0.25]], dtype=float32)
+    """
+    a = _matrix("inv", a, square=True)
+    return solve(a, _eye_like(a))
+
+
+def _lu_parts(name, a):
+    """LU of square `a`: (diagonal of U, -1/+1 sign of the row permutation)."""
+    a = _matrix(name, a, square=True)
+    lu, piv, _ = decomp.lu(a)
+    n = shape_of(a)[-1]
+    swaps = reductions.sum(logic.not_equal(piv, creation.arange(n, dtype=dtype_of(piv))),
+                           axis=-1)
+    parity = lax.convert_element_type(m.remainder(swaps, 2), dtype_of(a))
+    sign = m.subtract(m._scalar_like(parity, 1), m.multiply(m._scalar_like(parity, 2), parity))
+    return _diag(lu), sign
+
+
+def det(a):
+    """Determinant of square (stacks of) matrices, via LU.
+
+    Example:
+        >>> fnp.linalg.det(fnp.array([[1.0, 2.0], [3.0, 4.0]]))
+        Array(-2., dtype=float32)
+    """
+    d, sign = _lu_parts("det", a)
+    return m.multiply(sign, reductions.prod(d, axis=-1))
+
+
+def slogdet(a):
+    """Sign and log of the absolute determinant: `SlogdetResult(sign, logabsdet)`.
+
+    A singular matrix gives sign 0 and logabsdet -inf, as in NumPy.
+
+    Example:
+        >>> fnp.linalg.slogdet(fnp.array([[2.0, 0.0], [0.0, 3.0]])).logabsdet
+        Array(1.7917595, dtype=float32)
+    """
+    d, sign = _lu_parts("slogdet", a)
+    mag = m.abs(d)
+    logabsdet = reductions.sum(m.log(mag), axis=-1)
+    if dtype_of(d).kind == "c":
+        zero = logic.equal(mag, m._scalar_like(mag, 0))
+        unit = logic.where(zero, m._scalar_like(d, 0), m.true_divide(d, mag))
+    else:
+        unit = m.sign(d)
+    return SlogdetResult(m.multiply(sign, reductions.prod(unit, axis=-1)), logabsdet)
+
+
+# --- least squares, pseudo-inverse, rank ------------------------------------------------------
+def _cutoff_inverse(s, cutoff):
+    """1/s where s > cutoff (broadcast), else 0, with no division by a dropped value."""
+    keep = logic.greater(s, cutoff)
+    safe = logic.where(keep, s, m._scalar_like(s, 1))
+    return logic.where(keep, m.true_divide(m._scalar_like(s, 1), safe), m._scalar_like(s, 0))
+
+
+def lstsq(a, b, rcond=None):
+    """Least-squares solution of `a @ x = b` for 2-D `a` (M, N): `(x, residuals, rank, s)`.
+
+    Via the SVD; singular values below `rcond * max(s)` (default `eps * max(M, N)`) are
+    dropped. As in JAX, `residuals` (the squared 2-norm of `b - a @ x` per column) is always
+    returned, where NumPy returns an empty array when the rank is below N or M <= N.
+
+    Example:
+        >>> x, res, rank, s = fnp.linalg.lstsq(fnp.array([[1.0], [1.0]]), fnp.array([1.0, 3.0]))
+        >>> x
+        Array([2.], dtype=float32)
+    """
+    a = _matrix("lstsq", a)
+    b = asarray_operand("lstsq", b)
+    if dtype_of(b) != dtype_of(a):
+        b = lax.convert_element_type(b, dtype_of(a))
+    sa, sb = shape_of(a), shape_of(b)
+    if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
+        raise errors.op_error("lstsq", f"expects a of shape (M, N) and b of shape (M,) or "
+                              f"(M, K), got {sa} and {sb}", cls=errors.FuncgradValueError)
+    b2 = lax.reshape(b, sb + (1,)) if len(sb) == 1 else b
+    u, s, vh = decomp.svd(a, full_matrices=False)
+    rcond = _eps(a) * max(sa) if rcond is None or rcond < 0 else rcond
+    cutoff = m.multiply(m._scalar_like(s, rcond), reductions.max(s, initial=0.0)
+                        if 0 in sa else reductions.max(s))
+    inv_s = lax.convert_element_type(_cutoff_inverse(s, cutoff), dtype_of(a))
+    x = matmul(_H(vh), m.multiply(sh.expand_dims(inv_s, -1), matmul(_H(u), b2)))
+    resid = reductions.sum(m.square(m.abs(m.subtract(b2, matmul(a, x)))), axis=0)
+    rank = reductions.sum(logic.greater(s, cutoff))
+    return (lax.reshape(x, shape_of(x)[:1]) if len(sb) == 1 else x), resid, rank, s
+
+
+def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+    """Moore-Penrose pseudo-inverse of (stacks of) matrices, via the SVD.
+
+    Singular values at most `rtol * max(s)` are dropped; the default `rtol` is JAX's,
+    `10 * max(M, N) * eps` (`rcond` is NumPy's older name). `hermitian` is accepted and
+    ignored. Derivatives need distinct singular values.
+
+    Example:
+        >>> fnp.linalg.pinv(fnp.array([[2.0, 0.0], [0.0, 0.0]]))
+        Array([[0.5, 0. ], [0. , 0. ]], dtype=float32)
+    """
+    a = _matrix("pinv", a)
+    rtol = rcond if rtol is None else rtol
+    sa = shape_of(a)
+    if rtol is None:
+        rtol = 10 * max(sa[-2:]) * _eps(a)
+    if 0 in sa[-2:]:
+        return sh.matrix_transpose(a)
+    u, s, vh = decomp.svd(a, full_matrices=False)
+    cutoff = m.multiply(m.asarray(rtol, dtype=dtype_of(s)) if not isinstance(rtol, float)
+                        else m._scalar_like(s, rtol), reductions.max(s, axis=-1, keepdims=True))
+    inv_s = lax.convert_element_type(_cutoff_inverse(s, cutoff), dtype_of(a))
+    return matmul(m.multiply(_H(vh), sh.expand_dims(inv_s, -2)), _H(u))
+
+
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+    """Number of singular values above `tol` (default `max(s) * max(M, N) * eps`).
+
+    Example:
+        >>> fnp.linalg.matrix_rank(fnp.array([[1.0, 2.0], [2.0, 4.0]]))
+        Array(1, dtype=int32)
+    """
+    A = asarray_operand("matrix_rank", A)
+    if len(shape_of(A)) < 2:
+        return lax.convert_element_type(reductions.any(logic.not_equal(A, 0)), np.int32)
+    A = _matrix("matrix_rank", A)
+    s = decomp.svd(A, compute_uv=False)
+    if tol is None:
+        rtol = max(shape_of(A)[-2:]) * _eps(A) if rtol is None else rtol
+        tol = m.multiply(reductions.max(s, axis=-1, keepdims=True), m._scalar_like(s, rtol))
+    else:
+        tol = sh.expand_dims(m.asarray(tol, dtype=dtype_of(s)), -1)
+    return reductions.sum(logic.greater(s, tol), axis=-1)
+
+
+# --- powers and products ----------------------------------------------------------------------
+def matrix_power(a, n):
+    """`a` raised to the integer power `n` by repeated squaring (`n < 0` inverts first).
+
+    Example:
+        >>> fnp.linalg.matrix_power(fnp.array([[1.0, 1.0], [0.0, 1.0]]), 3)
+        Array([[1., 3.], [0., 1.]], dtype=float32)
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise errors.op_error("matrix_power", f"the exponent must be an integer, got "
+                              f"{errors.short_repr(n)}")
+    a = asarray_operand("matrix_power", a)
+    s = shape_of(a)
+    if len(s) < 2 or s[-1] != s[-2]:
+        raise errors.op_error("matrix_power", f"expects square matrices (..., N, N), got "
+                              f"shape {s}", cls=errors.FuncgradValueError)
+    n = int(n)
+    if n == 0:
+        return sh.broadcast_to(creation.eye(s[-1], dtype=dtype_of(a)), s)
+    if n < 0:
+        a, n = inv(a), -n
+    result = None
+    while n:
+        if n & 1:
+            result = a if result is None else matmul(result, a)
+        n >>= 1
+        if n:
+            a = matmul(a, a)
+    return result
+
+
+def multi_dot(arrays, *, precision=None):
+    """Product of several matrices in the cheapest order (NumPy's dynamic programme); the
+    first may be 1-D (a row) and the last 1-D (a column).
+
+    Example:
+        >>> fnp.linalg.multi_dot([fnp.ones(3), fnp.ones((3, 4)), fnp.ones(4)])
+        Array(12., dtype=float32)
+    """
+    arrays = [asarray_operand("multi_dot", x) for x in arrays]
+    if len(arrays) < 2:
+        raise errors.op_error("multi_dot", f"expects at least two arrays, got {len(arrays)}",
+                              cls=errors.FuncgradValueError)
+    first, last = len(shape_of(arrays[0])) == 1, len(shape_of(arrays[-1])) == 1
+    if first:
+        arrays[0] = sh.expand_dims(arrays[0], 0)
+    if last:
+        arrays[-1] = sh.expand_dims(arrays[-1], -1)
+    if any(len(shape_of(x)) != 2 for x in arrays):
+        raise errors.op_error("multi_dot", f"expects 2-D arrays (the first and last may be "
+                              f"1-D), got shapes {[shape_of(x) for x in arrays]}",
+                              cls=errors.FuncgradValueError)
+    out = _chain(arrays, _chain_order([shape_of(x) for x in arrays]), 0, len(arrays) - 1,
+                 precision)
+    if first:
+        out = lax.reshape(out, shape_of(out)[1:])
+    if last:
+        out = lax.reshape(out, shape_of(out)[:-1])
+    return out
+
+
+def _chain_order(shapes):
+    """split[i][j]: where the cheapest product of arrays i..j splits (matrix-chain order)."""
+    dims = [s[0] for s in shapes] + [shapes[-1][1]]
+    n = len(shapes)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    return split
+
+
+def _chain(arrays, split, i, j, precision):
+    if i == j:
+        return arrays[i]
+    k = split[i][j]
+    return matmul(_chain(arrays, split, i, k, precision),
+                  _chain(arrays, split, k + 1, j, precision), precision=precision)
+
+
+def tensorsolve(a, b, axes=None):
+    """Solve `tensordot(a, x, x.ndim) = b` for `x` (NumPy's tensorsolve).
+
+    Example:
+        >>> fnp.linalg.tensorsolve(fnp.eye(6).reshape(2, 3, 6), fnp.ones((2, 3))).shape
+        (6,)
+    """
+    a, b = asarray_operand("tensorsolve", a), asarray_operand("tensorsolve", b)
+    nd = len(shape_of(a))
+    if axes is not None:
+        axes = [ax % nd for ax in axes]
+        a = sh.moveaxis(a, axes, list(range(nd - len(axes), nd)))
+    sa, sb = shape_of(a), shape_of(b)
+    x_shape = sa[len(sb):]
+    size = int(np.prod(x_shape, dtype=np.int64))
+    if sa[:len(sb)] != sb or int(np.prod(sb, dtype=np.int64)) != size:
+        raise errors.op_error("tensorsolve", f"a of shape {sa} must be b.shape + x.shape with "
+                              f"prod(x.shape) == prod(b.shape), got b of shape {sb}",
+                              cls=errors.FuncgradValueError)
+    x = solve(sh.reshape(a, (size, size)), sh.reshape(b, (size,)))
+    return sh.reshape(x, x_shape)
+
+
+def tensorinv(a, ind=2):
+    """Inverse of `a` with respect to `tensordot(..., ind)` (NumPy's tensorinv).
+
+    Example:
+        >>> fnp.linalg.tensorinv(fnp.eye(4).reshape(4, 2, 2), ind=1).shape
+        (2, 2, 4)
+    """
+    a = asarray_operand("tensorinv", a)
+    s = shape_of(a)
+    if not isinstance(ind, (int, np.integer)) or ind <= 0:
+        raise errors.op_error("tensorinv", f"ind must be a positive integer, got "
+                              f"{errors.short_repr(ind)}", cls=errors.FuncgradValueError)
+    out_shape = s[ind:] + s[:ind]
+    rows = int(np.prod(s[:ind], dtype=np.int64))
+    if rows != int(np.prod(s[ind:], dtype=np.int64)):
+        raise errors.op_error("tensorinv", f"prod(a.shape[:ind]) must equal "
+                              f"prod(a.shape[ind:]), got shape {s} with ind={ind}",
+                              cls=errors.FuncgradValueError)
+    return sh.reshape(inv(sh.reshape(a, (rows, rows))), out_shape)
+
+
+# --- the array API's linalg extension ---------------------------------------------------------
+def cross(x1, x2, /, *, axis=-1):
+    """Cross product of 3-vectors along `axis` (broadcasting the other axes).
+
+    Example:
+        >>> fnp.linalg.cross(fnp.array([1.0, 0.0, 0.0]), fnp.array([0.0, 1.0, 0.0]))
+        Array([0., 0., 1.], dtype=float32)
+    """
+    x1, x2 = asarray_operand("cross", x1), asarray_operand("cross", x2)
     s1, s2 = shape_of(x1), shape_of(x2)
-    a1, a2 = canonical_axis("vecdot", axis, len(s1)), canonical_axis("vecdot", axis, len(s2))
-    if s1[a1] != s2[a2]:
-        raise errors.op_error("vecdot", f"axis {axis} has size {s1[a1]} in x1 {s1} but "
-                              f"{s2[a2]} in x2 {s2}")
-    return sum_(multiply(conjugate(x1), x2), axis=axis)
+    try:
+        n1, n2 = s1[axis], s2[axis]
+    except IndexError:
+        n1 = n2 = None
+    if n1 != 3 or n2 != 3:
+        raise errors.op_error("cross", f"axis {axis} must have size 3 in both operands, got "
+                              f"shapes {s1} and {s2}", cls=errors.FuncgradValueError)
+    a = _components(x1, axis)
+    b = _components(x2, axis)
+    parts = [m.subtract(m.multiply(a[1], b[2]), m.multiply(a[2], b[1])),
+             m.subtract(m.multiply(a[2], b[0]), m.multiply(a[0], b[2])),
+             m.subtract(m.multiply(a[0], b[1]), m.multiply(a[1], b[0]))]
+    out = sh.stack(parts, axis=-1)
+    return sh.moveaxis(out, -1, axis) if axis != -1 else out
 
 
-def inner(a, b, *, precision=None, preferred_element_type=None):
-    """Inner product over the last axes of `a` and `b` (scalars multiply)."""
-    a, b = promote("inner", (a, b), broadcast=False)
-    sa, sb = shape_of(a), shape_of(b)
-    if not sa or not sb:
-        from funcgrad.numpy.math import multiply
-        return multiply(a, b)
-    if sa[-1] != sb[-1]:
-        raise errors.op_error("inner", f"shapes {sa} and {sb}: last axes differ "
-                              f"({sa[-1]} != {sb[-1]})")
-    return _dot_general(a, b, (len(sa) - 1,), (len(sb) - 1,), precision=precision,
-                        preferred_element_type=preferred_element_type)
+def _components(x, axis):
+    x = sh.moveaxis(x, axis, -1)
+    return [sh.squeeze(sh.split(x, 3, axis=-1)[i], -1) for i in range(3)]
 
 
-def outer(a, b, out=None):
-    """Outer product of the flattened `a` and `b`: result[i, j] = a[i] * b[j]."""
-    from funcgrad.numpy.math import multiply
-    a, b = asarray_operand("outer", a), asarray_operand("outer", b)
-    return multiply(lax.reshape(a, (prod(shape_of(a)), 1)), lax.reshape(b, (prod(shape_of(b)),)))
-
-
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
-    """Sum products over `axes`: an int N (last N of `a` with first N of `b`) or a pair of
-    axis sequences.
+def diagonal(x, /, *, offset=0):
+    """Diagonals of the last two axes (the array API's `linalg.diagonal`).
 
     Example:
-        >>> fnp.tensordot(fnp.ones((2, 3, 4)), fnp.ones((3, 4, 5))).shape
-        (2, 5)
+        >>> fnp.linalg.diagonal(fnp.eye(2))
+        Array([1., 1.], dtype=float32)
     """
-    a, b = promote("tensordot", (a, b), broadcast=False)
-    sa, sb = shape_of(a), shape_of(b)
-    if isinstance(axes, (int, np.integer)):
-        n = int(axes)
-        if n < 0 or n > min(len(sa), len(sb)):
-            raise errors.op_error("tensordot", f"axes={n} is out of range for shapes {sa} and "
-                                  f"{sb}", cls=errors.FuncgradValueError)
-        la, lb = tuple(range(len(sa) - n, len(sa))), tuple(range(n))
-    else:
-        try:
-            xa, xb = axes
-        except (TypeError, ValueError):
-            raise errors.op_error("tensordot", f"axes must be an int or a pair of sequences, "
-                                  f"got {errors.short_repr(axes)}") from None
-        xa = (xa,) if isinstance(xa, (int, np.integer)) else tuple(xa)
-        xb = (xb,) if isinstance(xb, (int, np.integer)) else tuple(xb)
-        la = tuple(canonical_axis("tensordot", x, len(sa)) for x in xa)
-        lb = tuple(canonical_axis("tensordot", x, len(sb)) for x in xb)
-        if len(la) != len(lb):
-            raise errors.op_error("tensordot", f"axes {axes} name {len(la)} axes of a but "
-                                  f"{len(lb)} of b", cls=errors.FuncgradValueError)
-    if [sa[i] for i in la] != [sb[i] for i in lb]:
-        raise errors.op_error("tensordot", f"shape mismatch for sum: axes {la} of {sa} and "
-                              f"{lb} of {sb}")
-    return _dot_general(a, b, la, lb, precision=precision,
-                        preferred_element_type=preferred_element_type)
+    return sh.diagonal(x, offset, -2, -1)
 
 
-def kron(a, b):
-    """Kronecker product: blocks a[i, j] * b."""
-    from funcgrad.numpy.math import multiply
-    a, b = promote("kron", (a, b), broadcast=False)
-    sa, sb = shape_of(a), shape_of(b)
-    nd = max(len(sa), len(sb))
-    sa, sb = (1,) * (nd - len(sa)) + sa, (1,) * (nd - len(sb)) + sb
-    a = lax.reshape(a, tuple(x for d in sa for x in (d, 1)))
-    b = lax.reshape(b, tuple(x for d in sb for x in (1, d)))
-    return lax.reshape(multiply(a, b), tuple(x * y for x, y in zip(sa, sb)))
-
-
-# --- einsum -------------------------------------------------------------------------------------
-
-def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):
-    """Einstein summation over the operands' labelled axes.
-
-    Supports "..." ellipses (broadcast), implicit output ("ij,jk" sums the repeated labels
-    and orders the rest alphabetically, ellipsis first), repeated labels within one operand
-    (diagonals, "ii->i"), size-1 axes broadcasting against larger ones, and the interleaved
-    form einsum(x, [0, 1], y, [1, 2], [0, 2]). Operands are contracted pairwise from left
-    to right, each pair with one dot_general (labels used only once are summed first).
-
-    Args:
-        subscripts: e.g. "ij,jk->ik" (matmul), "bij,bjk->bik" or "ii" (trace).
-        *operands: arrays, one per comma-separated term; promoted to a common dtype.
-        optimize: accepted for NumPy/JAX compatibility; the order is always left to right.
-        precision, preferred_element_type: passed to each dot_general.
-
-    Returns:
-        An array with the output labels' axes.
-
-    Raises:
-        FuncgradValueError: naming the subscripts and shapes when they disagree.
+def matrix_transpose(x, /):
+    """Swap the last two axes.
 
     Example:
-        >>> fnp.einsum("...ij,jk->...ik", fnp.ones((5, 2, 3)), fnp.ones((3, 4))).shape
-        (5, 2, 4)
+        >>> fnp.linalg.matrix_transpose(fnp.ones((2, 3))).shape
+        (3, 2)
     """
-    if out is not None:
-        raise errors.op_error("einsum", "the `out` argument is not supported",
-                              cls=errors.FuncgradValueError)
-    if not isinstance(subscripts, str):
-        subscripts, operands = _interleaved(subscripts, operands)
-    ops = promote("einsum", operands, broadcast=False) if operands else []
-    shapes = [shape_of(x) for x in ops]
-    in_labels, out_labels, sizes = _parse_einsum(subscripts, shapes)
-    terms = [_prepare_operand(x, labels, sizes) for x, labels in zip(ops, in_labels)]
-    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
-    while len(terms) > 1:
-        (a, la), (b, lb) = terms[0], terms[1]
-        needed = set(out_labels).union(*[set(lab) for _, lab in terms[2:]])
-        a, la = _sum_out(a, la, needed | set(lb))
-        b, lb = _sum_out(b, lb, needed | set(la))
-        batch = [x for x in la if x in lb and x in needed]
-        contract = [x for x in la if x in lb and x not in needed]
-        res = _dot_general(a, b, [la.index(x) for x in contract],
-                           [lb.index(x) for x in contract], [la.index(x) for x in batch],
-                           [lb.index(x) for x in batch], **kw)
-        labels = batch + [x for x in la if x not in lb] + [x for x in lb if x not in la]
-        terms = [(res, labels)] + terms[2:]
-    x, labels = terms[0]
-    x, labels = _sum_out(x, labels, set(out_labels))
-    perm = tuple(labels.index(x) for x in out_labels)
-    if preferred_element_type is not None and len(ops) == 1:
-        x = lax.convert_element_type(x, preferred_element_type)
-    return lax.transpose(x, perm) if perm != tuple(range(len(perm))) else x
+    return sh.matrix_transpose(x)
 
 
-def _einsum_error(message):
-    return errors.op_error("einsum", message, cls=errors.FuncgradValueError)
-
-
-def _interleaved(first, rest):
-    args = (first,) + tuple(rest)
-    out = None
-    if len(args) % 2:
-        args, out = args[:-1], args[-1]
-    ops, subs = list(args[0::2]), list(args[1::2])
-
-    def letters(sub):
-        s = ""
-        for x in sub:
-            if x is Ellipsis:
-                s += "..."
-            elif isinstance(x, (int, np.integer)) and 0 <= x < 52:
-                s += "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[int(x)]
-            else:
-                raise _einsum_error(f"subscript {errors.short_repr(x)} must be an int in [0, "
-                                    f"52) or Ellipsis")
-        return s
-    spec = ",".join(letters(s) for s in subs) + ("" if out is None else "->" + letters(out))
-    return spec, ops
-
-
-def _term_labels(term, ndim, ell_rank, where):
-    """Labels of one term: letters, plus '.k' for the k-th (global) ellipsis axis."""
-    if term.count("...") > 1 or "." in term.replace("...", ""):
-        raise _einsum_error(f"invalid subscripts {errors.short_repr(term)} ({where})")
-    if not all(c.isalpha() for c in term.replace("...", "")):
-        raise _einsum_error(f"subscripts must be letters, got {errors.short_repr(term)} ({where})")
-    if "..." not in term:
-        if ndim is not None and len(term) != ndim:
-            raise _einsum_error(f"{where} has {ndim} dimensions but subscripts "
-                                f"{errors.short_repr(term)} name "
-                                f"{len(term)}")
-        return list(term)
-    left, right = term.split("...")
-    n_ell = ell_rank if ndim is None else ndim - len(left) - len(right)
-    if n_ell < 0:
-        raise _einsum_error(f"{where} has {ndim} dimensions but subscripts "
-                            f"{errors.short_repr(term)} name "
-                            f"{len(left) + len(right)}")
-    return list(left) + [f".{ell_rank - n_ell + k}" for k in range(n_ell)] + list(right)
-
-
-def _parse_einsum(subscripts, shapes):
-    spec = subscripts.replace(" ", "")
-    if spec.count("->") > 1:
-        raise _einsum_error(f"subscripts {errors.short_repr(subscripts)} have more than one '->'")
-    ins, arrow, out = spec.partition("->")
-    terms = ins.split(",")
-    if len(terms) != len(shapes):
-        raise _einsum_error(f"subscripts {errors.short_repr(subscripts)} name {len(terms)} "
-                            f"operands but "
-                            f"{len(shapes)} were given")
-    ell_rank = max([len(s) - len(t.replace("...", "")) for t, s in zip(terms, shapes)
-                    if "..." in t] or [0])
-    in_labels = [_term_labels(t, len(s), ell_rank, f"operand {i}")
-                 for i, (t, s) in enumerate(zip(terms, shapes))]
-    sizes = {}
-    for i, (labels, s) in enumerate(zip(in_labels, shapes)):
-        for lab, d in zip(labels, s):
-            prev = sizes.get(lab, 1)
-            if d != 1 and prev != 1 and d != prev:
-                raise _einsum_error(f"size of label {errors.short_repr(lab)} is {prev} in one "
-                                    f"operand but {d} in "
-                                    f"operand {i} (shapes {', '.join(map(str, shapes))})")
-            sizes[lab] = max(prev, d) if d != 1 else prev
-    ell = [f".{k}" for k in range(ell_rank)]
-    if arrow:
-        out_labels = _term_labels(out, None, ell_rank, "output")
-        if ell_rank and "..." not in out:
-            raise _einsum_error("output has more dimensions than subscripts given, but no "
-                                "'...' to broadcast the extra dimensions")
-        known = set().union(*map(set, in_labels)) if in_labels else set()
-        for lab in out_labels:
-            if lab not in known:
-                raise _einsum_error(f"output label {errors.short_repr(lab)} does not appear in "
-                                    f"the inputs")
-        if len(set(out_labels)) != len(out_labels):
-            raise _einsum_error(f"output subscripts {errors.short_repr(out)} repeat a label")
-    else:
-        counts = {}
-        for labels in in_labels:
-            for lab in labels:
-                counts[lab] = counts.get(lab, 0) + 1
-        out_labels = ell + sorted(lab for lab, c in counts.items()
-                                  if c == 1 and not lab.startswith("."))
-    return in_labels, out_labels, sizes
-
-
-def _prepare_operand(x, labels, sizes):
-    """Drop size-1 axes broadcast against larger ones, and take repeated-label diagonals."""
-    from funcgrad.numpy.shape import diagonal
-    s = shape_of(x)
-    drop = [i for i, lab in enumerate(labels) if s[i] == 1 and sizes[lab] != 1]
-    if drop:
-        x = lax.reshape(x, tuple(d for i, d in enumerate(s) if i not in drop))
-        labels = [lab for i, lab in enumerate(labels) if i not in drop]
-    while len(set(labels)) != len(labels):
-        lab = next(lab for lab in labels if labels.count(lab) > 1)
-        i = labels.index(lab)
-        j = labels.index(lab, i + 1)
-        x = diagonal(x, 0, i, j)
-        labels = [m for k, m in enumerate(labels) if k not in (i, j)] + [lab]
-    return x, labels
-
-
-def _sum_out(x, labels, keep):
-    axes = tuple(i for i, lab in enumerate(labels) if lab not in keep)
-    if not axes:
-        return x, labels
-    return lax.reduce_sum(x, axes), [lab for lab in labels if lab in keep]
-
-
-# --- funcgrad.numpy.linalg ----------------------------------------------------------------------
-
-def norm(x, ord=None, axis=None, keepdims=False):
-    """Vector or matrix norm (`funcgrad.numpy.linalg.norm`).
-
-    Vector norms (1-D input or an int `axis`): ord None/2, 1, inf, -inf, 0 and any other p.
-    Matrix norms (2-D input or a 2-tuple `axis`): None/'fro', 1, -1, inf, -inf.
+def trace(x, /, *, offset=0, dtype=None):
+    """Sum of the diagonals of the last two axes (the array API's `linalg.trace`).
 
     Example:
-        >>> fnp.linalg.norm(fnp.array([3.0, 4.0]))
-        Array(5., dtype=float32)
+        >>> fnp.linalg.trace(fnp.eye(3))
+        Array(3., dtype=float32)
     """
-    from funcgrad.numpy import math as m
-    from funcgrad.numpy import reductions as r
-    x = asarray_operand("norm", x)
-    if dtype_of(x).kind not in "fc":
-        x = lax.convert_element_type(x, dtypes.default_float())
-    nd = len(shape_of(x))
-    if axis is None and ord is None:
-        return m.sqrt(r.sum(_abs2(x), axis=None, keepdims=keepdims))
-    axes = canonical_axes("norm", axis, nd) if axis is not None else tuple(range(nd))
-    if isinstance(axis, (int, np.integer)) or (axis is None and nd == 1) or len(axes) == 1:
-        ax = axes
-        a = m.abs(x)
-        if ord is None or ord == 2:
-            return m.sqrt(r.sum(_abs2(x), axis=ax, keepdims=keepdims))
-        if ord == np.inf:
-            return r.max(a, axis=ax, keepdims=keepdims)
-        if ord == -np.inf:
-            return r.min(a, axis=ax, keepdims=keepdims)
-        if ord == 0:
-            return r.sum(lax.convert_element_type(lax.ne(a, m._scalar_like(a, 0)), dtype_of(a)),
-                         axis=ax, keepdims=keepdims)
-        if ord == 1:
-            return r.sum(a, axis=ax, keepdims=keepdims)
-        p = m._scalar_like(a, ord)
-        return m.power(r.sum(m.power(a, p), axis=ax, keepdims=keepdims),
-                       m.true_divide(m._scalar_like(a, 1), p))
-    if len(axes) != 2:
-        raise errors.op_error("norm", f"improper number of dimensions to norm: axis={axis} for "
-                              f"shape {shape_of(x)}", cls=errors.FuncgradValueError)
-    row, col = (canonical_axis("norm", a, nd) for a in (axis if axis is not None else (0, 1)))
-    a = m.abs(x)
-    if ord in (None, "fro"):
-        return m.sqrt(r.sum(_abs2(x), axis=(row, col), keepdims=keepdims))
-    if ord in (1, -1, np.inf, -np.inf):
-        red, other = (row, col) if ord in (1, -1) else (col, row)
-        s = r.sum(a, axis=red, keepdims=True)
-        pick = r.max if ord in (1, np.inf) else r.min
-        out = pick(s, axis=other, keepdims=True)
-        return out if keepdims else lax.reshape(out, tuple(
-            d for i, d in enumerate(shape_of(out)) if i not in (row, col)))
-    raise errors.op_error("norm", f"unsupported matrix norm ord={errors.short_repr(ord)} "
-                                  f"(singular-value "
-                          "norms 'nuc', 2, -2 need an SVD)", cls=errors.FuncgradValueError)
+    return sh.trace(x, offset, -2, -1, dtype=dtype)
 
 
-def _abs2(x):
-    if dtype_of(x).kind == "c":
-        return lax.real(lax.mul(x, lax.conj(x)))
-    return lax.mul(x, x)
+def outer(x1, x2, /):
+    """Outer product of two 1-D arrays (the array API's `linalg.outer`).
+
+    Example:
+        >>> fnp.linalg.outer(fnp.ones(2), fnp.ones(3)).shape
+        (2, 3)
+    """
+    x1, x2 = asarray_operand("outer", x1), asarray_operand("outer", x2)
+    if len(shape_of(x1)) != 1 or len(shape_of(x2)) != 1:
+        raise errors.op_error("outer", f"expects 1-D operands, got shapes {shape_of(x1)} and "
+                              f"{shape_of(x2)}", cls=errors.FuncgradValueError)
+    return _outer(x1, x2)
+
+
+def _install_boundaries():
+    """Every public function behind `errors.api_boundary`, named `numpy.linalg.<name>`."""
+    import inspect
+    ns = globals()
+    mine = (__name__, "funcgrad.numpy.linalg_norms")  # the products are wrapped as fnp.*
+    for name in __all__:
+        if inspect.isfunction(ns[name]) and ns[name].__module__ in mine:
+            ns[name] = errors.api_boundary(ns[name], f"numpy.linalg.{name}")
+
+
+_install_boundaries()
