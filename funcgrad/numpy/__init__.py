@@ -10,8 +10,10 @@ methods on arrays and tracers.
 import numpy as _np
 
 from funcgrad.core import ArrayBase as ndarray
+from funcgrad.numpy import array_api as _array_api
 from funcgrad.numpy import fft, linalg, methods  # noqa: F401  (methods installs the operators)
 from funcgrad.numpy._util import broadcast_shapes as _broadcast_shapes
+from funcgrad.numpy.array_api import *
 from funcgrad.numpy.creation import *
 from funcgrad.numpy.dtype_api import *
 from funcgrad.numpy.indexing import *
@@ -21,8 +23,10 @@ from funcgrad.numpy.padding import *
 from funcgrad.numpy.products import *
 from funcgrad.numpy.reductions import *
 from funcgrad.numpy.searching import *
+from funcgrad.numpy.setops import *
 from funcgrad.numpy.shape import *
 
+astype, clip = _array_api.astype, _array_api.clip  # the Array API's signatures, not NumPy's
 pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
 newaxis = None
 

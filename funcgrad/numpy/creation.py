@@ -3,6 +3,8 @@ forms, arange, linspace, logspace, eye, identity, tri/tril/triu, meshgrid, indic
 
 Python data is converted once (`funcgrad.core.to_array`, canonicalizing 64-bit dtypes
 unless x64); generated arrays come from lax (`full`, `iota`), so they appear in traced IR.
+Every function takes the Array API's `device=` (None, a `funcgrad.Device` or a name like
+"cpu"; see `place`), and `asarray` its `copy=`.
 """
 
 import math as pymath
@@ -25,16 +27,34 @@ from funcgrad.numpy._util import (
     user_dtype,
 )
 
-__all__ = [
+__all__ = [  # (`place` is for the sibling modules, not exported)
     "arange", "array", "asarray", "empty", "empty_like", "eye", "full", "full_like",
     "identity", "indices", "linspace", "logspace", "meshgrid", "ones", "ones_like", "tri",
     "tril", "triu", "zeros", "zeros_like",
 ]
 
 
+# --- devices -----------------------------------------------------------------------------------
+
+def place(name, x, device):
+    """`x` on `device` (None: where it is). A traced `x` stays as it is once the device is
+    checked: placement is a property of concrete arrays."""
+    if device is None:
+        return x
+    from funcgrad.devices import _resolve, device_put
+    try:
+        d = _resolve(device)
+    except (errors.FuncgradError, ValueError) as e:
+        raise errors.op_error(name, f"invalid device {errors.short_repr(device)} ({e})",
+                              cls=errors.FuncgradValueError,
+                              hint="pass None, 'cpu' or a device from fnp.__array_namespace_info__"
+                              "().devices()") from None
+    return device_put(x, d) if type(x) is Array else x
+
+
 # --- conversion -------------------------------------------------------------------------------
 
-def array(object, dtype=None, copy=True, order=None, ndmin=0):
+def array(object, dtype=None, copy=True, order=None, ndmin=0, *, device=None):
     """A funcgrad array from an array, a Python scalar (weakly typed) or nested sequences
     (which may hold funcgrad arrays and tracers, stacked).
 
@@ -65,7 +85,7 @@ def array(object, dtype=None, copy=True, order=None, ndmin=0):
     nd = len(shape_of(out))
     if ndmin > nd:
         out = lax.reshape(out, (1,) * (ndmin - nd) + shape_of(out))
-    return out
+    return place("array", out, device)
 
 
 def _host_array(obj, dt):
@@ -86,14 +106,43 @@ def _holds_arrays(seq):
     return False
 
 
-def asarray(a, dtype=None, order=None, *, copy=None):
-    """`a` as a funcgrad array (no copy for funcgrad arrays of the requested dtype).
+def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+    """`a` as a funcgrad array. `copy=None` copies only when needed (never for a funcgrad
+    array of the requested dtype, nor for a NumPy array of a canonical dtype); `copy=True`
+    always gives a new buffer; `copy=False` raises when a copy is needed.
 
     Float64 NumPy input becomes float32 unless x64 is on; Python scalars stay weakly typed.
+
+    Example:
+        >>> fnp.asarray([1.0, 2.0], copy=True).dtype
+        dtype('float32')
     """
-    if type(a) is Array and dtype is None:
-        return a
-    return array(a, dtype, ndmin=0)
+    if copy is False:
+        _check_no_copy(a, dtype)
+    if type(a) is Array and dtype is None and not copy:
+        return place("asarray", a, device)
+    if copy and isinstance(a, np.ndarray):
+        a = a.copy()
+    return array(a, dtype, copy=bool(copy), device=device)
+
+
+def _check_no_copy(a, dtype):
+    """The Array API's `asarray(..., copy=False)`: an error when `a` cannot be used as is."""
+    dt = None if dtype is None else user_dtype(dtype)
+    if isinstance(a, ArrayBase):
+        need = dt is not None and dt != dtype_of(a)
+    elif isinstance(a, np.ndarray):
+        want = dtypes.canonicalize(a.dtype if dt is None else dt)
+        need = want != a.dtype
+    else:
+        need = True
+    if need:
+        what = f"{type(a).__name__} of {dtype_of(a)}" if hasattr(a, "dtype") else \
+            type(a).__name__
+        raise errors.op_error("asarray", f"copy=False, but a {what} must be copied"
+                              f"{' to ' + str(dt) if dt is not None else ''}",
+                              cls=errors.FuncgradValueError, hint="pass copy=None (copy only "
+                              "when needed)")
 
 
 # --- filled arrays ------------------------------------------------------------------------------
@@ -102,22 +151,22 @@ def _fill_dtype(dtype):
     return dtypes.default_float() if dtype is None else dtypes.canonicalize(dtype)
 
 
-def zeros(shape, dtype=None):
+def zeros(shape, dtype=None, *, device=None):
     """An array of zeros (float32 unless `dtype`)."""
-    return lax.full(static_shape("zeros", shape), 0, _fill_dtype(dtype))
+    return place("zeros", lax.full(static_shape("zeros", shape), 0, _fill_dtype(dtype)), device)
 
 
-def ones(shape, dtype=None):
+def ones(shape, dtype=None, *, device=None):
     """An array of ones (float32 unless `dtype`)."""
-    return lax.full(static_shape("ones", shape), 1, _fill_dtype(dtype))
+    return place("ones", lax.full(static_shape("ones", shape), 1, _fill_dtype(dtype)), device)
 
 
-def empty(shape, dtype=None):
+def empty(shape, dtype=None, *, device=None):
     """Like `zeros`: funcgrad arrays are immutable, so "uninitialized" is zeros."""
-    return zeros(shape, dtype)
+    return zeros(shape, dtype, device=device)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, device=None):
     """An array of `shape` filled with `fill_value` (an array fill value broadcasts).
 
     Example:
@@ -127,42 +176,44 @@ def full(shape, fill_value, dtype=None):
     """
     shape = static_shape("full", shape)
     if isinstance(fill_value, (bool, int, float, complex, np.generic)):
-        return lax.full(shape, fill_value, None if dtype is None else dtypes.canonicalize(dtype))
+        return place("full", lax.full(shape, fill_value, None if dtype is None
+                                      else dtypes.canonicalize(dtype)), device)
     v = asarray_operand("full", fill_value)
     if dtype is not None:
         v = convert(v, dtypes.canonicalize(dtype), False)
     from funcgrad.numpy.shape import broadcast_to
-    return broadcast_to(v, shape)
+    return place("full", broadcast_to(v, shape), device)
 
 
-def _like(name, a, fill, dtype, shape):
+def _like(name, a, fill, dtype, shape, device):
     a = asarray_operand(name, a)
     shape = None if shape is None else static_shape(name, shape)
-    return lax.full_like(a, fill, None if dtype is None else dtypes.canonicalize(dtype), shape)
+    out = lax.full_like(a, fill, None if dtype is None else dtypes.canonicalize(dtype), shape)
+    return place(name, out, device)
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None):
     """Zeros with the shape and dtype of `a` (unless given)."""
-    return _like("zeros_like", a, 0, dtype, shape)
+    return _like("zeros_like", a, 0, dtype, shape, device)
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a, dtype=None, shape=None, *, device=None):
     """Ones with the shape and dtype of `a` (unless given)."""
-    return _like("ones_like", a, 1, dtype, shape)
+    return _like("ones_like", a, 1, dtype, shape, device)
 
 
-def empty_like(a, dtype=None, shape=None):
+def empty_like(a, dtype=None, shape=None, *, device=None):
     """Like `zeros_like`."""
-    return _like("empty_like", a, 0, dtype, shape)
+    return _like("empty_like", a, 0, dtype, shape, device)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
     """`fill_value` with the shape and dtype of `a` (unless given)."""
     if isinstance(fill_value, (bool, int, float, complex, np.generic)):
-        return _like("full_like", a, fill_value, dtype, shape)
+        return _like("full_like", a, fill_value, dtype, shape, device)
     a = asarray_operand("full_like", a)
     return full(shape_of(a) if shape is None else shape, fill_value,
-                dtype_of(a) if dtype is None else dtype)
+                dtype_of(a) if dtype is None else dtype, device=device)
 
 
 # --- ranges -------------------------------------------------------------------------------------
@@ -179,13 +230,17 @@ def _static_number(name, x):
     return x
 
 
-def arange(start, stop=None, step=None, dtype=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None):
     """Evenly spaced values in [start, stop) with `step` (static numbers).
 
     Example:
         >>> fnp.arange(1, 7, 2)
         Array([1, 3, 5], dtype=int32)
     """
+    return place("arange", _arange(start, stop, step, dtype), device)
+
+
+def _arange(start, stop, step, dtype):
     start = _static_number("arange", start)
     stop = _static_number("arange", stop)
     step = _static_number("arange", step)
@@ -212,7 +267,8 @@ def arange(start, stop=None, step=None, dtype=None):
     return out if dtype_of(out) == dt else lax.convert_element_type(out, dt)
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
+             device=None):
     """`num` evenly spaced samples from `start` to `stop` (inclusive unless endpoint=False);
     array `start`/`stop` broadcast and add the sample axis at `axis`.
 
@@ -220,6 +276,13 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
         >>> fnp.linspace(0.0, 1.0, 5)
         Array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
     """
+    out = _linspace(start, stop, num, endpoint, retstep, dtype, axis)
+    if retstep:
+        return place("linspace", out[0], device), out[1]
+    return place("linspace", out, device)
+
+
+def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
     num = static_int("linspace", num, "num")
     if num < 0:
         raise errors.op_error("linspace", f"number of samples {num} must be non-negative",
@@ -274,7 +337,7 @@ def _tri_mask(n, m, k):
     return lax.ge(lax.add(rows, Array(np.asarray(k, idt))), cols)
 
 
-def eye(N, M=None, k=0, dtype=None):
+def eye(N, M=None, k=0, dtype=None, *, device=None):
     """A 2-D array with ones on the k-th diagonal and zeros elsewhere.
 
     Example:
@@ -289,7 +352,7 @@ def eye(N, M=None, k=0, dtype=None):
     rows = lax.broadcasted_iota(idt, (n, m), 0)
     cols = lax.broadcasted_iota(idt, (n, m), 1)
     mask = lax.eq(lax.add(rows, Array(np.asarray(k, idt))), cols)
-    return lax.convert_element_type(mask, _fill_dtype(dtype))
+    return place("eye", lax.convert_element_type(mask, _fill_dtype(dtype)), device)
 
 
 def identity(n, dtype=None):

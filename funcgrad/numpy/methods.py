@@ -4,10 +4,15 @@
 Importing funcgrad.numpy runs `install()`. Binary operators are the ufuncs themselves (no
 extra Python frame); reflected ones swap their operands. Indexing (`__getitem__`, `.at`)
 is installed by funcgrad.numpy.indexing; `__setitem__` explains how to update instead.
+The Array API's `__array_namespace__`, `to_device` and DLPack export (`__dlpack__`,
+`__dlpack_device__`) are here too.
 """
 
-from funcgrad.core import ArrayBase
-from funcgrad.numpy import indexing, linalg, logic, math, reductions, searching
+import numpy as np
+
+from funcgrad import errors
+from funcgrad.core import Array, ArrayBase
+from funcgrad.numpy import array_api, indexing, linalg, logic, math, reductions, searching
 from funcgrad.numpy import shape as shp
 
 
@@ -58,9 +63,9 @@ def _clip(self, min=None, max=None):
     return math.clip(self, min, max)
 
 
-def _astype(self, dtype, copy=False):
-    """`x.astype(dtype)`."""
-    return shp.astype(self, dtype)
+def _astype(self, dtype, copy=False, device=None):
+    """`x.astype(dtype)` (JAX's signature: an unchanged `x` is returned unless `copy`)."""
+    return array_api.astype(self, dtype, copy=copy, device=device)
 
 
 def _round(self, decimals=0):
@@ -76,6 +81,51 @@ def _flatten(self, order="C"):
 def _setitem(self, index, value):
     raise TypeError(f"funcgrad arrays are immutable; instead of x[idx] = y use "
                     f"x = x.at[idx].set(y) (array of shape {self.shape})")
+
+
+def _array_namespace(self, /, *, api_version=None):
+    """The Array API namespace of funcgrad arrays: `funcgrad.numpy`."""
+    if api_version is not None and api_version not in array_api._VERSIONS:
+        raise errors.op_error("__array_namespace__", f"unsupported api_version "
+                              f"{errors.short_repr(api_version)}", cls=errors.FuncgradValueError,
+                              hint=f"funcgrad.numpy implements {', '.join(array_api._VERSIONS)}")
+    import funcgrad.numpy
+    return funcgrad.numpy
+
+
+def _to_device(self, device, /, *, stream=None):
+    """`x` on `device` (a `Device` or a name like "cpu"); `stream` is accepted and unused."""
+    return array_api.place("to_device", self, device)
+
+
+def _dlpack_value(self, name):
+    if type(self) is not Array:
+        raise errors.op_error(name, f"a traced value {self.aval} has no buffer to export",
+                              cls=errors.ConcretizationTypeError,
+                              hint="export concrete arrays, outside jit/grad/vmap")
+    return self._value
+
+
+def _dlpack(self, /, *, stream=None, max_version=None, dl_device=None, copy=None):
+    """Export the buffer by DLPack without a copy (unless `copy=True`): read-only to versioned
+    consumers (`max_version >= (1, 0)`); a legacy consumer, which cannot be told so, must not
+    write to it (as with JAX's arrays)."""
+    v = _dlpack_value(self, "__dlpack__")
+    kw = {"stream": stream, "max_version": max_version, "dl_device": dl_device, "copy": copy}
+    if type(v) is not np.ndarray:  # a device array exports itself
+        return v.__dlpack__(**{k: a for k, a in kw.items() if a is not None})
+    if max_version is not None and max_version[0] >= 1:
+        v = v.view()
+        v.flags.writeable = False
+    elif not v.flags.writeable and copy is None:
+        v = v.copy()
+    return v.__dlpack__(**kw)
+
+
+def _dlpack_device(self, /):
+    """`(device type, device id)` of the buffer, as DLPack numbers them (1: the CPU)."""
+    v = _dlpack_value(self, "__dlpack_device__")
+    return (1, 0) if type(v) is np.ndarray else v.__dlpack_device__()
 
 
 _OPERATORS = {
@@ -99,6 +149,8 @@ _OPERATORS = {
     "__invert__": logic.bitwise_not, "__round__": lambda self, ndigits=None: math.round(
         self, ndigits or 0),
     "__iter__": _iter, "__format__": _format, "__setitem__": _setitem,
+    "__array_namespace__": _array_namespace, "__dlpack__": _dlpack,
+    "__dlpack_device__": _dlpack_device,
 }
 
 _METHODS = {
@@ -113,7 +165,7 @@ _METHODS = {
     "dot": linalg.dot, "conj": math.conjugate, "conjugate": math.conjugate,
     "diagonal": shp.diagonal, "trace": shp.trace, "repeat": shp.repeat,
     "copy": shp.copy, "sort": searching.sort, "argsort": searching.argsort,
-    "take": indexing.take, "nonzero": searching.nonzero,
+    "take": indexing.take, "nonzero": searching.nonzero, "to_device": _to_device,
 }
 
 _PROPERTIES = {
