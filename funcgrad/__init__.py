@@ -34,5 +34,6 @@ from funcgrad.devices import (  # noqa: F401
 )
 from funcgrad.jacobians import hessian, jacfwd, jacrev  # noqa: F401
 from funcgrad.lax import stop_gradient  # noqa: F401
+from funcgrad.profiler import profile  # noqa: F401
 
 __version__ = "0.1.0"
