@@ -1,8 +1,10 @@
-"""`python -m funcgrad doctor`: what this machine offers funcgrad's CUDA backend.
+"""`python -m funcgrad doctor`: what this machine offers funcgrad's native C and CUDA backends.
 
-Reports the NVIDIA driver, the CUDA runtime, NVRTC, nvcc and CuPy versions and the GPUs,
-compiles a smoke kernel for the GPU's architecture (sm_90 when there is none), runs it on
-the GPU when there is one, and ends with exactly what is missing and how to fix it.
+Native: the C compiler, its flags, OpenMP, the on-disk cache (directory, modules, size) and
+a smoke kernel compiled and run against numpy. CUDA: the NVIDIA driver, the CUDA runtime,
+NVRTC, nvcc and CuPy versions and the GPUs; compiles a smoke kernel for the GPU's
+architecture (sm_90 when there is none), runs it on the GPU when there is one, and ends
+with exactly what is missing and how to fix it.
 Exit status: 0 when the report is complete (with or without a GPU), 1 when a GPU is
 present but the smoke kernel fails.
 """
@@ -112,6 +114,39 @@ def _smoke(arch, on_gpu, fixes):
         return False
 
 
+def _native(fixes):
+    """The native C backend: compiler, flags, OpenMP, cache; a smoke kernel run vs numpy."""
+    import funcgrad as fg
+    import funcgrad.numpy as fnp
+    from funcgrad.backends.native import build, tiers
+    cc = build.compiler()
+    if cc is None:
+        _line("C compiler", f"none ({', '.join(build._candidates())} not found)")
+        fixes.append(tiers.no_compiler_message())
+        return
+    _line("C compiler", f"{cc.path} ({cc.version})")
+    _line("C flags", " ".join(cc.flags))
+    _line("OpenMP", "yes" if cc.openmp else "no (kernels run on one thread)")
+    _line("native mode", f"{fg.config.native!r} (config.update('native', ...))")
+    files, size = build.cache_size()
+    _line("native cache", f"{build.cache_dir()}: {files} modules, {size / 2**20:.1f} MiB")
+    x = np.linspace(-2, 2, 1000, dtype=np.float32)
+    try:
+        saved = fg.config.native
+        fg.config.update("native", "sync")
+        try:
+            f = fg.jit(lambda a: fnp.tanh(a * 1.5) + 1.0)
+            got = np.asarray(f(x))
+            native = "C module" in f.lower(x).compile().as_text()
+        finally:
+            fg.config.update("native", saved)
+        err = float(np.abs(got - (np.tanh(x * 1.5) + 1.0)).max())
+        _line("native smoke kernel", f"{'ran in C' if native else 'NOT native'}, max abs "
+                                     f"error vs numpy {err:.1e}")
+    except Exception as e:
+        _line("native smoke kernel", f"FAILED: {type(e).__name__}: {e}")
+
+
 def doctor():
     import funcgrad
     from funcgrad.backends.cuda import compile as cc
@@ -120,6 +155,7 @@ def doctor():
     _line("funcgrad", funcgrad.__version__)
     _line("Python", platform.python_version())
     _line("numpy", np.__version__)
+    _native(fixes)
     cupy, problem = _cupy()
     _line("CuPy", cupy.__version__ if cupy else f"not importable ({problem})")
     if cupy is None:

@@ -1,5 +1,6 @@
 """Random programs through the whole compiler: compiled == eager `eval_jaxpr` == numpy,
-with kernels rendered plainly and as chunked loops (forced on the small test arrays).
+with kernels rendered plainly and as chunked loops (forced on the small test arrays), and
+on the native backend (kernels in C, when a C compiler is found) == the numpy backend.
 
 Hypothesis draws a recipe (a list of steps over a growing pool of values) that the same
 interpreter runs with `funcgrad.numpy` (traced, then compiled and evaluated eagerly) and
@@ -11,11 +12,13 @@ program, which exercises the IR that autodiff produces (transposed products, pad
 import contextlib
 
 import numpy as np
-from hypothesis import given
+import pytest
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from funcgrad.backends.native import build as native_build
 from funcgrad.backends.numpy import chunked
 from funcgrad.compiler import pipeline
 from funcgrad.core import eval_jaxpr
@@ -120,6 +123,23 @@ def compiled_both_ways(closed, inputs, donate_argnums=()):
     return plain, exe(*fresh())
 
 
+@contextlib.contextmanager
+def native_sync():
+    saved = fg.config.native
+    fg.config.update("native", "sync")
+    try:
+        yield
+    finally:
+        fg.config.update("native", saved)
+
+
+def native_results(closed, inputs, donate_argnums=()):
+    """Results of the program on the native backend (kernels in C)."""
+    with native_sync():
+        exe = pipeline.compile_jaxpr(closed, donate_argnums=donate_argnums)
+    return exe(*[np.array(x, copy=True) for x in inputs])
+
+
 def _close(a, b, rtol, atol):
     a, b = np.asarray(a), np.asarray(b)
     assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, a.dtype, b.shape, b.dtype)
@@ -159,6 +179,40 @@ def test_gradients_of_random_programs_compile_to_the_same_results(recipe, shape,
         _close(k, e, rtol=1e-4, atol=1e-5)
 
 
+needs_cc = pytest.mark.skipif(native_build.compiler() is None,
+                              reason="no C compiler (test_native_backend checks that)")
+
+
+@needs_cc
+@settings(max_examples=12)
+@given(recipe=recipes, shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16),
+       donate=donations)
+def test_random_programs_give_the_same_results_on_the_native_backend(recipe, shape, seed,
+                                                                      donate):
+    inputs = _inputs(shape, seed)
+    closed = fg.make_jaxpr(lambda *a: run_recipe(fnp, recipe, a))(*inputs)
+    want = pipeline.compile_jaxpr(closed, backend="numpy")(*inputs)
+    got = native_results(closed, inputs, donate)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert isinstance(g, np.ndarray)
+        _close(g, w, rtol=2e-6, atol=2e-6)
+
+
+@needs_cc
+@settings(max_examples=8)
+@given(recipe=recipes, shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16))
+def test_gradients_of_random_programs_on_the_native_backend(recipe, shape, seed):
+    inputs = _inputs(shape, seed)
+
+    def loss(x, y, v):
+        return sum(fnp.sum(fnp.tanh(o)) for o in run_recipe(fnp, recipe, (x, y, v)))
+    closed = fg.make_jaxpr(fg.grad(loss, argnums=(0, 2)))(*inputs)
+    want = pipeline.compile_jaxpr(closed, backend="numpy")(*inputs)
+    for g, w in zip(native_results(closed, inputs), want):
+        _close(g, w, rtol=2e-5, atol=2e-6)
+
+
 # Above the real chunking threshold (no tiny chunks): an output written chunk by chunk into
 # the buffer of an operand that the same loop also reads transposed or reversed.
 ALIASING = {
@@ -182,3 +236,6 @@ def test_chunked_kernels_never_overwrite_rows_they_still_read():
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
         got = fg.jit(lambda x, f=f: f(fnp, x), donate_argnums=0)(fnp.array(a))
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5, err_msg=name)
+        if native_build.compiler() is not None:  # in place in C: only when reads align
+            got = native_results(closed, [a], donate_argnums=(0,))[0]
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)

@@ -2,7 +2,7 @@
 `dtype_kinds`...) is checked against the rules and the backend tables it needs.
 
 - Every fusible elementwise primitive has an expression in every backend that fuses
-  (numpy, CUDA; add a native C backend to `FUSING_BACKENDS` when it exists) or is listed in
+  (numpy, CUDA, native C) or is listed in
   that backend's `UNFUSED` with a reason, never both; every fusible reduction's `reduce_op`
   is computed by every backend.
 - Backend tables hold only primitives of the kind they serve.
@@ -23,6 +23,8 @@ import funcgrad
 import funcgrad.numpy as fnp
 from funcgrad.backends import cstyle
 from funcgrad.backends.cuda import ops as cuda_ops
+from funcgrad.backends.native import build as native_build
+from funcgrad.backends.native import ops as native_ops
 from funcgrad.backends.numpy import ops as numpy_ops
 from funcgrad.core import Primitive, ShapedArray
 from funcgrad.interpreters import ad, batching
@@ -44,11 +46,13 @@ FUSIBLE_ELEMENTWISE = [p for p in PRIMITIVES if p.kind == "elementwise" and p.fu
 FUSING_BACKENDS = {
     "numpy": (lambda p: numpy_ops.elementwise_rule(p.name) is not None, numpy_ops.UNFUSED),
     "cuda": (lambda p: p in cuda_ops.EXPR, cuda_ops.UNFUSED),
+    "native": (lambda p: p in native_ops.EXPR, native_ops.UNFUSED),
 }
 
 # backend -> the reduction ops (`reduce_op`) its kernels compute
 REDUCING_BACKENDS = {"numpy": set(numpy_ops.REDUCE),
-                     "cuda": set(cstyle.COMBINE) & set(cstyle.IDENTITY)}
+                     "cuda": set(cstyle.COMBINE) & set(cstyle.IDENTITY),
+                     "native": set(cstyle.COMBINE) & set(cstyle.IDENTITY)}
 
 # By design: no derivative (as in JAX), or no operands to carry a batch axis.
 NOT_DIFFERENTIABLE = {"nextafter": "not differentiable in JAX either"}
@@ -86,7 +90,7 @@ def test_every_fusible_reduction_is_computed_by_every_backend(backend):
 
 
 def test_tables_hold_only_primitives_of_their_kind():
-    for table in (numpy_ops.ELEMENTWISE, cuda_ops.EXPR):
+    for table in (numpy_ops.ELEMENTWISE, cuda_ops.EXPR, native_ops.EXPR):
         bad = [p for p in table if not (isinstance(p, Primitive) and p.kind == "elementwise"
                                         and p.fusible)]
         assert not bad, bad
@@ -187,3 +191,58 @@ def test_the_linear_part_of_each_derivative_transposes(p):
     out, pullback = funcgrad.vjp(f, *[args[i] for i in inexact])
     cts = pullback(fnp.ones_like(out))
     assert [c.shape for c in cts] == [args[i].shape for i in inexact]
+
+
+# --- every fusible primitive rendered and run by the native backend --------------------------
+
+NATIVE_RUNS = [p for p in FUSIBLE_ELEMENTWISE if p not in native_ops.UNFUSED]
+# Computed by libm (or our C helpers) on one side and numpy on the other: ulps apart.
+LIBM_ULPS = 8
+
+
+def _native_example(p):
+    """(numpy operands over (2, 3), params) for `p`: its first operand dtype (float32,
+    int32, bool, uint8) and arity whose shape rule accepts it; ints include negatives."""
+    params = PARAMS.get(p.name, {})
+    rng = np.random.default_rng(0)
+    make = {"float32": lambda: rng.uniform(0.2, 0.8, (2, 3)).astype("float32"),
+            "int32": lambda: rng.integers(-20, 20, (2, 3)).astype("int32"),
+            "uint8": lambda: rng.integers(0, 250, (2, 3)).astype("uint8"),
+            "bool": lambda: rng.uniform(size=(2, 3)) < 0.5}
+    arities = [2] if p.rank0_operands else [1, 2, 3]
+    if p.name in OPERANDS:
+        candidates = [OPERANDS[p.name]]
+    else:
+        candidates = [(d,) * n for d in make for n in arities]
+    for dts in candidates:
+        try:
+            p.abstract_eval(*[ShapedArray((2, 3), np.dtype(d)) for d in dts], **params)
+        except Exception:
+            continue
+        return [make[d]() for d in dts], params
+    return None
+
+
+@pytest.mark.skipif(native_build.compiler() is None, reason="no C compiler (see "
+                    "test_native_backend.py, which fails when one is present but unused)")
+@pytest.mark.parametrize("p", NATIVE_RUNS, ids=lambda p: p.name)
+def test_every_fusible_primitive_runs_in_c_as_numpy_computes_it(p):
+    from funcgrad.compiler import pipeline
+    example = _native_example(p)
+    assert example is not None, p
+    vals, params = example
+    closed = funcgrad.make_jaxpr(lambda *xs: p.bind(*xs, **params))(*vals)
+    saved = funcgrad.config.native
+    funcgrad.config.update("native", "sync")
+    try:
+        exe = pipeline.compile_jaxpr(closed)
+    finally:
+        funcgrad.config.update("native", saved)
+    assert "void fg_k0(" in exe.as_text(), f"{p.name} did not become a C kernel"
+    got = exe(*vals)[0]
+    want = pipeline.compile_jaxpr(closed, backend="numpy")(*vals)[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if got.dtype.kind == "f":
+        np.testing.assert_array_max_ulp(got, want, maxulp=LIBM_ULPS)
+    else:
+        np.testing.assert_array_equal(got, want)

@@ -181,6 +181,9 @@ ELEMENTWISE = {
     lax.clamp_p: _clamp, lax.convert_element_type_p: _convert, lax.conj_p: _conj,
     lax.real_p: _part(np.real), lax.imag_p: _part(np.imag), lax.round_p: _round,
     lax.population_count_p: _population_count,
+    # complex expm1 runs its eager impl (the Array API's special cases numpy's ufunc misses)
+    lax.expm1_p: lambda args, dts, p, consts=None: (
+        ufunc(np.expm1)(args, dts, p) if dts[0].kind == "f" else None),
 }
 
 _NO_UFUNC = "no numpy ufunc computes it (scipy is not a dependency)"
