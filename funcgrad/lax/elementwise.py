@@ -391,7 +391,21 @@ def expm1(x):
     return expm1_p.bind(x)
 
 
-expm1_p = unop("expm1", _quiet(np.expm1))
+def _expm1_impl(x):
+    x = np.asarray(x)
+    if x.dtype.kind != "c":
+        return np.expm1(x)
+    # numpy's complex expm1 misses the Array API's special cases (expm1(inf+0j) = inf+0j):
+    # exp(a)cos(b) - 1 = expm1(a)cos(b) - 2sin(b/2)^2, accurate near 0; exp(x) - 1 elsewhere
+    a, b, e = x.real, x.imag, np.exp(x)
+    out = np.empty(x.shape, x.dtype)
+    out.real = np.where(np.isfinite(x), np.expm1(a) * np.cos(b) - 2 * np.sin(b / 2) ** 2,
+                        e.real - 1)
+    out.imag = np.where(b == 0, b, e.imag)
+    return out
+
+
+expm1_p = unop("expm1", _quiet(_expm1_impl))
 defjvp(expm1_p, lambda t, x, out: mul(t, add(out, _const(x, 1))))
 
 
@@ -520,10 +534,15 @@ def acosh(x):
     return acosh_p.bind(x)
 
 
+def _acosh_jvp(t, x, out):
+    xm, xp = sub(x, _const(x, 1)), add(x, _const(x, 1))  # not x**2 - 1: accurate near 1
+    if get_aval(x).dtype.kind == "c":  # the principal branch: 1 / (sqrt(x - 1) sqrt(x + 1))
+        return mul(t, mul(rsqrt(xm), rsqrt(xp)))
+    return mul(t, rsqrt(mul(xm, xp)))
+
+
 acosh_p = unop("acosh", _quiet(np.arccosh))
-# (x - 1)(x + 1) rather than x**2 - 1, for accuracy near 1
-defjvp(acosh_p, lambda t, x, out: mul(t, rsqrt(mul(sub(x, _const(x, 1)),
-                                                    add(x, _const(x, 1))))))
+defjvp(acosh_p, _acosh_jvp)
 
 
 def atanh(x):

@@ -28,8 +28,8 @@ from funcgrad.numpy._util import (
 )
 
 __all__ = [
-    "abs", "absolute", "add", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctan2",
-    "arctanh", "around", "cbrt", "ceil", "clip", "conj", "conjugate", "copysign", "cos",
+    "abs", "absolute", "add", "angle", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
+    "arctan2", "arctanh", "around", "cbrt", "ceil", "clip", "conj", "conjugate", "copysign", "cos",
     "cosh", "deg2rad", "degrees", "divide", "divmod", "exp", "exp2", "expm1", "fabs",
     "fix", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod", "heaviside",
     "hypot", "imag", "log", "log10", "log1p", "log2", "logaddexp", "logaddexp2", "maximum",
@@ -604,3 +604,22 @@ def conjugate(x, /):
 
 
 conj = conjugate
+
+
+def angle(z, deg=False):
+    """The argument (phase) of `z` in radians, or degrees with `deg=True`: `atan2(imag, real)`
+    (0 or pi for real inputs), a real array.
+
+    Example:
+        >>> fnp.angle(fnp.array([1j, -1.0]))
+        Array([1.5707964, 3.1415927], dtype=float32)
+    """
+    z = unary_operand("angle", z, "biufc", False)
+    if dtype_of(z).kind == "c":
+        re, im = lax.real(z), lax.imag(z)
+    else:
+        re = z if dtype_of(z).kind == "f" else lax.convert_element_type(
+            z, dtypes.default_float(), weak_type=z.weak_type)
+        im = full_like_of(re, 0)
+    out = lax.atan2(im, re)
+    return lax.mul(out, _scalar_like(out, 180 / np.pi)) if deg else out
