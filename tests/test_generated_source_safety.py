@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad.backends.cuda import emulate, program
+from funcgrad.backends.native import build as native_build
 from funcgrad.compiler import call, escape
 from funcgrad.core import Primitive
 from funcgrad.interpreters import batching
@@ -143,6 +144,34 @@ def test_extension_primitive_names_stay_in_comments(name):
     np.testing.assert_allclose(np.asarray(fg.jit(f(p))(x)), np.sin(np.arange(4.0) * 3) + 1,
                                rtol=1e-6)
     assert _code_tokens(_source(f(p), x)) == _code_tokens(_source(f(plain), x))
+
+
+def _c_code(src):
+    """The native backend's C module without its comments (one line each: `/* */`, `//`)."""
+    src = re.sub(r"/\*.*?\*/", " ", src)
+    return [re.sub(r"//.*", "", ln).split() for ln in src.splitlines()]
+
+
+@pytest.mark.skipif(native_build.compiler() is None, reason="no C compiler (native backend)")
+@settings(max_examples=6, deadline=None)
+@given(filename=names, name=names)
+def test_native_c_source_is_independent_of_user_names(filename, name):
+    x = fnp.asarray(np.linspace(-1, 1, 6, dtype=np.float32))
+    plain = _renamed(lambda x: _model(x), "model.py", "model")
+    odd = _renamed(lambda x: _model(x), filename, name)
+    saved = fg.config.native
+    fg.config.update("native", "sync")
+    try:
+        exes = [fg.jit(f).lower(x).compile() for f in (odd, plain)]
+        texts = [e.as_text() for e in exes]
+        assert all("C module" in t for t in texts)
+        py, c = zip(*[t.split("# ---- C module (native backend) ----") for t in texts])
+        assert _code_tokens(py[0]) == _code_tokens(py[1])
+        assert _c_code(c[0]) == _c_code(c[1])
+        np.testing.assert_allclose(np.asarray(fg.jit(odd)(x)), np.asarray(_model(x)),
+                                   rtol=1e-6)
+    finally:
+        fg.config.update("native", saved)
 
 
 @pytest.mark.skipif(emulate.compiler() is None, reason="no host C++ compiler (CUDA emulation)")
