@@ -94,7 +94,9 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), back
             its outputs. A donated Array cannot be used after the call (using it raises
             `DonatedArrayError`); a donated argument returned unchanged passes its buffer
             through; a donated buffer that is shared (a view, a NumPy array) is copied first.
-        backend: "cpu" (default) or "cuda" (needs CuPy).
+        backend: "cpu" (default: fused kernels in C when a C compiler is found, see
+            `config.native`, else numpy), "numpy" (always the numpy code generator) or
+            "cuda" (needs CuPy).
 
     Returns:
         A `Jitted` function with `.lower(*args)`, `.trace_count` and `.cache_info()`. It
