@@ -76,9 +76,10 @@ def site_of(node, program=""):
     eqn = node.eqn
     atoms = [a for a in list(eqn.invars) + list(eqn.outvars) if type(a) is Var]
     nbytes = sum(_nbytes(a.aval.shape, a.aval.dtype) for a in atoms)
-    kind = "control" if eqn.prim.kind == "higher-order" else "call"
+    if eqn.prim.kind == "higher-order":  # its bodies' sites move the bytes
+        return Site(escape.comment(eqn.prim.name), "control", _lines([eqn]), 0, 0, program)
     rule = FLOP_RULES.get(eqn.prim.name)
-    return Site(escape.comment(eqn.prim.name), kind, _lines([eqn]), nbytes,
+    return Site(escape.comment(eqn.prim.name), "call", _lines([eqn]), nbytes,
                 rule(eqn) if rule else 0, program)
 
 

@@ -180,5 +180,8 @@ def compile_native(program, donate_argnums=(), ir=None, compile_subprogram=None,
             exec(compile(psrc, pname, "exec"), pns)
             cache["fn"], cache["acc"] = pns[fn_name], acc
         return cache["fn"], cache["acc"]
-    return NativeExecutable(ns[fn_name], src, filename, ir, r.plan.analysis, spans,
-                            line_eqns, profiled, c_source=c_src)
+    _, instrumented = numpy_render.timed_variants(r, fn_name, n, len(spans))
+    exe = NativeExecutable(ns[fn_name], src, filename, ir, r.plan.analysis, spans,
+                           line_eqns, profiled, instrumented, c_source=c_src)
+    exe.program, exe.buffers = program, numpy_render.buffer_table(r)
+    return exe

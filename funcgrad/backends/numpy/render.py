@@ -478,16 +478,17 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
     r.ns["_ws"] = Workspace([(shape, dt) for _, shape, dt in r.workspace])
     ns = dict(r.ns)
     exec(compile(src, filename, "exec"), ns)
-    profiled, instrumented = _variants(r, fn_name, n, len(spans))
+    profiled, instrumented = timed_variants(r, fn_name, n, len(spans))
     exe = Executable(ns[fn_name], src, filename, ir, r.plan.analysis, spans, line_eqns,
                      profiled, instrumented)
-    exe.program, exe.buffers = program, _buffers(r)
+    exe.program, exe.buffers = program, buffer_table(r)
     return exe
 
 
-def _variants(r, fn_name, n, nspans):
-    """The two timed variants of a program, each built on first use: `profiled()` ->
-    (function, accumulators) timing every statement (`Executable.profile`), and
+def timed_variants(r, fn_name, n, nspans):
+    """The two timed variants of the program of built renderer `r` (this one or a subclass,
+    as the native backend's), each built on first use: `profiled()` -> (function,
+    accumulators) timing every statement (`Executable.profile`), and
     `instrumented(recorder)` -> a function reporting each kernel and call to `recorder`
     (`funcgrad.profiler`), whose sub-programs report to it too."""
     cache = {}
@@ -521,7 +522,7 @@ def _variants(r, fn_name, n, nspans):
     return profiled, instrumented
 
 
-def _buffers(r):
+def buffer_table(r):
     """`(name, shape, dtype, keys of the values it holds, kept between calls)` per buffer of
     the memory plan (for pictures of the program, `funcgrad.viz`)."""
     plan, ws = r.plan, set(r.plan.workspace)

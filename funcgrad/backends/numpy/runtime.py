@@ -217,6 +217,11 @@ class Executable:
         `funcgrad.profiler.Site`); its sub-programs (loop and branch bodies) report to the
         same recorder. This is the profiling hook of a backend (`funcgrad.profiler`); the
         plain program is unchanged."""
+        if self._instrumented is None:
+            raise errors.BackendUnavailableError(
+                f"{type(self).__name__} was built without its instrumented variant, so it "
+                "cannot be profiled per kernel\n  hint: pass `timed_variants(...)[1]` of "
+                "funcgrad.backends.numpy.render to the Executable, as compile_program does.")
         fn = self._instrumented(recorder)
         if fn.__code__.co_filename not in self._sources:
             self._sources.append(fn.__code__.co_filename)
