@@ -14,6 +14,8 @@ from funcgrad import (  # noqa: F401
     numpy,  # noqa: F401  (installs array operators and methods)
     optim,
     random,
+    scipy,
+    tree,
     tree_util,
 )
 from funcgrad.api import grad, jvp, linearize, make_jaxpr, value_and_grad, vjp  # noqa: F401
@@ -32,7 +34,7 @@ from funcgrad.devices import (  # noqa: F401
     device_put,
     devices,
 )
-from funcgrad.jacobians import hessian, jacfwd, jacrev  # noqa: F401
+from funcgrad.jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: F401
 from funcgrad.lax import stop_gradient  # noqa: F401
 from funcgrad.profiler import profile  # noqa: F401
 

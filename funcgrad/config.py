@@ -53,6 +53,12 @@ class Config:
         for fn in self._listeners:
             fn(name, value)
 
+    def config_with_absl(self):
+        """A no-op, so test files written for JAX (`jax.config.config_with_absl()`) run."""
+
+    def parse_flags_with_absl(self):
+        """A no-op, as `config_with_absl` (JAX test files call it before absltest.main)."""
+
     def on_change(self, fn):
         """Register `fn(name, value)`, called after every update (used by dtype caches)."""
         self._listeners.append(fn)

@@ -19,7 +19,7 @@ from funcgrad.core import Array, get_aval
 from funcgrad.interpreters import ad
 from funcgrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 
-__all__ = ["hessian", "jacfwd", "jacrev"]
+__all__ = ["hessian", "jacfwd", "jacobian", "jacrev"]
 
 
 def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
@@ -123,6 +123,9 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums,
                   has_aux=has_aux, holomorphic=holomorphic)
+
+
+jacobian = jacrev  # JAX's alias: `jax.jacobian is jax.jacrev`
 
 
 # --- helpers -----------------------------------------------------------------------------------

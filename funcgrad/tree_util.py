@@ -50,9 +50,11 @@ __all__ = [
     "register_pytree_node",
     "register_pytree_with_keys",
     "tree_all",
+    "tree_broadcast",
     "tree_flatten",
     "tree_flatten_with_path",
     "tree_leaves",
+    "tree_leaves_with_path",
     "tree_map",
     "tree_map_with_path",
     "tree_reduce",
@@ -334,6 +336,34 @@ def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = No
     return pairs, PyTreeDef(nodes, len(pairs))
 
 
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
+    """The `(path, leaf)` pairs of `tree`, as `tree_flatten_with_path(tree)[0]`.
+
+    Example:
+      >>> [(keystr(p), x) for p, x in tree_leaves_with_path({'a': (1, 2)})]
+      [("['a'][0]", 1), ("['a'][1]", 2)]
+    """
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any,
+                   is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Broadcasts `prefix_tree` to the structure of `full_tree`: each leaf of `prefix_tree` is
+    repeated over the subtree of `full_tree` at its place (as `jax.tree.broadcast`).
+
+    Raises:
+      TreeStructureError: if `prefix_tree`'s structure is not a prefix of `full_tree`'s.
+
+    Example:
+      >>> tree_broadcast([1, 2], [(0, 0), {'a': 0}])
+      [(1, 1), {'a': 2}]
+    """
+    leaves, treedef = tree_flatten(prefix_tree, is_leaf)
+    subtrees = _leaves_of_rest(treedef, [full_tree], "tree_broadcast")[0]
+    return treedef.unflatten([tree_map(lambda _, x=x: x, sub, is_leaf=is_leaf)
+                              for x, sub in zip(leaves, subtrees)])
+
+
 def tree_map_with_path(
     f: Callable[..., Any],
     tree: Any,
@@ -392,22 +422,23 @@ def all_leaves(iterable: Iterable[Any], is_leaf: Callable[[Any], bool] | None = 
     return all(_flatten_any(x, [], is_leaf)[0] is None for x in iterable)
 
 
-def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, tree: Any):
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
+                   pytree_to_transpose: Any):
     """Turns an outer tree of inner trees into an inner tree of outer trees.
 
     Args:
       outer_treedef: the outer structure.
       inner_treedef: the structure at each outer leaf; inferred from the first if None.
-      tree: the tree to transpose.
+      pytree_to_transpose: the tree to transpose (JAX's name for this argument).
 
     Raises:
-      TreeStructureError: if `tree` does not have the outer-of-inner structure.
+      TreeStructureError: if `pytree_to_transpose` does not have the outer-of-inner structure.
 
     Example:
       >>> tree_transpose(tree_structure([0, 0]), tree_structure((0, 0)), [(1, 2), (3, 4)])
       ([1, 3], [2, 4])
     """
-    inners = outer_treedef.flatten_up_to(tree)
+    inners = outer_treedef.flatten_up_to(pytree_to_transpose)
     if inner_treedef is None:
         inner_treedef = tree_structure(inners[0]) if inners else _LEAF
     columns = [inner_treedef.flatten_up_to(inner) for inner in inners]

@@ -1,0 +1,24 @@
+"""The gamma distribution, as `jax.scipy.stats.gamma` (logpdf, pdf).
+
+    >>> pdf(1.0, 1.0)  # exp(-1)
+    Array(0.36787945, dtype=float32)
+"""
+
+import funcgrad.numpy as fnp
+from funcgrad.scipy import special
+from funcgrad.scipy.stats._util import promote
+
+__all__ = ["logpdf", "pdf"]
+
+
+def logpdf(x, a, loc=0, scale=1):
+    """log of x**(a-1) exp(-x) / Gamma(a) at (x - loc) / scale, divided by scale."""
+    x, a, loc, scale = promote(x, a, loc, scale)
+    y = (x - loc) / scale
+    val = special.xlogy(a - 1, y) - y - special.gammaln(a) - fnp.log(scale)
+    return fnp.where(y < 0, -fnp.inf, val)
+
+
+def pdf(x, a, loc=0, scale=1):
+    """The density."""
+    return fnp.exp(logpdf(x, a, loc, scale))

@@ -1,0 +1,24 @@
+"""The Poisson distribution, as `jax.scipy.stats.poisson` (logpmf, pmf).
+
+    >>> pmf(0, 1.0)  # exp(-1)
+    Array(0.36787945, dtype=float32)
+"""
+
+import funcgrad.numpy as fnp
+from funcgrad.scipy import special
+from funcgrad.scipy.stats._util import promote
+
+__all__ = ["logpmf", "pmf"]
+
+
+def logpmf(k, mu, loc=0):
+    """log P(K = k) = k log mu - mu - log k! (-inf off the non-negative integers)."""
+    k, mu, loc = promote(k, mu, loc)
+    k = k - loc
+    val = special.xlogy(k, mu) - mu - special.gammaln(k + 1)
+    return fnp.where((k < 0) | (k != fnp.round(k)), -fnp.inf, val)
+
+
+def pmf(k, mu, loc=0):
+    """P(K = k)."""
+    return fnp.exp(logpmf(k, mu, loc))
