@@ -3,6 +3,8 @@
 A `TieredExecutable` starts as the numpy backend's executable and swaps in the native one
 when the single background worker has built it (one attribute assignment: a call runs
 wholly on one tier). A build that fails leaves the numpy tier in place after a warning.
+Under a multi-process launch (mpiexec) "background" builds synchronously: every process
+then runs the same tier at every step, so replicated values stay identical bit for bit.
 """
 
 import queue
@@ -14,6 +16,7 @@ from funcgrad.backends import numpy as numpy_backend
 from funcgrad.backends.native import build
 from funcgrad.backends.native.program import compile_native
 from funcgrad.config import config
+from funcgrad.distributed import runtime as distributed_runtime
 
 MODES = ("background", "sync", "off")
 _warned = set()
@@ -36,6 +39,8 @@ def _mode():
     if mode not in MODES:
         raise errors.FuncgradValueError(
             f"config native={mode!r}: expected one of {', '.join(repr(m) for m in MODES)}")
+    if mode == "background" and distributed_runtime.launched_size() > 1:
+        return "sync"
     return mode
 
 
