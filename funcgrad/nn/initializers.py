@@ -22,8 +22,8 @@ from funcgrad import dtypes, random
 
 __all__ = [
     "constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "kaiming_normal",
-    "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones", "truncated_normal",
-    "uniform", "variance_scaling", "xavier_normal", "xavier_uniform", "zeros",
+    "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones", "orthogonal",
+    "truncated_normal", "uniform", "variance_scaling", "xavier_normal", "xavier_uniform", "zeros",
 ]
 
 # the standard deviation of a standard normal truncated to (-2, 2)
@@ -186,3 +186,34 @@ lecun_uniform = _family(1.0, "fan_in", "uniform", "lecun_uniform")
 lecun_normal = _family(1.0, "fan_in", "truncated_normal", "lecun_normal")
 he_uniform = kaiming_uniform = _family(2.0, "fan_in", "uniform", "he_uniform")
 he_normal = kaiming_normal = _family(2.0, "fan_in", "truncated_normal", "he_normal")
+
+
+def orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """An initializer of (scaled) orthogonal matrices, as JAX's: the QR decomposition of a
+    normal draw, with the signs of R's diagonal folded into Q so the distribution is uniform.
+
+    The array is viewed as a matrix whose columns run along `column_axis`; its columns (or
+    rows, when there are fewer rows than columns) are orthonormal, times `scale`.
+
+    Example: ``orthogonal()(random.PRNGKey(0), (4, 3))`` has orthonormal columns.
+    """
+    def init(key, shape, dtype=dtype):
+        dt = _dtype(dtype)
+        shape = tuple(shape)
+        if len(shape) < 2:
+            raise ValueError(f"orthogonal: the initializer needs a shape of rank >= 2, got "
+                             f"{shape}")
+        axis = column_axis % len(shape)
+        n_cols = shape[axis]
+        n_rows = math.prod(shape) // n_cols if n_cols else 0
+        wide = n_rows < n_cols
+        a = random.normal(key, (n_cols, n_rows) if wide else (n_rows, n_cols), dt)
+        q, r = fnp.linalg.qr(a)
+        q = q * fnp.sign(fnp.diagonal(r))
+        if wide:
+            q = q.T
+        q = fnp.reshape(q, shape[:axis] + shape[axis + 1:] + (n_cols,))
+        return fnp.moveaxis(q, -1, axis) * dt.type(scale)
+    init.__qualname__ = _call_text("orthogonal", scale=(scale, 1.0),
+                                   column_axis=(column_axis, -1))
+    return init

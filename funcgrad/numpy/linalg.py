@@ -9,6 +9,7 @@ products stay top-level `funcgrad.numpy` functions (`products.py`); norms are in
 `linalg_norms.py`.
 """
 
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -18,11 +19,13 @@ from funcgrad.core import Array
 from funcgrad.lax import linalg_decomp as decomp
 from funcgrad.numpy import creation, logic, reductions
 from funcgrad.numpy import math as m
-from funcgrad.numpy import shape as sh
+from funcgrad.numpy import shape as _shape_module  # noqa: F401  (loads it)
 from funcgrad.numpy._util import asarray_operand, broadcast_shapes, dtype_of, shape_of
 from funcgrad.numpy.linalg_norms import cond, matrix_norm, norm, vector_norm
 from funcgrad.numpy.products import dot, matmul, tensordot, vecdot  # noqa: F401  (dot: methods)
 from funcgrad.numpy.products import outer as _outer
+
+sh = sys.modules["funcgrad.numpy.shape"]  # the module: funcgrad.numpy.shape is also fnp.shape()
 
 __all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond",
            "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matmul",

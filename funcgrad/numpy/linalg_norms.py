@@ -4,14 +4,18 @@ and `cond`. Singular-value orders (2, -2, 'nuc') use `lax.linalg.svd`.
 Imports only funcgrad.lax and sibling funcgrad.numpy modules; `linalg.py` re-exports these.
 """
 
+import sys
+
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
 from funcgrad.lax import linalg_decomp
 from funcgrad.numpy import math as m
 from funcgrad.numpy import reductions as r
-from funcgrad.numpy import shape as sh
+from funcgrad.numpy import shape as _shape_module  # noqa: F401  (loads it)
 from funcgrad.numpy._util import asarray_operand, canonical_axes, canonical_axis, dtype_of, shape_of
+
+sh = sys.modules["funcgrad.numpy.shape"]  # the module: funcgrad.numpy.shape is also fnp.shape()
 
 __all__ = ["cond", "matrix_norm", "norm", "vector_norm"]
 
