@@ -30,13 +30,15 @@ def _xy(series):
 
 
 def summary(panels):
-    """One line: every series' first and last value, e.g. `loss: train 2.30 -> 0.05 (20)`."""
+    """One line: every series' first and last value, e.g. `loss: train 2.3 -> 0.05 (20 points)`."""
     parts = []
     for panel, series in panels.items():
         items = []
         for name, s in series.items():
             _, ys = _xy(s)
-            if ys:
+            if len(set(ys)) == 1:  # one point, or a constant baseline
+                items.append(f"{name} {ys[0]:.4g}")
+            elif ys:
                 items.append(f"{name} {ys[0]:.4g} -> {ys[-1]:.4g} ({len(ys)} points)")
         parts.append(f"{panel}: " + ", ".join(items))
     return "; ".join(parts)
@@ -56,6 +58,9 @@ def write_png(path, panels, title="", xlabel="step"):
         for name, s in series.items():
             xs, ys = _xy(s)
             ax.plot(xs, ys, label=name, marker="." if len(ys) < 30 else None)
+        values = [y for s in series.values() for y in _xy(s)[1]]
+        if min(values) > 0 and max(values) > 30 * min(values):
+            ax.set_yscale("log")  # losses falling over decades
         ax.set_xlabel(xlabel)
         ax.set_ylabel(panel)
         ax.grid(alpha=0.3)

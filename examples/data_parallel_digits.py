@@ -10,13 +10,15 @@ global-batch loss; reverse mode puts one allreduce per parameter where that grad
 complete, and jit's bucketing pass groups them. Adam updates the (still replicated)
 parameters. At the end, process 0 trains the same model in one process on the full global
 batches and prints how far the two runs' parameters are apart: float32 rounding only,
-since the per-process sums are added in a different order than the full-batch sum.
+since the per-process sums are added in a different order than the full-batch sum, and the
+two loss curves (a PNG in `examples/out/` with matplotlib, else a one-line summary).
 """
 
 import argparse
 import time
 
 import numpy as np
+from _curves import curves_path, report_curves
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
@@ -79,6 +81,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--global-batch", type=int, default=128)
     parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--curves", default=None, help='PNG path ("" for none)')
     args = parser.parse_args()
 
     mesh = Mesh(("data",))
@@ -112,6 +115,9 @@ def main():
         loss_diff = max(abs(a - b) for a, b in zip(dp_losses, single_losses))
         print(f"vs one process on the full batches: max |param difference| {diff:.3g} "
               f"({rel:.3g} of the largest parameter), max |loss difference| {loss_diff:.3g}")
+        report_curves(curves_path("data_parallel_digits", args.curves),
+                      {"loss": {f"{n} process(es)": dp_losses, "one process": single_losses}},
+                      title="data-parallel digits MLP")
         ok = rel < 1e-4
         print("MATCH (float32 rounding)" if ok else "MISMATCH")
         if not ok:

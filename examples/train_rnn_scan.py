@@ -1,7 +1,7 @@
 """Train a small Elman RNN, written with funcgrad.numpy and `lax.scan`, to predict the next
 value of noisy sine waves.
 
-    python examples/train_rnn_scan.py [--steps 300] [--hidden 32] [--seq 40]
+    python examples/train_rnn_scan.py [--steps 300] [--hidden 32] [--seq 40] [--curves PATH]
 
 The data are generated here: each sequence is `sin(f t + phase)` sampled at `seq + 1` points
 with a random frequency and phase, plus Gaussian noise; the model reads the first `seq`
@@ -10,13 +10,15 @@ values and predicts, at every step, the next one. The recurrence is one `lax.sca
 whole training step (forward scan, backward scan, update) is one `jit`-compiled program whose
 generated source runs real Python `for` loops around compiled step bodies.
 Prints the loss every `--every` steps and a final line with the test loss against two
-baselines (predicting zero, and repeating the last value).
+baselines (predicting zero, and repeating the last value), then the loss curve's summary (a
+PNG in `examples/out/` when matplotlib is installed).
 """
 
 import argparse
 import time
 
 import numpy as np
+from _curves import curves_path, report_curves
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
@@ -83,16 +85,18 @@ def main():
     ap.add_argument("--seq", type=int, default=40)
     ap.add_argument("--every", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--curves", default=None, help='PNG path ("" for none)')
     args = ap.parse_args()
 
     rng = np.random.default_rng(args.seed)
     params = tree_map(fnp.asarray, init_params(rng, args.hidden))
     opt = adam_init(params)
     test_x, test_y = make_data(rng, 256, args.seq)
-    start = time.perf_counter()
+    start, losses = time.perf_counter(), []
     for i in range(1, args.steps + 1):
         xs, ys = make_data(rng, args.batch, args.seq)
         params, opt, loss = train_step(params, opt, fnp.asarray(xs), fnp.asarray(ys))
+        losses.append(float(loss))
         if i == 1 or i % args.every == 0:
             print(f"step {i:4d}  train loss {float(loss):.4f}  "
                   f"({time.perf_counter() - start:5.1f} s)", flush=True)
@@ -102,6 +106,11 @@ def main():
     print(f"final: test loss {test:.4f} after {args.steps} steps "
           f"(predict-zero {zero:.4f}, repeat-last {repeat:.4f}) in "
           f"{time.perf_counter() - start:.1f} s")
+    report_curves(curves_path("train_rnn_scan", args.curves),
+                  {"mean squared error": {"train": losses,
+                                          "test (final)": ([args.steps], [test]),
+                                          "repeat-last": ([1, args.steps], [repeat, repeat])}},
+                  title=f"RNN (hidden {args.hidden}) on noisy sine waves")
 
 
 if __name__ == "__main__":
