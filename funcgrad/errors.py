@@ -74,6 +74,10 @@ class FuncgradIndexError(FuncgradError, IndexError):
     """An index out of range, too many indices, or a malformed index expression."""
 
 
+class FuncgradAxisError(FuncgradValueError, IndexError):
+    """An axis out of range for an array's rank (both errors, as NumPy's AxisError)."""
+
+
 class ConcretizationTypeError(FuncgradTypeError):
     """A traced value was used where Python needs a concrete value (bool, int, if)."""
 

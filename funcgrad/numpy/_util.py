@@ -220,7 +220,7 @@ def canonical_axis(name, axis, ndim):
                               cls=errors.FuncgradTypeError) from None
     if not -ndim <= a < ndim:
         raise errors.op_error(name, f"axis {axis} is out of bounds for an array of "
-                              f"dimension {ndim}", cls=errors.FuncgradValueError)
+                              f"dimension {ndim}", cls=errors.FuncgradAxisError)
     return a + ndim if a < 0 else a
 
 

@@ -347,7 +347,7 @@ def eye(N, M=None, k=0, dtype=None, *, device=None):
     """
     n = static_int("eye", N, "N")
     m = n if M is None else static_int("eye", M, "M")
-    k = static_int("eye", k, "k")
+    k = max(-n, min(static_int("eye", k, "k"), m))  # beyond the array: no diagonal
     idt = dtypes.default_int()
     rows = lax.broadcasted_iota(idt, (n, m), 0)
     cols = lax.broadcasted_iota(idt, (n, m), 1)

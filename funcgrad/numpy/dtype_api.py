@@ -144,6 +144,7 @@ def issubdtype(arg1, arg2):
 def isdtype(dtype, kind):
     """Array-API `isdtype`: 'bool', 'signed integer', 'unsigned integer', 'integral',
     'real floating', 'complex floating', 'numeric', a dtype, or a tuple of those."""
+    kind = tuple(map(_unwrap, kind)) if isinstance(kind, tuple) else _unwrap(kind)
     try:
         return np.isdtype(_dtype("isdtype", dtype), kind)
     except (TypeError, ValueError) as e:

@@ -514,9 +514,9 @@ def logaddexp2(x1, x2, /):
 
 
 def _signbit(x):
-    """True where float `x` has its sign bit set (negative values and -0.0; NaN: False)."""
-    # atan2(x, -1) is in [-pi, -pi/2) for negative x and -0.0, in (pi/2, pi] otherwise
-    return lax.lt(lax.atan2(x, _scalar_like(x, -1)), _scalar_like(x, 0))
+    """True where float `x` has its sign bit set (negative values, -0.0 and -NaN)."""
+    bits = lax.bitcast_convert_type(x, np.dtype(f"int{dtype_of(x).itemsize * 8}"))
+    return lax.lt(bits, _scalar_like(bits, 0))
 
 
 def copysign(x1, x2, /):

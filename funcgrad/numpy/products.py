@@ -149,7 +149,8 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     if s1[a1] != s2[a2]:
         raise errors.op_error("vecdot", f"axis {axis} has size {s1[a1]} in x1 {s1} but "
                               f"{s2[a2]} in x2 {s2}")
-    return sum_(multiply(conjugate(x1), x2), axis=axis)
+    # the promoted dtype, as the Array API says (sum alone widens small integers)
+    return sum_(multiply(conjugate(x1), x2), axis=axis, dtype=preferred_element_type or x1.dtype)
 
 
 def inner(a, b, *, precision=None, preferred_element_type=None):

@@ -550,6 +550,8 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
                 f"{errors.where(errors.user_frame(2))}\n"
                 "  hint: pass a Python int or a list of ints")
         repeats = np.asarray(repeats).tolist()
+    if np.ndim(repeats) == 1 and len(repeats) == 1:  # one count broadcasts, as in NumPy
+        repeats = repeats[0]
     if isinstance(repeats, (int, np.integer)) or np.ndim(repeats) == 0:
         r = int(repeats if not isinstance(repeats, list) else repeats)
         if r < 0:
