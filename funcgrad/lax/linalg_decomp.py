@@ -305,7 +305,7 @@ def _lu_abstract(x):
 def _lu_impl(x):
     *batch, m, n = x.shape
     k = min(m, n)
-    a = np.array(x, copy=True).reshape(-1, m, n)
+    a = np.array(x, copy=True).reshape(int(np.prod(batch, dtype=np.int64)), m, n)
     perm = np.tile(np.arange(m, dtype=np.int32), (a.shape[0], 1))
     piv = np.zeros((a.shape[0], k), np.int32)
     rows = np.arange(a.shape[0])
