@@ -117,12 +117,27 @@ def vjp(fun, *primals, has_aux=False):
                 raise errors.FuncgradTypeError(
                     f"vjp function: cotangent leaf {i} has shape {ca.shape} but the output "
                     f"has shape {a.shape} ({a})\n{errors.where()}")
-        cts = lin.transpose(ct_leaves)
+        cts = lin.transpose([_ct_dtype(i, c, a) for i, (c, a) in
+                             enumerate(zip(ct_leaves, out_avals))])
         cts = [ad.instantiate(c) if c is not None else ad.instantiate(ad.Zero(a))
                for c, a in zip(cts, in_avals)]
         return tuple(tree_unflatten(in_tree, cts))
     out = tree_unflatten(out_tree, outs)
     return (out, vjp_fn, _lower_aux(store["aux"])) if has_aux else (out, vjp_fn)
+
+
+def _ct_dtype(i, ct, aval):
+    """A cotangent in its output's dtype: a real one for a complex output is converted (as a
+    weak Python scalar would be); a complex one for a real output is an error, as in JAX."""
+    ca = get_aval(ct)
+    if ca.dtype == aval.dtype or not dtypes.is_inexact(aval.dtype):
+        return ct
+    if ca.dtype.kind == "c" and aval.dtype.kind != "c":
+        raise errors.FuncgradTypeError(
+            f"vjp function: cotangent leaf {i} has dtype {ca.dtype}, but the output is real "
+            f"({aval.str_short()}); its cotangent must be real too\n{errors.where()}")
+    from funcgrad import lax
+    return lax.convert_element_type(ct, aval.dtype)
 
 
 def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):

@@ -32,8 +32,8 @@ __all__ = [
     "arctan2", "arctanh", "around", "cbrt", "ceil", "clip", "conj", "conjugate", "copysign", "cos",
     "cosh", "deg2rad", "degrees", "divide", "divmod", "exp", "exp2", "expm1", "fabs",
     "fix", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod", "heaviside",
-    "hypot", "imag", "log", "log10", "log1p", "log2", "logaddexp", "logaddexp2", "maximum",
-    "minimum", "mod", "multiply", "nan_to_num", "negative", "positive", "pow", "power",
+    "hypot", "imag", "iscomplex", "log", "log10", "log1p", "log2", "logaddexp", "logaddexp2",
+    "maximum", "minimum", "mod", "multiply", "nan_to_num", "negative", "positive", "pow", "power",
     "rad2deg", "radians", "real", "reciprocal", "remainder", "rint", "round", "sign", "sin",
     "sinc", "sinh", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc",
 ]
@@ -604,6 +604,16 @@ def conjugate(x, /):
 
 
 conj = conjugate
+
+
+def iscomplex(x, /):
+    """Elementwise: the imaginary part is nonzero (all False for real dtypes).
+
+    Example:
+        >>> fnp.iscomplex(fnp.array([1 + 1j, 2]))
+        Array([ True, False], dtype=bool)
+    """
+    return lax.ne(imag(x), 0)
 
 
 def angle(z, deg=False):
