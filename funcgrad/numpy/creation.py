@@ -123,26 +123,22 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
         return place("asarray", a, device)
     if copy and isinstance(a, np.ndarray):
         a = a.copy()
-    return array(a, dtype, copy=bool(copy), device=device)
+    return place("asarray", array(a, dtype, copy=bool(copy)), device)
 
 
 def _check_no_copy(a, dtype):
     """The Array API's `asarray(..., copy=False)`: an error when `a` cannot be used as is."""
-    dt = None if dtype is None else user_dtype(dtype)
-    if isinstance(a, ArrayBase):
-        need = dt is not None and dt != dtype_of(a)
-    elif isinstance(a, np.ndarray):
-        want = dtypes.canonicalize(a.dtype if dt is None else dt)
-        need = want != a.dtype
-    else:
-        need = True
-    if need:
-        what = f"{type(a).__name__} of {dtype_of(a)}" if hasattr(a, "dtype") else \
-            type(a).__name__
-        raise errors.op_error("asarray", f"copy=False, but a {what} must be copied"
-                              f"{' to ' + str(dt) if dt is not None else ''}",
-                              cls=errors.FuncgradValueError, hint="pass copy=None (copy only "
-                              "when needed)")
+    if not isinstance(a, (ArrayBase, np.ndarray)):
+        raise errors.op_error("asarray", f"copy=False, but a {type(a).__name__} must be copied "
+                              "into a new array", cls=errors.FuncgradValueError,
+                              hint="pass copy=None (copy only when needed)")
+    have = dtype_of(a) if isinstance(a, ArrayBase) else a.dtype
+    want = dtypes.canonicalize(have if dtype is None else dtype)
+    if want != have:
+        why = " (x64 is off)" if dtype is None or want != np.dtype(dtype) else ""
+        raise errors.op_error("asarray", f"copy=False, but {type(a).__name__} of {have} must be "
+                              f"copied to {want}{why}", cls=errors.FuncgradValueError,
+                              hint="pass copy=None (copy only when needed)")
 
 
 # --- filled arrays ------------------------------------------------------------------------------
@@ -163,7 +159,7 @@ def ones(shape, dtype=None, *, device=None):
 
 def empty(shape, dtype=None, *, device=None):
     """Like `zeros`: funcgrad arrays are immutable, so "uninitialized" is zeros."""
-    return zeros(shape, dtype, device=device)
+    return place("empty", zeros(shape, dtype), device)
 
 
 def full(shape, fill_value, dtype=None, *, device=None):

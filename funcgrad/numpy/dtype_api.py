@@ -36,7 +36,7 @@ class _ScalarType(type):
         return cls is other or cls.dtype.type == _unwrap(other)
 
     def __hash__(cls):
-        return hash(cls.dtype)
+        return hash(cls.dtype.type)  # as numpy's scalar type, which it equals
 
 
 def _scalar_type(name, np_type):
