@@ -133,5 +133,9 @@ def _update(path):
 if __name__ == "__main__":
     if sys.argv[1:2] != ["--update"] or len(sys.argv) < 3:
         sys.exit("usage: python tests/test_docs.py --update docs/PAGE.md ...")
+    import funcgrad as fg
+
+    fg.config.update("check_jaxprs", True)  # as tests/conftest.py sets them
+    fg.config.update("native", "off")
     for p in sys.argv[2:]:
         _update(p)

@@ -4,18 +4,27 @@
 - `<!-- api funcgrad.numpy -->`: an mkdocstrings block for the module with, as members, every
   public function and class the module has when the docs are built (funcgrad modules
   re-export most names, which mkdocstrings does not list by itself).
+- `<!-- picture: EXPR -->`: the page's code runs (`mdrun`) and EXPR, a program of it, is drawn
+  by `funcgrad.viz`: inline SVG when Graphviz's `dot` is installed, else the DOT text with a
+  note. A picture never fails the build: an error becomes a note on the page (the test suite
+  builds every picture's DOT text, so it fails there).
 """
 
 import importlib
 import importlib.util
 import inspect
+import logging
 import os
 import re
+import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax_table  # noqa: E402
+import mdrun  # noqa: E402
+
+log = logging.getLogger("mkdocs.hooks.funcgrad")
 
 _API = re.compile(r"^<!-- api ([\w.]+) -->$", re.MULTILINE)
 
@@ -56,6 +65,41 @@ def api_block(module_name):
     return "\n".join(out)
 
 
+def picture(value):
+    """Markdown for one program: inline SVG, or the DOT text when `dot` is missing."""
+    from funcgrad import viz
+
+    if shutil.which("dot") is None:
+        return ('!!! note "Graphviz\'s `dot` was not installed when this site was built: '
+                'here is the picture as DOT text (`dot -Tsvg` draws it)."\n\n```dot\n'
+                + viz.to_dot(value).rstrip("\n") + "\n```\n")
+    svg = viz.to_svg(value)
+    svg = "\n".join(line for line in svg[svg.index("<svg"):].splitlines() if line.strip())
+    return f'<div class="fg-picture" style="overflow-x: auto">\n{svg}\n</div>\n'
+
+
+def pictures(page_name, markdown):
+    """The page with its picture markers replaced."""
+    if "<!-- picture: " not in markdown:
+        return markdown
+    drawn = {}
+
+    def draw(item, value):
+        drawn[item.line] = picture(value)
+
+    try:
+        mdrun.run(page_name, markdown, on_picture=draw)
+    except Exception as e:  # noqa: BLE001 (reported on the page; the test suite fails on it)
+        log.info("%s: pictures stopped at %s: %s", page_name, type(e).__name__, e)
+    lines = markdown.split("\n")
+    for item in mdrun.parse(markdown):
+        if isinstance(item, mdrun.Picture):
+            lines[item.line - 1] = drawn.get(item.line, (
+                '!!! warning "This picture could not be drawn when the site was built."\n'))
+    return "\n".join(lines)
+
+
 def on_page_markdown(markdown, page, config, files, **kwargs):
+    markdown = pictures(page.file.src_uri, markdown)
     markdown = markdown.replace("<!-- jax-name-table -->", jax_table.name_table())
     return _API.sub(lambda m: api_block(m.group(1)), markdown)
