@@ -101,6 +101,16 @@ def _each_matrix(fn, x, outs):
     return [r.reshape(s) for r, (s, _) in zip(res, outs)]
 
 
+def _lapack(impl):
+    """`impl` on LAPACK's dtypes: half-precision operands are computed in float32 (the bind
+    casts the results back to the operand's dtype)."""
+    def run(*xs, **params):
+        xs = [x.astype(np.float32) if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x
+              for x in xs]
+        return impl(*xs, **params)
+    return run
+
+
 def _batch_front(prim):
     """Batching of a primitive of one operand over its last two axes: batch axis first."""
     def rule(args, dims, **params):
@@ -155,7 +165,7 @@ def _cholesky_jvp(t, x, *, out):
 
 
 cholesky_p = Primitive("cholesky")
-cholesky_p.def_impl(_cholesky_impl)
+cholesky_p.def_impl(_lapack(_cholesky_impl))
 cholesky_p.def_abstract_eval(_cholesky_abstract)
 ad.defjvp(cholesky_p, _cholesky_jvp)
 _batch_front(cholesky_p)
@@ -265,7 +275,7 @@ def _triangular_solve_batch(args, dims, **params):
 
 
 triangular_solve_p = Primitive("triangular_solve")
-triangular_solve_p.def_impl(_triangular_solve_impl)
+triangular_solve_p.def_impl(_lapack(_triangular_solve_impl))
 triangular_solve_p.def_abstract_eval(_triangular_solve_abstract)
 ad.defjvp(triangular_solve_p, _triangular_solve_jvp_a,
           lambda g_b, a, b, *, out, **p: triangular_solve_p.bind(a, g_b, **p))
@@ -452,7 +462,7 @@ def _qr_jvp(primals, outs, tangents, *, full_matrices):
 
 
 qr_p = Primitive("qr", multiple_results=True)
-qr_p.def_impl(_qr_impl)
+qr_p.def_impl(_lapack(_qr_impl))
 qr_p.def_abstract_eval(_qr_abstract)
 ad.jvp_rules[qr_p] = _qr_jvp
 _batch_front(qr_p)
@@ -513,7 +523,7 @@ def _eigh_jvp(primals, outs, tangents, *, lower):
 
 
 eigh_p = Primitive("eigh", multiple_results=True)
-eigh_p.def_impl(_eigh_impl)
+eigh_p.def_impl(_lapack(_eigh_impl))
 eigh_p.def_abstract_eval(_eigh_abstract)
 ad.jvp_rules[eigh_p] = _eigh_jvp
 _batch_front(eigh_p)
@@ -623,7 +633,7 @@ def _rows_like(s, x, dt):
 
 
 svd_p = Primitive("svd", multiple_results=True)
-svd_p.def_impl(_svd_impl)
+svd_p.def_impl(_lapack(_svd_impl))
 svd_p.def_abstract_eval(_svd_abstract)
 ad.jvp_rules[svd_p] = _svd_jvp
 _batch_front(svd_p)
