@@ -177,6 +177,8 @@ def profile_executable(exe, args, repeat=10, warmup=1, copy_args=False, clock=No
             "(jit(..., backend='cpu')), which has it.")
     if repeat < 1:
         raise errors.FuncgradValueError(f"profile({name}): repeat must be >= 1, got {repeat}")
+    if clock is None and hasattr(exe, "profile_clock"):
+        clock = exe.profile_clock()  # CUDA events on a GPU
     rec = Recorder(clock)
     fn = exe.instrumented(rec)
     runs = []
@@ -193,6 +195,11 @@ def profile_executable(exe, args, repeat=10, warmup=1, copy_args=False, clock=No
     return _result(rec, runs, name)
 
 
+# Runs whose step took longer than this times the fastest one were slowed by something
+# else (other processes, a page-fault storm): the medians leave them out.
+SLOW_RUN = 1.2
+
+
 def _result(rec, runs, name):
     sec = getattr(rec.clock, "seconds", None) or (lambda t: t)
     base = sec(runs[0][0])
@@ -207,7 +214,9 @@ def _result(rec, runs, name):
             events.append((site, u0 - base, u1 - u0, k))
         per_run.append(totals)
         events.append((None, sec(t0) - base, steps[-1], k))
-    step = statistics.median(steps)
+    kept = [k for k, t in enumerate(steps) if t <= SLOW_RUN * min(steps)]
+    step = statistics.median(steps[k] for k in kept)
+    per_run = [per_run[k] for k in kept]
     sites = list(dict.fromkeys(s for totals in per_run for s in totals))
     rows = []
     for s in sites:
@@ -215,7 +224,7 @@ def _result(rec, runs, name):
         calls = statistics.median_low(t.get(s, (0.0, 0))[1] for t in per_run)
         rows.append(Row(s, calls, secs, secs / step if step > 0 else 0.0))
     rows.sort(key=lambda r: -r.seconds)
-    return ProfileResult(rows, step, len(runs), events, name)
+    return ProfileResult(rows, step, len(runs), events, name, len(kept), steps)
 
 
 # --- the result ---------------------------------------------------------------------------------
@@ -236,16 +245,23 @@ class ProfileResult:
 
     Attributes:
         rows: one `Row` per kernel / library call (name, source, calls, seconds per step,
-            share of the step, nbytes, gbps, gflops), slowest first.
-        step_seconds: the median time of one whole step (instrumented run).
-        repeat: how many timed runs the medians are over.
+            share of the step, nbytes, gbps, gflops), slowest first: medians over the kept
+            runs.
+        step_seconds: the median time of one whole step (instrumented run) over them.
+        repeat: how many runs were timed; `kept` how many the medians are over: runs that
+            took more than `SLOW_RUN` (1.2) times the fastest were slowed by other load on
+            the machine and are left out (they are in the trace).
+        step_times: every timed run's step, in seconds.
         events: `(site, start, duration, run)` in seconds for every timed site of every run
             (site None: the whole step), as written to the Chrome trace.
     """
 
-    def __init__(self, rows, step_seconds, repeat, events, name="program"):
+    def __init__(self, rows, step_seconds, repeat, events, name="program", kept=None,
+                 step_times=()):
         self.rows, self.step_seconds, self.repeat = rows, step_seconds, repeat
         self.events, self.name = events, name
+        self.kept = repeat if kept is None else kept
+        self.step_times = list(step_times)
 
     @property
     def total_seconds(self):
@@ -257,8 +273,10 @@ class ProfileResult:
         moved, achieved GB/s and GFLOP/s."""
         head = (f"{'kernel / call':<28} {'source':<30} {'calls':>6} {'us/step':>10} "
                 f"{'share':>6} {'bytes':>9} {'GB/s':>7} {'GFLOP/s':>8}")
-        lines = [f"# profile of {escape.comment(self.name)}: median of {self.repeat} "
-                 "steps", head]
+        left = self.repeat - self.kept
+        note = f" ({left} slowed by other load left out)" if left else ""
+        lines = [f"# profile of {escape.comment(self.name)}: medians of {self.kept} of "
+                 f"{self.repeat} steps{note}", head]
         for r in self.rows[:limit]:
             lines.append(f"{r.name[:28]:<28} {r.source[:30]:<30} {r.calls:>6} "
                          f"{r.seconds * 1e6:>10.1f} {100 * r.share:>5.1f}% "

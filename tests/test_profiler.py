@@ -41,6 +41,8 @@ def test_rows_sum_to_the_step_and_name_the_known_kernels():
     assert sorted(names) == sorted(["dot_general"] + [k.spec.name for k in program.kernels])
     assert abs(prof.total_seconds - prof.step_seconds) <= 0.1 * prof.step_seconds
     assert abs(sum(r.share for r in prof.rows) - 1.0) <= 0.1
+    assert len(prof.step_times) == 7 and 1 <= prof.kept <= 7
+    assert prof.step_seconds <= profiler.SLOW_RUN * min(prof.step_times)
     dot = next(r for r in prof.rows if r.name == "dot_general")
     assert dot.source == f"test_profiler.py:{line_no(heavy, 'x @ w')} (heavy)"
     assert dot.kind == "call" and dot.calls == 1
@@ -134,6 +136,23 @@ def test_self_times_subtract_the_sites_inside():
     assert got == {("k0", 1.0): 1.0, ("k0", 3.0): 2.0, ("while", 0.5): 2.5, ("k1", 7.0): 1.0}
 
 
+def test_runs_slowed_by_other_load_are_left_out_of_the_medians():
+    k0, k1 = site("k0"), site("k1")
+    rec = profiler.Recorder()
+    runs = []
+    for k, (d0, d1) in enumerate([(1.0, 2.0), (1.1, 2.0), (9.0, 2.0), (1.0, 2.1)]):
+        t = 100.0 * k
+        rec.events += [(k0, t, t + d0), (k1, t + d0, t + d0 + d1)]
+        runs.append((t, t + d0 + d1, 2 * k, 2 * k + 2))
+    prof = profiler._result(rec, runs, "f")
+    assert prof.kept == 3 and prof.repeat == 4 and prof.step_times[2] == pytest.approx(11.0)
+    assert prof.step_seconds == pytest.approx(3.1)  # steps 3.0, 3.1, 3.1 (11.0 left out)
+    assert [r.name for r in prof.rows] == ["k1", "k0"]
+    assert [r.seconds for r in prof.rows] == pytest.approx([2.0, 1.0])
+    assert "medians of 3 of 4 steps (1 slowed by other load left out)" in prof.table()
+    assert len(prof.chrome_trace()["traceEvents"]) == 4 * 3  # the trace keeps every run
+
+
 class FakeCuda:
     """A stand-in for `cupy.cuda`: events carry the time a fake device reached them."""
 
@@ -176,3 +195,24 @@ def test_event_clock_bookkeeping_as_on_a_gpu():
         assert r.calls == 1 and r.seconds == pytest.approx(1e-3)
     assert prof.step_seconds == pytest.approx(7e-3)  # 2 events per site and one after
     assert len(prof.chrome_trace()["traceEvents"]) == 4 * 4
+
+
+def test_cuda_programs_report_their_kernels_and_calls(monkeypatch):
+    from funcgrad.backends.cuda import emulate, program
+    from funcgrad.compiler import call
+    if emulate.compiler() is None:  # the fake-clock tests above check the same bookkeeping
+        pytest.skip("no host C++ compiler to emulate the CUDA kernels with")
+    monkeypatch.setattr(call, "cupy_available", lambda: True)
+    old = program.set_runtime(emulate.EmulatedRuntime())
+    try:
+        x, w = X[:32, :32], W[:32, :32]
+        compiled = fg.jit(heavy, backend="cuda").lower(x, w).compile()
+        assert compiled._exe.profile_clock() is None  # no CUDA events: the host clock
+        prof = compiled.profile(x, w, repeat=2)
+    finally:
+        program.set_runtime(old)
+    nodes = compiled._exe.program.nodes
+    assert len(prof.rows) == len(nodes)
+    assert {r.name for r in prof.rows} >= {"dot_general"} | {
+        n.spec.name for n in nodes if hasattr(n, "spec")}
+    assert all(r.calls == 1 and r.site.program.startswith("cuda_program_") for r in prof.rows)

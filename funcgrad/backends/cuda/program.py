@@ -116,11 +116,28 @@ class CudaExecutable:
         return list(dict.fromkeys(a for a in atoms if type(a) is not Literal))
 
     def __call__(self, *args):
+        return self._run(args)
+
+    def instrumented(self, recorder):
+        """The profiling hook (`funcgrad.profiler`): the program reporting each kernel and
+        library call to `recorder`, timed by `profile_clock()`."""
+        from funcgrad.profiler import site_of
+        sites = [site_of(node, f"cuda_program_{self.id}") for node in self.program.nodes]
+        return lambda *args: self._run(args, recorder, sites)
+
+    def profile_clock(self):
+        """CUDA events on a GPU; None (the host clock) on a runtime without them."""
+        from funcgrad.profiler import EventClock
+        cuda = getattr(self.rt.xp, "cuda", None)
+        return EventClock(self.rt.xp) if hasattr(cuda, "Event") else None
+
+    def _run(self, args, recorder=None, sites=None):
         rt, xp, j = self.rt, self.rt.xp, self.program.jaxpr
         env = dict(zip(j.constvars, self.consts))
         for v, a in zip(j.invars, args):
             env[v] = a if isinstance(a, xp.ndarray) else rt.to_device(np.asarray(a))
-        for step, drop in zip(self.steps, self._drop):
+        for k, (step, drop) in enumerate(zip(self.steps, self._drop)):
+            t0 = recorder.clock() if recorder is not None else None
             kind, node, extra = step
             if kind == "kernel":
                 self._kernel(node, extra, env)
@@ -130,6 +147,8 @@ class CudaExecutable:
                     env[v] = o
             else:
                 self._interpret(node, env)
+            if recorder is not None:
+                recorder.record(sites[k], t0)
             for v in drop:
                 del env[v]
         return [_read(xp, env, v) for v in j.outvars]
