@@ -191,6 +191,23 @@ def test_advanced_indices_separated_go_first():
         np.testing.assert_array_equal(np.asarray(x[idx]), a[idx])
 
 
+def test_out_of_bounds_static_ints_clamp_on_reads_and_drop_on_updates_like_jax():
+    a = np.arange(12.0).reshape(3, 4)
+    x = fnp.asarray(a)
+    assert float(fnp.arange(3.0)[5]) == 2.0 and float(fnp.arange(3.0)[-5]) == 0.0
+    np.testing.assert_array_equal(np.asarray(x[7]), a[2])
+    np.testing.assert_array_equal(np.asarray(x[1, -9]), a[1, 0])
+    np.testing.assert_array_equal(np.asarray(x[5, [0, 9]]), a[2, [0, 3]])
+    np.testing.assert_array_equal(np.asarray(fg.jit(lambda v: v[:, 6])(x)), a[:, 3])
+    np.testing.assert_array_equal(np.asarray(x.at[3].set(1.0)), a)
+    np.testing.assert_array_equal(np.asarray(x.at[0, -5].add(1.0)), a)
+    np.testing.assert_array_equal(np.asarray(x.at[[0, 1], 4].set(1.0)), a)
+    g = fg.grad(lambda v: v[9, 1] * 2.0)(x)  # the gradient lands on the clamped element
+    want = np.zeros((3, 4))
+    want[2, 1] = 2.0
+    np.testing.assert_array_equal(np.asarray(g), want)
+
+
 def test_out_of_bounds_index_arrays_clamp_like_jax():
     x = fnp.asarray(np.arange(5.0))
     np.testing.assert_array_equal(np.asarray(x[np.array([7, -9, -1])]), [4.0, 0.0, 4.0])
@@ -364,11 +381,11 @@ def test_nonzero_with_size_traces():
 
 def test_index_errors():
     x = fnp.zeros((2, 3))
-    with pytest.raises(IndexError, match=r"index 3 is out of bounds for axis 1 with size 3") as e:
-        x[0, 3]
-    assert isinstance(e.value, errors.FuncgradError) and "(2, 3)" in str(e.value)
-    with pytest.raises(IndexError, match="out of bounds"):
-        x.at[-3].set(1.0)
+    # a static int out of range clamps (reads) or is dropped (updates), as in JAX (issue 13);
+    # only an axis of size 0 has nothing to clamp to
+    with pytest.raises(IndexError, match=r"index 0 is out of bounds for axis 1 with size 0") as e:
+        fnp.zeros((2, 0))[0, 0]
+    assert isinstance(e.value, errors.FuncgradError) and "(2, 0)" in str(e.value)
     with pytest.raises(IndexError, match="too many indices"):
         x[0, 0, 0]
     with pytest.raises(IndexError, match="single ellipsis"):

@@ -234,14 +234,17 @@ def _slice_params(s, n):
 
 
 def _check_int(i, shape, axis, strict):
+    """A static int index made non-negative. Out of range, `strict` clamps it into the axis
+    (JAX's rule for reads: `arange(3.)[5]` is the last element, negative indices wrap first);
+    otherwise it is returned as is (updates drop it, gather/scatter modes handle it)."""
     n = shape[axis]
     if -n <= i < n:
         return i + n if i < 0 else i
     if strict:
-        raise _index_error(f"index {i} is out of bounds for axis {axis} with size {n} "
-                           f"(array shape {shape})",
-                           hint="x.at[i].get(mode='clip' or 'fill') gives JAX's "
-                                "out-of-bounds behaviour instead of an error")
+        if n == 0:
+            raise _index_error(f"index {i} is out of bounds for axis {axis} with size 0 "
+                               f"(array shape {shape})")
+        return min(max(i + n if i < 0 else i, 0), n - 1)
     return i
 
 
@@ -312,12 +315,12 @@ def _adv_dims(plan):
 # --- x[idx] ---------------------------------------------------------------------------------
 
 def getitem(x, idx):
-    """`x[idx]` with NumPy's semantics and JAX's out-of-bounds rule for index arrays (clamp).
+    """`x[idx]` with NumPy's semantics and JAX's out-of-bounds rule (clamp), for static ints
+    as for index arrays: `fnp.arange(3.)[5]` is 2.0 and `[-5]` is 0.0, as in JAX.
 
     Basic indices (ints, slices, None, ...) lower to slice/rev/reshape; integer arrays,
     concrete boolean masks and traced integers to one gather. Differs from JAX where NumPy
-    is clearer: a static Python int out of range raises (JAX clamps), and a non-tuple list
-    is an index array, as in NumPy (JAX raises).
+    is clearer: a non-tuple list is an index array, as in NumPy (JAX raises).
 
     Args:
         x: the array or tracer.
@@ -328,8 +331,8 @@ def getitem(x, idx):
         The selected array (a new array; funcgrad arrays are immutable).
 
     Raises:
-        FuncgradIndexError: a static int out of range, too many indices, a mask of the
-            wrong shape, index arrays that do not broadcast together.
+        FuncgradIndexError: an int index into an axis of size 0, too many indices, a mask
+            of the wrong shape, index arrays that do not broadcast together.
         FuncgradTypeError: float or other non-integer indices.
         ConcretizationTypeError: a boolean mask whose value is traced.
 
@@ -438,7 +441,9 @@ def _scatter_update(x, idx, values, op, mode=None, indices_are_sorted=False,
     what = f"x.at[...].{op}"
     x = _asarray(x)
     _check_mode(mode, what)
-    plan = _parse_index(x.shape, idx, strict=mode is None, force_adv=mode is not None)
+    plan = _parse_index(x.shape, idx, strict=False, force_adv=mode is not None)
+    if mode is None and _static_out_of_range(plan):
+        return x  # JAX drops updates at out-of-range indices (here, every one of them)
     y = values if isinstance(values, ArrayBase) else to_array(np.asarray(values, x.dtype))
     if y.dtype != x.dtype or y.weak_type != x.weak_type:
         y = lax.convert_element_type(y, x.dtype, weak_type=x.weak_type)
@@ -454,6 +459,11 @@ def _scatter_update(x, idx, values, op, mode=None, indices_are_sorted=False,
         out = _scatter(xe, plan, y, op, mode=mode, indices_are_sorted=indices_are_sorted,
                        unique_indices=unique_indices)
     return out if plan.xshape == x.shape else lax.reshape(out, x.shape)
+
+
+def _static_out_of_range(plan):
+    axes = [e for e in plan.entries if e[0] != "none"]
+    return any(k == "int" and not 0 <= p < n for (k, p), n in zip(axes, plan.xshape))
 
 
 _SCATTER = {"set": "scatter", "add": "scatter_add", "mul": "scatter_mul", "min": "scatter_min",
