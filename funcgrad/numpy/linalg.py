@@ -266,8 +266,8 @@ def det(a):
     """Determinant of square (stacks of) matrices, via LU.
 
     Example:
-        >>> fnp.linalg.det(fnp.array([[1.0, 2.0], [3.0, 4.0]]))
-        Array(-2., dtype=float32)
+        >>> fnp.linalg.det(fnp.array([[2.0, 1.0], [1.0, 3.0]]))
+        Array(5., dtype=float32)
     """
     d, sign = _lu_parts("det", a)
     return m.multiply(sign, reductions.prod(d, axis=-1))
@@ -309,9 +309,10 @@ def lstsq(a, b, rcond=None):
     returned, where NumPy returns an empty array when the rank is below N or M <= N.
 
     Example:
-        >>> x, res, rank, s = fnp.linalg.lstsq(fnp.array([[1.0], [1.0]]), fnp.array([1.0, 3.0]))
+        >>> x, res, rank, s = fnp.linalg.lstsq(fnp.array([[2.0, 0.0], [0.0, 4.0]]),
+        ...                                    fnp.array([2.0, 2.0]))
         >>> x
-        Array([2.], dtype=float32)
+        Array([1. , 0.5], dtype=float32)
     """
     a = _matrix("lstsq", a)
     b = asarray_operand("lstsq", b)
