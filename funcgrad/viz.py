@@ -7,6 +7,7 @@
                                        their instructions, library calls, each value's buffer
                                        and the memory plan
     to_svg(...), save(obj, "f.svg")    SVG through Graphviz's `dot` (apt-get install graphviz)
+    to_graphviz(...)                   a `graphviz.Source` (the `viz` extra; Jupyter shows it)
 
 DOT text needs nothing beyond funcgrad; SVG needs the `dot` program. Every identifier in
 the DOT text is generated; user text (function and file names, parameters) appears only in
@@ -24,7 +25,7 @@ from funcgrad import errors
 from funcgrad.compiler import escape
 from funcgrad.core import ClosedJaxpr, Jaxpr, Literal, Var
 
-__all__ = ["render_svg", "save", "to_dot", "to_svg"]
+__all__ = ["render_svg", "save", "to_dot", "to_graphviz", "to_svg"]
 
 _LABEL_LIMIT = 80  # characters of one line of a label
 _HEADER = ['graph [fontname="Helvetica", fontsize=10, rankdir=TB];',
@@ -348,6 +349,22 @@ def render_svg(dot_text):
 def to_svg(obj, name=None):
     """`to_dot(obj, name)` drawn as SVG text (needs Graphviz; see `render_svg`)."""
     return render_svg(to_dot(obj, name))
+
+
+def to_graphviz(obj, name=None):
+    """The picture as a `graphviz.Source` (the `viz` extra), which Jupyter draws inline.
+
+    Raises:
+        BackendUnavailableError: when the `graphviz` Python package is not installed.
+    """
+    try:
+        import graphviz
+    except ImportError:
+        raise errors.BackendUnavailableError(
+            "viz.to_graphviz: needs the `graphviz` Python package\n  hint: pip install "
+            "funcgrad[viz] (drawing also needs Graphviz's `dot`: apt-get install graphviz); "
+            "to_dot() gives the DOT text without either.") from None
+    return graphviz.Source(to_dot(obj, name))
 
 
 def save(obj, path, name=None):

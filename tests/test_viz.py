@@ -240,6 +240,19 @@ def test_svg_and_save(tmp_path):
     assert "k1_add_tanh_mul" in svg and "dot_general" in svg
 
 
+def test_to_graphviz_wraps_the_dot_text_or_says_what_to_install(monkeypatch):
+    import sys
+    import types
+    lowered = fg.jit(golden_fn, backend="numpy").lower(X, W)
+    monkeypatch.setitem(sys.modules, "graphviz", None)  # not installed
+    with pytest.raises(errors.BackendUnavailableError, match=r"pip install funcgrad\[viz\]"):
+        viz.to_graphviz(lowered)
+    fake = types.ModuleType("graphviz")  # the package's one entry point viz uses
+    fake.Source = lambda text: ("Source", text)
+    monkeypatch.setitem(sys.modules, "graphviz", fake)
+    assert viz.to_graphviz(lowered) == ("Source", lowered.as_dot())
+
+
 def test_to_dot_of_something_else_is_a_clear_error():
     with pytest.raises(errors.FuncgradTypeError, match="expected a ClosedJaxpr"):
         viz.to_dot(golden_fn)
