@@ -185,6 +185,22 @@ def test_reductions_broadcasts_and_transposed_reads():
 
 
 @needs_cc
+def test_large_kernels_run_on_threads_with_the_same_numbers():
+    from funcgrad.backends.native import kernel
+    n = kernel.PARALLEL_MIN_ELEMENTS + 12345  # not a multiple of the thread block
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=n).astype(np.float32)
+    m = rng.normal(size=(n // 100, 100)).astype(np.float32)
+    exe, got, want = both(lambda x, m: (fnp.tanh(x) * 2.0 - x, fnp.exp(m) + m[:, :1],
+                                        fnp.max(m, axis=1), fnp.sum(m * m, axis=1)), x, m)
+    assert "#pragma omp parallel for" in exe.as_text() or not build.compiler().openmp
+    for g, w in zip(got[:2], want[:2]):  # libm functions: ulps apart (see above)
+        np.testing.assert_array_max_ulp(g, w, maxulp=8)
+    assert_same(got[2:3], want[2:3])
+    np.testing.assert_allclose(got[3], want[3], rtol=1e-5)
+
+
+@needs_cc
 def test_nan_and_empty_reductions():
     x = np.array([[1.0, np.nan, 3.0], [-np.inf, 2.0, -0.0]], np.float32)
     _, got, want = both(lambda a: (fnp.max(a, axis=1), fnp.min(a, axis=0), fnp.sum(a, 1)), x)

@@ -6,9 +6,13 @@
 The compiler is `$CC` when set (a missing `$CC` means no compiler: it is never silently
 replaced), else the first of `cc`, `gcc`, `clang` on PATH. Flags: `-O3`, the host's vector
 ISA (`-march=native` when the compiler takes it), `-std=c11 -fPIC -shared`, and
-`-ffp-contract=off -fno-math-errno` (never `-ffast-math`: results stay IEEE, as numpy's);
-`-fopenmp` when a test program builds with it (checked once). `config.native_sanitize`
-(e.g. "address,undefined") builds with `-fsanitize=...`, `-O1 -g` and no OpenMP instead.
+`-ffp-contract=off -fno-math-errno -fno-trapping-math` (never `-ffast-math`: values stay IEEE,
+as numpy's; only FP exception flags, which nothing reads, may differ);
+`-fopenmp` when a test program builds with it, and glibc's SIMD math library (libmvec:
+`-DFG_VECTOR_MATH ... -lmvec`, so loops calling exp/tanh/... vectorize) when a probe calling
+every function `ops.VECTOR_MATH` declares links and loads (both checked once).
+`config.native_sanitize` (e.g. "address,undefined") builds with `-fsanitize=...`, `-O1 -g`
+and no OpenMP instead.
 Cache: in memory by key, then on disk under `cache_dir()` (`config.native_cache_dir`, else
 `$XDG_CACHE_HOME/funcgrad/native`, else `~/.cache/funcgrad/native`) as `<key>.so` next to
 its `<key>.c`, key = sha256 of (source, compiler and version, flags, CPU features), written
@@ -33,7 +37,8 @@ from funcgrad.config import config
 stats = Counter()  # "compiles", "memory_hits", "disk_hits"
 _memory = {}
 _lock = threading.Lock()
-BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno")
+BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
+              "-fno-trapping-math")
 SANITIZERS = {"address", "undefined", "bounds"}
 
 
@@ -49,6 +54,7 @@ class Compiler:
     version: str
     flags: tuple
     openmp: bool
+    libs: tuple = ()
 
 
 def _candidates():
@@ -67,14 +73,17 @@ def find_compiler():
     return None
 
 
-def _builds(path, flags, text="int fg_probe(void) { return 0; }\n"):
+def _builds(path, flags, text="int fg_probe(void) { return 0; }\n", load=False, libs=()):
+    """True when `text` compiles with `flags` (and, with `load`, the library loads)."""
     with tempfile.TemporaryDirectory() as d:
         src, out = os.path.join(d, "probe.c"), os.path.join(d, "probe.so")
         with open(src, "w") as f:
             f.write(text)
         try:
-            done = subprocess.run([path, *flags, src, "-o", out], capture_output=True,
-                                  timeout=120)
+            done = subprocess.run([path, *flags, src, "-o", out, *libs, "-lm"],
+                                  capture_output=True, timeout=120)
+            if done.returncode == 0 and load:
+                ctypes.CDLL(out)
         except (OSError, subprocess.SubprocessError):
             return False
         return done.returncode == 0
@@ -99,7 +108,26 @@ def _probe(path, sanitize):
         flags.append("-march=native")
     omp = _builds(path, flags + ["-fopenmp"], "#include <omp.h>\nint fg_probe(void) "
                                                "{ return omp_get_max_threads(); }\n")
-    return Compiler(path, version, tuple(flags + ["-fopenmp"] if omp else flags), omp)
+    if omp:
+        flags.append("-fopenmp")
+    libs = ("-lmvec",)
+    if _builds(path, flags + ["-DFG_VECTOR_MATH"], _vector_math_probe(), True, libs):
+        return Compiler(path, version, tuple(flags + ["-DFG_VECTOR_MATH"]), omp, libs)
+    return Compiler(path, version, tuple(flags), omp)
+
+
+def _vector_math_probe():
+    """A loop calling every function `ops.VECTOR_MATH` declares `simd` (it loads only when
+    libmvec has all of them)."""
+    from funcgrad.backends.native import ops
+    calls = " + ".join(f"{n}f(x[i]{', x[i]' if n in ops.BINARY_MATH else ''})"
+                       for n in ops.VECTOR_MATH)
+    dcalls = calls.replace("f(x[i]", "(d[i]").replace(", x[i]", ", d[i]")
+    return (f"#include <math.h>\n{ops.vector_math_declarations()}\n"
+            "void fg_probe(const float *restrict x, float *restrict y, const double *restrict d,"
+            " double *restrict e, long long n) {\n#pragma omp simd\n"
+            f"for (long long i = 0; i < n; ++i) y[i] = {calls};\n#pragma omp simd\n"
+            f"for (long long i = 0; i < n; ++i) e[i] = {dcalls};\n}}\n")
 
 
 def sanitize_option():
@@ -145,7 +173,8 @@ def cache_dir():
 
 
 def cache_key(source, cc):
-    text = "\0".join([source, cc.path, cc.version, " ".join(cc.flags), cpu_features()])
+    text = "\0".join([source, cc.path, cc.version, " ".join(cc.flags + cc.libs),
+                      cpu_features()])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -184,7 +213,7 @@ def _compile(source, cc, d, key):
         f.write(source)
     tmp = tmp_c[:-2] + ".so"
     try:
-        done = subprocess.run([cc.path, *cc.flags, tmp_c, "-o", tmp, "-lm"],
+        done = subprocess.run([cc.path, *cc.flags, tmp_c, "-o", tmp, *cc.libs, "-lm"],
                               capture_output=True, text=True, timeout=600)
         if done.returncode != 0:
             numbered = "\n".join(f"{i + 1:4d} {ln}" for i, ln in enumerate(source.splitlines()))

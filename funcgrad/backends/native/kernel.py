@@ -35,6 +35,7 @@ from funcgrad.backends.native import ops
 from funcgrad.compiler import escape
 
 PARALLEL_MIN_ELEMENTS = 1 << 17  # below this, starting threads costs more than it saves
+PARALLEL_BLOCK = 1 << 14  # elements per thread task of a one-dimensional kernel
 
 
 class CKernel:
@@ -101,11 +102,19 @@ class CKernel:
         """`for` headers over `dims` with counters `{var}0, {var}1...`; the innermost gets
         `#pragma omp simd` when `simd`, the outermost a parallel for when `parallel`."""
         lines = []
+        if parallel and len(dims) == 1:  # threads over blocks, SIMD within each block
+            n, b = dims[0], PARALLEL_BLOCK
+            lines.append("#pragma omp parallel for")
+            lines.append(f"for (long long _b = 0; _b < {n}; _b += {b}) {{")
+            lines.append(f"const long long _e = _b + {b} < {n} ? _b + {b} : {n};")
+            lines.append("#pragma omp simd" if simd else "")
+            lines.append(f"for (long long {var}0 = _b; {var}0 < _e; ++{var}0) {{")
+            return [ln for ln in lines if ln]
         for d, size in enumerate(dims):
             inner = d == len(dims) - 1
             if d == 0 and parallel:
-                lines.append("#pragma omp parallel for" + (" simd" if inner and simd else ""))
-            elif inner and simd:
+                lines.append("#pragma omp parallel for")
+            if inner and simd:
                 lines.append("#pragma omp simd")
             lines.append(f"for (long long {var}{d} = 0; {var}{d} < {size}; ++{var}{d}) {{")
         return lines
@@ -120,7 +129,7 @@ class CKernel:
         inner += self.body
         inner += [self.store(o.name, o.dtype, _offset(counters, o.strides), f"v_{v}")
                   for o, v in self.out_values()]
-        return _nest(head, inner, len(dims))
+        return _nest(head, inner)
 
     def reduction(self):
         p = self.plan
@@ -144,8 +153,8 @@ class CKernel:
                 value = f"({at}){value}"
             inner.append(f"acc{j} = {ops.cstyle.combine(r.op, f'acc{j}', value, acc)};")
             write.append(self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)})acc{j}"))
-        rows_body = init + _nest(self.loops(p.inner, "k", False, False), inner, ni) + write
-        return _nest(self.loops(p.outer, "i", False, parallel), rows_body, no)
+        rows_body = init + _nest(self.loops(p.inner, "k", False, False), inner) + write
+        return _nest(self.loops(p.outer, "i", False, parallel), rows_body)
 
 
 def _acc_dtype(r):
@@ -174,15 +183,15 @@ def _offset(counters, strides):
     return " + ".join(terms) if terms else "0"
 
 
-def _nest(heads, body, depth):
-    """`heads` (loop headers and pragmas) around `body`, indented, with `depth` braces."""
+def _nest(heads, body):
+    """`heads` (loop headers, pragmas, declarations) around `body`, indented and closed."""
     out, level = [], 0
     for h in heads:
         out.append("    " * level + h)
         if h.startswith("for"):
             level += 1
     out += ["    " * level + ln for ln in body]
-    for d in reversed(range(depth)):
+    for d in reversed(range(level)):
         out.append("    " * d + "}")
     return out
 

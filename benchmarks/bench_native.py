@@ -1,0 +1,170 @@
+"""The native C backend against the numpy backend, hand-written NumPy, and JAX/PyTorch
+when importable (one thread, then all cores: set OMP_NUM_THREADS before starting).
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_native.py
+    PYTHONPATH=. /work/bench-venv/bin/python benchmarks/bench_native.py   # with JAX/torch
+
+Workloads: the fused chain gelu(x * a + b) (tanh form) on x f32[4096, 1024] (4M elements)
+with a, b f32[1024]; one Adam update over 670k float32 parameters (params, both moments
+donated). Each row: median ms (25th-75th percentile) over interleaved runs, the ratio to
+the native backend, and the effective bandwidth (bytes the kernel must move / time) as a
+fraction of this machine's measured copy bandwidth (np.copyto of 256 MiB).
+"""
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+
+C = 0.7978845608028654
+SHAPES = [(784, 512), (512, 512), (512,), (512, 10), (10,), (512, 128), (128,)]  # ~670k
+
+
+def gelu(m, x, a, b):
+    y = x * a + b
+    return 0.5 * y * (1.0 + m.tanh(C * (y + 0.044715 * y * y * y)))
+
+
+def adam(m, sqrt, p, mu, nu, g, count=10, lr=1e-3, b1=0.9, b2=0.999, eps=1e-8):
+    out = []
+    for pi, mi, vi, gi in zip(p, mu, nu, g):
+        mi = b1 * mi + (1 - b1) * gi
+        vi = b2 * vi + (1 - b2) * gi * gi
+        mh = mi / (1 - b1 ** count)
+        vh = vi / (1 - b2 ** count)
+        out.append((pi - lr * mh / (sqrt(vh) + eps), mi, vi))
+    return out
+
+
+def copy_bandwidth():
+    a = np.ones(1 << 26, np.float32)
+    b = np.empty_like(a)
+    best = min(_time(lambda: np.copyto(b, a)) for _ in range(5))
+    return 2 * a.nbytes / best
+
+
+def _time(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def interleaved(fns, repeat):
+    times = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            times[k].append(_time(fn))
+    return {k: np.array(v) * 1e3 for k, v in times.items()}
+
+
+def _jit(fn, backend, donate=()):
+    fg.config.update("native", "sync")
+    return fg.jit(fn, backend=backend, donate_argnums=donate)
+
+
+def gelu_runs(n):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n // 1024, 1024)).astype(np.float32)
+    a, b = (rng.normal(size=1024).astype(np.float32) for _ in range(2))
+    f = lambda x, a, b: gelu(fnp, x, a, b)
+    fns = {"numpy (hand)": lambda: gelu(np, x, a, b)}
+    for backend in ("numpy", "cpu"):
+        j = _jit(f, backend)
+        fx, fa, fb = fnp.asarray(x), fnp.asarray(a), fnp.asarray(b)
+        fg.block_until_ready(j(fx, fa, fb))
+        fns[f"funcgrad {'native' if backend == 'cpu' else 'numpy backend'}"] = (
+            lambda j=j, fx=fx, fa=fa, fb=fb: j(fx, fa, fb))
+    fns.update(_others_gelu(x, a, b))
+    return fns, 2 * x.nbytes
+
+
+def adam_runs():
+    rng = np.random.default_rng(1)
+    p, g = ([rng.normal(size=s).astype(np.float32) for s in SHAPES] for _ in range(2))
+    mu, nu = [np.zeros_like(x) for x in p], [np.zeros_like(x) for x in p]
+    fns = {"numpy (hand)": lambda: adam(np, np.sqrt, p, mu, nu, g)}
+    for backend in ("numpy", "cpu"):
+        j = _jit(lambda p, mu, nu, g: adam(fnp, fnp.sqrt, p, mu, nu, g), backend, (0, 1, 2))
+        state = [[fnp.asarray(x) for x in t] for t in (p, mu, nu)]
+
+        def step(j=j, state=state):
+            out = j(*state, g)
+            state[:] = [[o[k] for o in out] for k in range(3)]
+        step()
+        fns[f"funcgrad {'native' if backend == 'cpu' else 'numpy backend'}"] = step
+    fns.update(_others_adam(p, mu, nu, g))
+    nbytes = sum(x.nbytes for x in p) * 7  # read p, m, v, g; write p, m, v
+    return fns, nbytes
+
+
+def _others_gelu(x, a, b):
+    out = {}
+    try:
+        import jax
+        import jax.numpy as jnp
+        jf = jax.jit(lambda x, a, b: gelu(jnp, x, a, b))
+        jx, ja, jb = (jax.device_put(v) for v in (x, a, b))
+        jf(jx, ja, jb).block_until_ready()
+        out["JAX jit"] = lambda: jf(jx, ja, jb).block_until_ready()
+    except ImportError:
+        pass
+    try:
+        import torch
+        tx, ta, tb = (torch.from_numpy(v) for v in (x, a, b))
+        out["PyTorch eager"] = lambda: gelu(torch, tx, ta, tb)
+    except ImportError:
+        pass
+    return out
+
+
+def _others_adam(p, mu, nu, g):
+    out = {}
+    try:
+        import jax
+        import jax.numpy as jnp
+        jf = jax.jit(lambda p, mu, nu, g: adam(jnp, jnp.sqrt, p, mu, nu, g),
+                     donate_argnums=(0, 1, 2))
+        state = [[jax.device_put(x) for x in t] for t in (p, mu, nu)]
+        jg = [jax.device_put(x) for x in g]
+
+        def step():
+            res = jf(*state, jg)
+            state[:] = [[o[k] for o in res] for k in range(3)]
+            jax.block_until_ready(state)
+        step()
+        out["JAX jit"] = step
+    except ImportError:
+        pass
+    return out
+
+
+def report(title, fns, nbytes, bw, repeat):
+    t = interleaved(fns, repeat)
+    ref = np.median(t["funcgrad native"])
+    print(f"\n{title}\n| implementation | median ms (p25-p75) | / native | GB/s | of copy bw |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for k, v in t.items():
+        med = np.median(v)
+        gbs = nbytes / (med * 1e-3) / 1e9
+        print(f"| {k} | {med:.2f} ({np.percentile(v, 25):.2f}-{np.percentile(v, 75):.2f}) | "
+              f"{med / ref:.2f} | {gbs:.1f} | {100 * gbs * 1e9 / bw:.0f}% |")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1 << 22)
+    ap.add_argument("--repeat", type=int, default=15)
+    args = ap.parse_args()
+    bw = copy_bandwidth()
+    print(f"threads: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}, "
+          f"{os.cpu_count()} CPUs; copy bandwidth {bw / 1e9:.1f} GB/s")
+    report(f"gelu(x * a + b), {args.n} float32", *gelu_runs(args.n), bw, args.repeat)
+    report("Adam update, 670k float32 parameters (donated)", *adam_runs(), bw, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
