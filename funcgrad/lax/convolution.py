@@ -17,6 +17,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, concrete_value, get_aval
 from funcgrad.interpreters import ad, batching
+from funcgrad.lax.precision import canonicalize_precision
 from funcgrad.lax.utils import static_ints
 
 __all__ = [
@@ -166,7 +167,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
             ('NHWC', 'HWIO', 'NHWC'), or a `ConvDimensionNumbers`.
         feature_group_count: grouped / depthwise convolution.
         batch_group_count: groups over the lhs batch (used by gradients of grouped convs).
-        precision: accepted for JAX compatibility.
+        precision: None, a `lax.Precision`, a string such as 'highest' or a pair (validated;
+            numpy computes in full precision).
         preferred_element_type: optional output dtype.
 
     Example:
@@ -193,7 +195,8 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         lhs, rhs, window_strides=window_strides, padding=_pairs(padding),
         lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dn,
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
-        precision=None if precision is None else str(precision), preferred_element_type=pet)
+        precision=canonicalize_precision(precision, "conv_general_dilated"),
+        preferred_element_type=pet)
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):

@@ -5,7 +5,6 @@ eager implementation routes to BLAS (`np.dot` / `np.matmul`) so eager MLPs stay 
 This module imports only the core, the interpreters and other `funcgrad.lax` wrappers.
 """
 
-import enum
 import functools
 import types
 
@@ -14,6 +13,7 @@ import numpy as np
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
+from funcgrad.lax.precision import canonicalize_precision
 from funcgrad.lax.utils import static_ints
 
 __all__ = ["batch_matmul", "dot", "dot_general", "dot_general_p"]
@@ -38,7 +38,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     Args:
         lhs, rhs: arrays of the same dtype.
         dimension_numbers: `((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))`.
-        precision: accepted for JAX compatibility; numpy always computes in full precision.
+        precision: None, a `lax.Precision`, a string such as "highest" or a pair of them
+            (validated; numpy always computes in full precision).
         preferred_element_type: optional output (and accumulation) dtype.
 
     Returns:
@@ -58,15 +59,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
 
 
 def _hashable(precision):
-    if precision is None or isinstance(precision, (str, int)):
-        return precision
-    if isinstance(precision, (tuple, list)):
-        return tuple(_hashable(p) for p in precision)
-    if isinstance(precision, enum.Enum):  # e.g. jax.lax.Precision.HIGHEST
-        return str(precision)
-    raise errors.op_error("dot_general", f"precision must be None, a string such as 'highest', "
-                          f"a Precision enum or a pair of them, got {type(precision).__name__} "
-                          f"{errors.short_repr(precision)}")
+    return canonicalize_precision(precision, "dot_general")  # validated; hashable
 
 
 def _dot_general_abstract(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
