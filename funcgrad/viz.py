@@ -71,10 +71,11 @@ def _source(eqn):
 
 
 def _params(eqn):
-    """Short `k=v` texts of the equation's simple parameters (sub-programs are drawn)."""
+    """Short `k=v` texts of the equation's parameters (sub-programs are drawn; parameters
+    that are None, the defaults, are left out)."""
     out = []
     for k, v in sorted(eqn.params.items()):
-        if k.startswith("_") or _subprograms(v):
+        if k.startswith("_") or v is None or _subprograms(v):
             continue
         text = f"{k}={v}"
         out.append(text if len(text) <= 48 else text[:45] + "...")
@@ -172,6 +173,20 @@ def _outputs(g, outvars, made, indent, names=None):
 
 # --- the compiled program -----------------------------------------------------------------
 
+_CALL_KINDS = {"library": "library call", "view": "view, no copy",
+               "higher-order": "loop/branch/call of compiled bodies"}
+_CALL_SHAPES = {"library call": "box3d", "view, no copy": "box",
+                "loop/branch/call of compiled bodies": "tab"}
+
+
+def _const(c):
+    """A kernel constant as its dtype prints it (`0.1`, not 0.10000000149011612)."""
+    try:
+        return str(np.dtype(c.dtype).type(c.value))
+    except (TypeError, ValueError):
+        return str(c.value)
+
+
 class _Compiled:
     """Draws a fused program with its buffers (`exe.program`, `exe.buffers`)."""
 
@@ -213,14 +228,13 @@ class _Compiled:
 
     def call(self, eqn):
         g = self.g
-        kind = "loop/branch/call (compiled bodies)" if eqn.prim.kind == "higher-order" \
-            else "library call"
+        kind = _CALL_KINDS.get(eqn.prim.kind, "unfused op")
         outs = ", ".join(self.value(v) for v in eqn.outvars) or "(effect)"
         nbytes = sum(int(np.prod(a.aval.shape)) * a.aval.dtype.itemsize
                      for a in list(eqn.invars) + list(eqn.outvars) if type(a) is Var)
         label = [f"{eqn.prim.name}  ({kind})", f"-> {outs}", f"moves {_size(nbytes)}"]
         label += [_source(eqn)] if eqn.source is not None else []
-        nid = g.node(label, shape="box3d" if kind == "library call" else "tab")
+        nid = g.node(label, shape=_CALL_SHAPES.get(kind, "box"))
         for a in dict.fromkeys(eqn.invars):
             self.link(a, nid)
         for v in eqn.outvars:
@@ -239,7 +253,7 @@ class _Compiled:
                                      shape="plain")
             self.link(var, local[inp.name], 2)
         for instr in spec.body:
-            args = ", ".join(a if isinstance(a, str) else f"{a.value}" for a in instr.args)
+            args = ", ".join(a if isinstance(a, str) else _const(a) for a in instr.args)
             local[instr.dst] = g.node([f"{instr.dst} = {instr.op}({args})"], 2, shape="box")
             for a in dict.fromkeys(a for a in instr.args if isinstance(a, str)):
                 g.edge(local[a], local[instr.dst], None, 2)

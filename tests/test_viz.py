@@ -186,7 +186,7 @@ def test_control_flow_bodies_are_clusters():
     compiled = fg.jit(f, backend="numpy").lower(np.ones(4, np.float32)).compile()
     ctext = compiled.as_dot()
     check_dot(ctext)
-    assert "(loop/branch/call (compiled bodies))" in ctext
+    assert "(loop/branch/call of compiled bodies)" in ctext
 
 
 # --- hostile user text ----------------------------------------------------------------------------
