@@ -73,6 +73,8 @@ def test_the_runner_catches_wrong_output():
     assert not mismatches("page.md", text.replace("3", "2"))
     assert mdrun.same("  2.00001 \n", "2.0", approx=True)
     assert not mdrun.same("2.1", "2.0", approx=True) and not mdrun.same("a 2.0", "b 2.0", True)
+    assert mdrun.same("def fg_jit_11(a0):", "def fg_jit_2(a0):", approx=False)
+    assert not mdrun.same("def fg_jit_1(a1):", "def fg_jit_1(a0):", approx=False)
 
 
 def test_output_blocks_belong_to_the_block_just_above():
@@ -96,6 +98,24 @@ def test_pictures_are_built():
     pictures = []
     assert not mismatches("page.md", text, pictures)
     assert [p.expr for p in pictures] == ["f.lower(fnp.ones(3)).compile()"]
+
+
+def test_pictures_fall_back_to_dot_text_without_graphviz(monkeypatch):
+    import shutil
+
+    import hooks
+
+    import funcgrad as fg
+    import funcgrad.numpy as fnp
+
+    lowered = fg.jit(lambda x: fnp.sin(x) * 2).lower(fnp.ones(3))
+    if shutil.which("dot"):
+        assert "<svg" in hooks.picture(lowered)
+    monkeypatch.setattr(hooks.shutil, "which", lambda name: None)
+    text = hooks.picture(lowered)
+    assert "```dot\ndigraph" in text and "was not installed" in text
+    page = "```python\nraise RuntimeError('boom')\n```\n<!-- picture: f -->\n"
+    assert "could not be drawn" in hooks.pictures("page.md", page)
 
 
 def test_name_table_follows_funcgrad():

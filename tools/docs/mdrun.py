@@ -8,6 +8,8 @@
 - ```text approx compares the same way, except that numbers agree to a relative 1e-4 (plus
   1e-6 absolute): for values whose last digits depend on the BLAS build or summation order.
 - ```python no-run is shown and not run; only the GPU and MPI pages use it.
+- The numbers of generated programs (`fg_jit_7`, `# funcgrad jit program 7`) count the
+  programs compiled before in the process, so they are not compared.
 - A line `<!-- picture: EXPR -->` is replaced at build time by a picture of EXPR (a jaxpr, a
   `Lowered` or a `Compiled`, evaluated after the blocks above it): SVG when Graphviz's `dot`
   is installed, else the DOT text. The test suite evaluates EXPR and builds its DOT text.
@@ -80,8 +82,13 @@ def parse(text):
     return sorted(items, key=lambda item: item.line)
 
 
+# Generated code is numbered per process (`fg_jit_7`, `# funcgrad jit program 7`): the
+# number depends on what ran before, so it is not compared.
+_COUNTERS = re.compile(r"(fg_jit_|jit program )\d+")
+
+
 def normalize(text):
-    return " ".join(text.split())
+    return " ".join(_COUNTERS.sub(r"\1#", text).split())
 
 
 def same(actual, expected, approx):
