@@ -56,8 +56,15 @@ def _dot_flops(eqn):
     return 2 * math.prod(out.shape) * math.prod(lhs.shape[d] for d in contract)
 
 
+def _conv_flops(eqn):
+    # each output element: a multiply-add per kernel element of one output feature
+    rhs, out = eqn.invars[1].aval, eqn.outvars[0].aval
+    features = rhs.shape[eqn.params["dimension_numbers"].rhs_spec[0]]
+    return 2 * math.prod(out.shape) * (math.prod(rhs.shape) // max(features, 1))
+
+
 # Operation counts of library calls, by primitive name (a count, never a behaviour).
-FLOP_RULES = {"dot_general": _dot_flops}
+FLOP_RULES = {"dot_general": _dot_flops, "conv_general_dilated": _conv_flops}
 
 
 def _lines(eqns):
@@ -292,8 +299,12 @@ class ProfileResult:
 
     def chrome_trace(self):
         """The runs as a Chrome/Perfetto trace: `{"traceEvents": [{"name", "ph": "X", "ts",
-        "dur", "pid", "tid", "args"}, ...]}` with times in microseconds."""
-        out = []
+        "dur", "pid", "tid", "args"}, ...]}` with times in microseconds (after two "M"
+        metadata events naming the process and thread)."""
+        out = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 1,
+                "args": {"name": f"funcgrad {escape.comment(self.name)}"}},
+               {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1,
+                "args": {"name": "steps, kernels and calls"}}]
         for site, start, dur, run in self.events:
             ev = {"name": f"step {run}" if site is None else site.name, "ph": "X",
                   "ts": start * 1e6, "dur": dur * 1e6, "pid": 1, "tid": 1,

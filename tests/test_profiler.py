@@ -64,7 +64,9 @@ def test_chrome_trace_is_valid_json_with_every_field(tmp_path):
     prof = f.profile(X[:64, :64], W[:64, :64], repeat=3, trace=str(path))
     with open(path) as fh:
         trace = json.load(fh)
-    events = trace["traceEvents"]
+    meta = [ev for ev in trace["traceEvents"] if ev["ph"] == "M"]
+    assert [ev["name"] for ev in meta] == ["process_name", "thread_name"]
+    events = [ev for ev in trace["traceEvents"] if ev["ph"] != "M"]
     assert len(events) == 3 * (len(prof.rows) + 1)  # every site of every step, and the steps
     for ev in events:
         assert ev["ph"] == "X" and isinstance(ev["name"], str)
@@ -150,7 +152,7 @@ def test_runs_slowed_by_other_load_are_left_out_of_the_medians():
     assert [r.name for r in prof.rows] == ["k1", "k0"]
     assert [r.seconds for r in prof.rows] == pytest.approx([2.0, 1.0])
     assert "medians of 3 of 4 steps (1 slowed by other load left out)" in prof.table()
-    assert len(prof.chrome_trace()["traceEvents"]) == 4 * 3  # the trace keeps every run
+    assert len(prof.chrome_trace()["traceEvents"]) == 2 + 4 * 3  # the trace keeps every run
 
 
 class FakeCuda:
@@ -194,7 +196,15 @@ def test_event_clock_bookkeeping_as_on_a_gpu():
     for r in prof.rows:  # each site spans one event step: 1 ms
         assert r.calls == 1 and r.seconds == pytest.approx(1e-3)
     assert prof.step_seconds == pytest.approx(7e-3)  # 2 events per site and one after
-    assert len(prof.chrome_trace()["traceEvents"]) == 4 * 4
+    assert len(prof.chrome_trace()["traceEvents"]) == 2 + 4 * 4
+
+
+def test_convolution_flops_from_shapes():
+    x, w = np.ones((2, 3, 9, 9), np.float32), np.ones((4, 3, 3, 3), np.float32)
+    f = fg.jit(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID"), backend="numpy")
+    prof = f.profile(x, w, repeat=1)
+    conv = next(r for r in prof.rows if r.name == "conv_general_dilated")
+    assert conv.flops == 2 * (2 * 4 * 7 * 7) * (3 * 3 * 3)
 
 
 def test_cuda_programs_report_their_kernels_and_calls(monkeypatch):
