@@ -312,21 +312,23 @@ def _lu_abstract(x):
             ShapedArray(x.shape[:-2] + (min(m, n),), i32), ShapedArray(x.shape[:-2] + (m,), i32)]
 
 
-def _lu_impl(x):
+def _lu_impl(x, xp=np):
+    """Partial pivoting LU, vectorized over the batch (one step per column). `xp` is numpy or
+    an array module with its API (the CUDA backend passes CuPy)."""
     *batch, m, n = x.shape
     k = min(m, n)
-    a = np.array(x, copy=True).reshape(int(np.prod(batch, dtype=np.int64)), m, n)
-    perm = np.tile(np.arange(m, dtype=np.int32), (a.shape[0], 1))
-    piv = np.zeros((a.shape[0], k), np.int32)
-    rows = np.arange(a.shape[0])
+    a = xp.array(x, copy=True).reshape(int(np.prod(batch, dtype=np.int64)), m, n)
+    perm = xp.tile(xp.arange(m, dtype=np.int32), (a.shape[0], 1))
+    piv = xp.zeros((a.shape[0], k), np.int32)
+    rows = xp.arange(a.shape[0])
     with np.errstate(all="ignore"):
         for j in range(k):
-            p = j + np.argmax(np.abs(a[:, j:, j]), axis=1)
+            p = j + xp.argmax(xp.abs(a[:, j:, j]), axis=1)
             piv[:, j] = p
             a[rows, j], a[rows, p] = a[rows, p], a[rows, j].copy()
             perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
             pivot = a[:, j, j]
-            a[:, j + 1:, j] /= np.where(pivot == 0, 1, pivot)[:, None]  # LAPACK skips a 0 pivot
+            a[:, j + 1:, j] /= xp.where(pivot == 0, 1, pivot)[:, None]  # LAPACK skips a 0 pivot
             a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, j, None, j + 1:]
     return [a.reshape(x.shape), piv.reshape(tuple(batch) + (k,)),
             perm.reshape(tuple(batch) + (m,))]

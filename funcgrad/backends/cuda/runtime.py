@@ -20,6 +20,7 @@ import numpy as np
 
 from funcgrad import errors
 from funcgrad.backends.cuda import compile as cuda_compile
+from funcgrad.backends.cuda import linalg as cuda_linalg
 from funcgrad.backends.cuda import renderer
 from funcgrad.backends.cuda.plan import DeviceInfo
 from funcgrad.core import Array, set_trace
@@ -148,7 +149,7 @@ def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None,
     return xp.matmul(a, b).reshape(out_shape)
 
 
-LIBRARY = {"dot_general": dot_general}
+LIBRARY = {"dot_general": dot_general, **cuda_linalg.LIBRARY}
 
 
 def call_primitive(xp, eqn, vals, fallback):
