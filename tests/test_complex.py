@@ -3,7 +3,7 @@ NumPy, JAX's autodiff conventions (the autodiff cookbook's examples with their p
 values, `holomorphic=` in grad/jacfwd/jacrev/hessian and their errors, the real-function
 gradient df/dx - i df/dy checked by finite differences), check_grads over a table of complex
 functions, batching against a loop, jit against eager, and the Array API's special cases of
-exp/expm1/log/log1p/sqrt at infinities and NaNs."""
+exp/expm1/log/log1p/sqrt/tanh at infinities, NaNs and signed zeros."""
 
 import numpy as np
 import pytest
@@ -231,7 +231,10 @@ SPECIAL = [
     ("exp", (-INF, INF), (0, 0), True), ("exp", (INF, INF), (INF, NAN), True),
     ("exp", (INF, NAN), (INF, NAN), True), ("exp", (NAN, 0.0), (NAN, 0), False),
     ("exp", (NAN, 1.0), (NAN, NAN), False),
-    ("expm1", (0.0, 0.0), (0, 0), False), ("expm1", (1, INF), (NAN, NAN), False),
+    ("expm1", (0.0, 0.0), (0, 0), False), ("expm1", (-0.0, 0.0), (0, 0), False),
+    ("tanh", (INF, 3.0), (1, 0.0), False), ("tanh", (-INF, 2.0), (-1, 0.0), False),
+    ("tanh", (INF, -3.0), (1, -0.0), False), ("tanh", (0.0, 0.0), (0, 0), False),
+    ("expm1", (1, INF), (NAN, NAN), False),
     ("expm1", (1, NAN), (NAN, NAN), False), ("expm1", (INF, 0.0), (INF, 0), False),
     ("expm1", (-INF, 1.0), (-1, 0), True), ("expm1", (-INF, INF), (-1, 0), True),
     ("expm1", (INF, INF), (INF, NAN), True), ("expm1", (-INF, NAN), (-1, 0), True),
@@ -259,6 +262,7 @@ def _same(got, want, loose):
         else:
             g, w = (abs(g), abs(w)) if loose else (g, w)
             assert g == w or abs(g - w) <= 1e-6 * abs(w), (got, want)  # pi in float32
+            assert w != 0 or np.signbit(g) == np.signbit(w), (got, want)  # signed zeros
 
 
 @pytest.mark.parametrize("x64", [False, True])

@@ -400,7 +400,7 @@ def _expm1_impl(x):
     a, b, e = x.real, x.imag, np.exp(x)
     out = np.empty(x.shape, x.dtype)
     out.real = np.where(np.isfinite(x), np.expm1(a) * np.cos(b) - 2 * np.sin(b / 2) ** 2,
-                        e.real - 1)
+                        e.real - 1) + 0.0  # + 0.0: expm1(-0 + 0j) is +0 + 0j
     out.imag = np.where(b == 0, b, e.imag)
     return out
 
@@ -414,7 +414,17 @@ def tanh(x):
     return tanh_p.bind(x)
 
 
-tanh_p = unop("tanh", np.tanh)
+def _tanh_impl(x):
+    x = np.asarray(x)
+    if x.dtype.kind != "c":
+        return np.tanh(x)
+    out = np.array(np.tanh(x))  # the Array API: tanh(+-inf + bj) = +-1 + copysign(0, b)j
+    out.imag = np.where(np.isinf(x.real) & np.isfinite(x.imag), np.copysign(0.0, x.imag),
+                        out.imag)
+    return out
+
+
+tanh_p = unop("tanh", _quiet(_tanh_impl))
 # (1 + out)(1 - out) is more accurate than 1 - out**2 near |out| = 1
 defjvp(tanh_p, lambda t, x, out: mul(add(t, mul(t, out)), sub(_const(x, 1), out)))
 

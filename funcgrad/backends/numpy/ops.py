@@ -59,6 +59,13 @@ def _float_ufunc(fn):
     return lambda args, dts, p, consts=None: rule(args, dts, p) if dts[0].kind in "fc" else None
 
 
+def _real_ufunc(fn):
+    """`ufunc(fn)` for real operands; complex ones run the eager impl (it adds the Array API's
+    special cases that numpy's complex loop misses)."""
+    rule = ufunc(fn)
+    return lambda args, dts, p, consts=None: rule(args, dts, p) if dts[0].kind == "f" else None
+
+
 INTEGER_POW_MAX = 64  # larger exponents call np.power
 
 
@@ -181,9 +188,7 @@ ELEMENTWISE = {
     lax.clamp_p: _clamp, lax.convert_element_type_p: _convert, lax.conj_p: _conj,
     lax.real_p: _part(np.real), lax.imag_p: _part(np.imag), lax.round_p: _round,
     lax.population_count_p: _population_count,
-    # complex expm1 runs its eager impl (the Array API's special cases numpy's ufunc misses)
-    lax.expm1_p: lambda args, dts, p, consts=None: (
-        ufunc(np.expm1)(args, dts, p) if dts[0].kind == "f" else None),
+    lax.expm1_p: _real_ufunc(np.expm1), lax.tanh_p: _real_ufunc(np.tanh),
 }
 
 _NO_UFUNC = "no numpy ufunc computes it (scipy is not a dependency)"
