@@ -170,6 +170,9 @@ def test_fftfreq_with_traced_spacing_and_device():
     k = np.arange(4) / 6.0  # sum (k/d)^2 -> -2 sum k^2 / d^3
     np.testing.assert_allclose(g, -2 * np.sum(k ** 2) / 8, rtol=1e-5)
     assert fnp.fft.fftfreq(4, device=fg.devices()[0]).shape == (4,)
+    assert fnp.fft.rfftfreq(4, device="cpu").shape == (3,)
+    with pytest.raises(errors.FuncgradValueError, match="invalid device"):
+        fnp.fft.fftfreq(4, device="tpu:7")
 
 
 @given(st.lists(st.integers(0, 5), min_size=0, max_size=3), st.data())

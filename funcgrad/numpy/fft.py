@@ -23,6 +23,7 @@ from funcgrad.numpy._util import (
     static_int,
     weak_scalar,
 )
+from funcgrad.numpy.creation import place
 from funcgrad.numpy.shape import roll
 
 __all__ = [
@@ -246,10 +247,7 @@ def _freqs(name, k, n, d, dtype, device):
         out = lax.div(Array(k.astype(dt)), lax.convert_element_type(d * n, dt))
     else:
         out = Array((k / (n * float(d))).astype(dt))
-    if device is not None:
-        from funcgrad.devices import device_put
-        out = device_put(out, device)
-    return out
+    return place(name, out, device)
 
 
 def _positive(name, n):
