@@ -10,12 +10,21 @@ Imports the core and the interpreters only; `custom_derivatives` calls it.
 """
 
 from funcgrad import errors
-from funcgrad.core import Builder, Eqn, Primitive, Tracer, Var, current_source, set_trace
+from funcgrad.core import (
+    Builder,
+    Eqn,
+    Primitive,
+    Tracer,
+    Var,
+    current_source,
+    current_trace,
+    set_trace,
+)
 from funcgrad.interpreters import ad, batching
 from funcgrad.tree_util import tree_leaves
 
-__all__ = ["by_run_mode", "custom_known_call_p", "is_mine", "record_known", "rule_builder",
-           "value_in"]
+__all__ = ["abstract_body_error", "by_run_mode", "custom_known_call_p", "is_mine",
+           "record_known", "rule_builder", "value_in"]
 
 
 def is_mine(b, x):
@@ -57,6 +66,27 @@ def rule_builder(b, name):
     """A define-by-run builder beside `b` (same parent): the rule's primal operations run one
     level up, its tangent operations are recorded as a program of the tangent inputs."""
     return Builder(b.parent, True, name)
+
+
+_TRANSFORM_NAMES = {"linearize": "grad/vjp/linearize", "jvp": "jvp", "jacfwd": "jacfwd"}
+
+
+def abstract_body_error(kind, fun, e):
+    """A concretization error inside a traced custom function, naming the transform."""
+    trace = current_trace()
+    where_, _, _ = str(e).partition("\n  hint:")
+    if isinstance(trace, Builder) and trace.compute_known:
+        name = _TRANSFORM_NAMES.get(trace.name, trace.name)
+        why = (f"under {name} its body is traced abstractly (without values) because it "
+               "closes over a value being differentiated, or a nondiff_argnums argument is one")
+        hint = ("pass that value as a (differentiable) argument, so the rule runs on concrete "
+                "values as in JAX; or use lax.cond/lax.while_loop/fnp.where")
+    else:
+        name = trace.name if trace is not None else "a trace"
+        why = f"under `{name}` values are abstract"
+        hint = "use lax.cond / lax.switch / lax.while_loop / fnp.where for control flow"
+    return errors.ConcretizationTypeError(
+        f"{kind} function {fun.__qualname__}: {why}.\n{where_}\n  hint: {hint}")
 
 
 def record_known(b, args, out_vals, out_avals, name, jvp, fun):

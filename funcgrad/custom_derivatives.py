@@ -157,30 +157,9 @@ class _Call:
             closed, consts = pe.closure_convert(
                 self.flat_fun, [get_aval(x) for x in self.nd_vals + self.diff_leaves], kind)
         except errors.ConcretizationTypeError as e:
-            raise _abstract_body_error(kind, self.fun, e) from None
+            raise by_run.abstract_body_error(kind, self.fun, e) from None
         self.out_avals = closed.out_avals
         return closed, consts
-
-
-_TRANSFORM_NAMES = {"linearize": "grad/vjp/linearize", "jvp": "jvp", "jacfwd": "jacfwd"}
-
-
-def _abstract_body_error(kind, fun, e):
-    """A concretization error inside a traced custom function, naming the transform."""
-    trace = current_trace()
-    where_, _, _ = str(e).partition("\n  hint:")
-    if isinstance(trace, Builder) and trace.compute_known:
-        name = _TRANSFORM_NAMES.get(trace.name, trace.name)
-        why = (f"under {name} its body is traced abstractly (without values) because it "
-               "closes over a value being differentiated, or a nondiff_argnums argument is one")
-        hint = ("pass that value as a (differentiable) argument, so the rule runs on concrete "
-                "values as in JAX; or use lax.cond/lax.while_loop/fnp.where")
-    else:
-        name = trace.name if trace is not None else "a trace"
-        why = f"under `{name}` values are abstract"
-        hint = "use lax.cond / lax.switch / lax.while_loop / fnp.where for control flow"
-    return errors.ConcretizationTypeError(
-        f"{kind} function {fun.__qualname__}: {why}.\n{where_}\n  hint: {hint}")
 
 
 def _body_tangents(jaxpr, primals, tangents, num_consts):
@@ -253,9 +232,11 @@ class custom_jvp:
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp = None
 
-    def defjvp(self, jvp):
+    def defjvp(self, jvp, symbolic_zeros=False):
         """Set the rule `jvp(*nondiff_args, primals, tangents) -> (primal_out, tangent_out)`;
-        returns `jvp`, so it works as a decorator."""
+        returns `jvp`, so it works as a decorator. Zero tangents reach the rule as zero
+        arrays (JAX's default, `symbolic_zeros=False`; True is not supported)."""
+        _no_symbolic_zeros(symbolic_zeros, "custom_jvp.defjvp")
         self.jvp = jvp
         return jvp
 
@@ -301,6 +282,13 @@ class custom_jvp:
                                       num_consts=len(consts) + len(call.nd_vals),
                                       name=self.__name__, _rule=rule)
         return tree_unflatten(call.out_tree, outs)
+
+
+def _no_symbolic_zeros(symbolic_zeros, what):
+    if symbolic_zeros:
+        raise errors.FuncgradValueError(
+            f"{what}: symbolic_zeros=True is not supported; zero tangents and cotangents reach "
+            f"the rules as zero arrays (JAX's default)\n{errors.where()}")
 
 
 def _tree_add(a, b):
@@ -474,9 +462,14 @@ class custom_vjp:
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd = self.bwd = None
 
-    def defvjp(self, fwd, bwd):
+    def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):
         """Set the forward rule `fwd(*args) -> (out, residuals)` and the backward rule
-        `bwd(*nondiff_args, residuals, ct) -> tuple of cotangents`."""
+        `bwd(*nondiff_args, residuals, ct) -> tuple of cotangents` (JAX's keyword options
+        are accepted at their defaults)."""
+        _no_symbolic_zeros(symbolic_zeros, "custom_vjp.defvjp")
+        if optimize_remat:
+            raise errors.FuncgradValueError("custom_vjp.defvjp: optimize_remat=True is not "
+                                            f"supported\n{errors.where()}")
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args, **kwargs):

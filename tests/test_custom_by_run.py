@@ -213,3 +213,15 @@ def test_custom_jvp_mixed_levels_and_pytrees():
     # nested: the outer grad differentiates the inner rule's tangent expression in y
     gy = fg.grad(lambda y: fg.grad(lambda p: fnp.sum(f(p, y)["s"]))(p)["a"][0])(2.0)
     close(gy, 10.0)
+
+
+def test_jax_keyword_options_at_their_defaults():
+    f = fg.custom_jvp(fnp.sin)
+    f.defjvp(lambda p, t: (fnp.sin(p[0]), fnp.cos(p[0]) * t[0]), symbolic_zeros=False)
+    close(fg.grad(f)(0.5), np.cos(0.5))
+    with pytest.raises(ValueError, match="symbolic_zeros=True is not supported"):
+        f.defjvp(lambda p, t: (p[0], t[0]), symbolic_zeros=True)
+    g = fg.custom_vjp(fnp.sin)
+    g.defvjp(lambda x: (fnp.sin(x), fnp.cos(x)), lambda c, ct: (c * ct,), symbolic_zeros=False,
+             optimize_remat=False)
+    close(fg.grad(g)(0.5), np.cos(0.5))
