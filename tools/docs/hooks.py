@@ -87,6 +87,9 @@ def pictures(page_name, markdown):
     def draw(item, value):
         drawn[item.line] = picture(value)
 
+    import funcgrad as fg
+
+    fg.config.update("native", "off")  # as the test suite runs them: the numpy programs
     try:
         mdrun.run(page_name, markdown, on_picture=draw)
     except Exception as e:  # noqa: BLE001 (reported on the page; the test suite fails on it)
