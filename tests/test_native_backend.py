@@ -323,12 +323,13 @@ SANITIZED = textwrap.dedent("""
     i = rng.integers(-100, 100, size=(9, 7)).astype(np.int8)
     progs = [lambda x, v, i: (fnp.exp(x * v), fnp.sum(x.T, axis=0), fnp.max(x, axis=1)),
              lambda x, v, i: (i * i + i // 3, i << 9, (i.astype(np.int32) * 70000) ** 2),
-             lambda x, v, i: (x.astype(np.int32), x.astype(np.float16) * 2, x[::-1] + x)]
+             lambda x, v, i: (x.astype(np.int32), x.astype(np.float16) * 2, x[::-1] + x),
+             lambda x, v, i: fg.lax.scan(lambda c, r: (c * 0.5 + fnp.sin(r), c + r), v, x)]
     for p in progs:
         f = fg.jit(p)
         out = f(x, v, i)
         ref = fg.jit(p, backend="numpy")(x, v, i)
-        for a, b in zip(out, ref):
+        for a, b in zip(fg.tree_util.tree_leaves(out), fg.tree_util.tree_leaves(ref)):
             np.testing.assert_allclose(np.asarray(a, 'f8'), np.asarray(b, 'f8'), rtol=1e-5)
         assert "C module" in f.lower(x, v, i).compile().as_text()
     print("sanitized ok")
@@ -346,3 +347,93 @@ def test_kernels_run_clean_under_address_and_undefined_sanitizers(tmp_path):
     done = subprocess.run([sys.executable, "-c", SANITIZED, str(tmp_path)], env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0 and "sanitized ok" in done.stdout, done.stderr[-3000:]
+
+
+# --- loops in C ------------------------------------------------------------------------------
+
+def _python_calls(fn, *args):
+    """How many Python-level function calls running `fn(*args)` makes."""
+    count = [0]
+
+    def prof(frame, event, arg):
+        if event == "call":
+            count[0] += 1
+    sys.setprofile(prof)
+    try:
+        fn(*args)
+    finally:
+        sys.setprofile(None)
+    return count[0]
+
+
+def _rnn(xs, h0, w):
+    def step(h, x):
+        h = fnp.tanh(h * w + x)
+        return h, h * 2.0
+    return lax.scan(step, h0, xs)
+
+
+def _swap_loop(n):
+    def f(x):
+        def body(i, c):
+            a, b = c
+            return b, a * 0.5 + fnp.tanh(b) + i.astype(np.float32)
+        return lax.fori_loop(0, n, body, (x, x * 2.0))
+    return f
+
+
+def _while(x):
+    return lax.while_loop(lambda c: c[1] < 100.0,
+                          lambda c: (c[0] * 1.01, c[1] + fnp.sum(c[0])), (x, 0.0))
+
+
+@needs_cc
+def test_loops_whose_bodies_are_kernels_run_in_c():
+    rng = np.random.default_rng(3)
+    x = np.linspace(0.1, 1, 5).astype(np.float32)
+    xs = rng.normal(size=(40, 5)).astype(np.float32)
+    cases = [(_rnn, (xs, x, x), "scan loop"), (_swap_loop(9), (x,), "scan loop"),
+             (lax.cumsum, (xs,), None), (_while, (x,), "while loop")]
+    for fn, args, marker in cases:
+        with native_mode():
+            jitted = fg.jit(fn)
+            got = fg.tree_util.tree_leaves(jitted(*args))
+            text = jitted.lower(*args).compile().as_text()
+        want = fg.tree_util.tree_leaves(fg.jit(fn, backend="numpy")(*args))
+        if marker:
+            assert f"/* {marker} */" in text, fn
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-6)
+
+
+@needs_cc
+def test_a_native_loop_runs_no_python_per_iteration():
+    x = np.linspace(0.1, 1, 5).astype(np.float32)
+    calls = {}
+    for n in (10, 1000):
+        closed = fg.make_jaxpr(_swap_loop(n))(x)
+        with native_mode():
+            exe = pipeline.compile_jaxpr(closed)
+        assert "/* scan loop */" in exe.as_text()
+        exe(x)
+        calls[n] = _python_calls(exe, x)
+        numpy_exe = pipeline.compile_jaxpr(closed, backend="numpy")
+        np.testing.assert_allclose(exe(x)[0], numpy_exe(x)[0], rtol=1e-6)
+        calls[n, "numpy"] = _python_calls(numpy_exe, x)
+    assert calls[10] == calls[1000] < 50, calls
+    assert calls[1000, "numpy"] > 1000 > calls[1000]
+
+
+@needs_cc
+def test_background_mode_runs_loops_and_switches_them_to_c():
+    x = np.linspace(0.1, 1, 5).astype(np.float32)
+    f = _swap_loop(20)
+    want = fg.tree_util.tree_leaves(fg.jit(f, backend="numpy")(x))
+    with native_mode("background"):
+        exe = pipeline.compile_jaxpr(fg.make_jaxpr(f)(x))
+        first = exe(x)
+        assert exe.wait(timeout=120).native
+    assert "/* scan loop */" in exe.as_text()
+    for got in (first, exe(x)):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6)

@@ -20,12 +20,15 @@ import math
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.backends.native import build, ops
+from funcgrad.backends.native import build, loops, ops
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.backends.numpy import render as numpy_render
 from funcgrad.backends.numpy.runtime import Executable, Workspace, register_source
 from funcgrad.compiler import memory
 from funcgrad.core import Literal
+from funcgrad.lax.control_flow import scan_p, while_p
+
+NATIVE_LOOPS = (while_p, scan_p)
 
 
 class _Kernel:
@@ -33,6 +36,34 @@ class _Kernel:
 
     def __init__(self, ckernel, pyname):
         self.c, self.pyname, self.restrict = ckernel, pyname, True
+
+    def source(self):
+        return self.c.source(self.restrict)
+
+    def bind(self, lib):
+        spec = self.c.spec
+        operands = [(np.dtype(o.dtype), math.prod(o.shape))
+                    for o in list(spec.inputs) + list(spec.outputs)]
+        return _caller(getattr(lib, self.c.cname), operands, len(spec.inputs), spec.name)
+
+
+class _Loop:
+    """A loop of the module (`loops.CLoop`) and the wrapper's name for it."""
+
+    def __init__(self, cloop, pyname):
+        self.c, self.pyname = cloop, pyname
+
+    def source(self):
+        return self.c.source()
+
+    def bind(self, lib):
+        fn = _caller(getattr(lib, self.c.cname), self.c.operands, self.c.n_in,
+                     f"{self.c.eqn.prim.name} loop", status=True)
+        consts = self.c.consts
+        if not consts:
+            return fn
+        n = len(self.c.eqn.invars)
+        return lambda *arrays: fn(*arrays[:n], *consts, *arrays[n:])
 
 
 class NativeRenderer(numpy_render.Renderer):
@@ -79,6 +110,40 @@ class NativeRenderer(numpy_render.Renderer):
             return out
         self.add_step(defs, ins, lines, spec.name, eqn, inplace)
 
+    def _call(self, eqn):
+        if eqn.prim in NATIVE_LOOPS:
+            try:
+                loop = loops.CLoop(f"fg_loop{len(self.c_kernels)}", eqn,
+                                   self.compile_executable, self.openmp)
+            except (loops.NotNative, ops.Unsupported):
+                loop = None
+            if loop is not None:
+                return self._loop(loop, eqn)
+        return super()._call(eqn)
+
+    def _loop(self, loop, eqn):
+        k = _Loop(loop, self.fresh_name("_nl"))
+        self.ns[k.pyname] = None  # bound once the module is loaded
+        self.c_kernels.append(k)
+        defs = [self.value(v, v.aval.shape, v.aval.dtype, memory.FREE_BUFFER)
+                for v in eqn.outvars]
+        ins = [v for v in eqn.invars if type(v) is not Literal]
+
+        def lines():
+            out, names = [], []
+            for d in defs:
+                if d.kind == memory.SCALAR:
+                    names.append(self.name_of(d.key))
+                    out.append(f"{names[-1]} = np.empty((), np.{d.dtype.name})")
+                else:
+                    name, alloc = self.planned_buffer(d.key, d.shape, d.dtype)
+                    names.append(name)
+                    out += alloc
+            args = [self.read(a) for a in eqn.invars] + names
+            out.append((f"{k.pyname}({', '.join(args)})", eqn))
+            return out
+        self.add_step(defs, ins, lines, eqn.prim.name, eqn)
+
     def _overwritable(self, node, out, S):
         """The inputs whose buffer elementwise output `out` may take: read once, at the
         output's own index, with its dtype, sharing memory with no other input."""
@@ -94,39 +159,40 @@ class NativeRenderer(numpy_render.Renderer):
         return found
 
     def c_source(self):
-        return ops.PRELUDE + "".join("\n" + k.c.source(k.restrict) for k in self.c_kernels)
+        head = ops.PRELUDE + ("#include <stdlib.h>\n" if any(
+            isinstance(k, _Loop) for k in self.c_kernels) else "")
+        return head + "".join("\n" + k.source() for k in self.c_kernels)
 
     def bind(self, lib):
         for k in self.c_kernels:
-            self.ns[k.pyname] = _caller(getattr(lib, k.c.cname), k.c.params, k.c.spec)
+            self.ns[k.pyname] = k.bind(lib)
 
 
-def _caller(fn, params, spec):
-    """The Python callable of one C kernel: checks each array's dtype and size against the
-    spec (a pointer to the wrong memory must never reach C), makes inputs C-contiguous."""
-    fn.argtypes = [ctypes.c_void_p] * len(params)
-    fn.restype = None
-    operands = list(spec.inputs) + list(spec.outputs)
-    want = [(np.dtype(o.dtype), math.prod(o.shape)) for o in operands]
-    n_in = len(spec.inputs)
+def _caller(fn, operands, n_in, what, status=False):
+    """The Python callable of one C function: checks each array's dtype and size against
+    `operands` ((dtype, size) per pointer; a pointer to the wrong memory must never reach
+    C) and makes the `n_in` inputs C-contiguous; with `status`, a nonzero return value
+    means the C function could not allocate its temporaries."""
+    fn.argtypes = [ctypes.c_void_p] * len(operands)
+    fn.restype = ctypes.c_int if status else None
 
     def call(*arrays):
         ptrs = []
         keep = []
-        for k, (a, (dt, size)) in enumerate(zip(arrays, want)):
+        for k, (a, (dt, size)) in enumerate(zip(arrays, operands)):
             if type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous:
                 if k >= n_in:
                     raise errors.FuncgradInternalError(
-                        f"native kernel {spec.name}: output {k - n_in} is not a C-contiguous "
-                        f"{dt} array")
+                        f"native {what}: output {k - n_in} is not a C-contiguous {dt} array")
                 a = np.ascontiguousarray(a, dt)
                 keep.append(a)
             if a.size != size:
                 raise errors.FuncgradInternalError(
-                    f"native kernel {spec.name}: operand {k} has {a.size} elements, the "
-                    f"kernel was compiled for {size}")
+                    f"native {what}: operand {k} has {a.size} elements, the C function was "
+                    f"compiled for {size}")
             ptrs.append(a.ctypes.data)
-        fn(*ptrs)
+        if fn(*ptrs):
+            raise MemoryError(f"native {what}: could not allocate its temporaries")
     return call
 
 

@@ -3,8 +3,10 @@
 A `TieredExecutable` starts as the numpy backend's executable and swaps in the native one
 when the single background worker has built it (one attribute assignment: a call runs
 wholly on one tier). A build that fails leaves the numpy tier in place after a warning.
-Under a multi-process launch (mpiexec) "background" builds synchronously: every process
-then runs the same tier at every step, so replicated values stay identical bit for bit.
+The bodies of loops that the worker compiles are built in the worker at once (so the loop
+can become C too). Under a multi-process launch (mpiexec) "background" builds
+synchronously: every process then runs the same tier at every step, so replicated values
+stay identical bit for bit.
 """
 
 import queue
@@ -23,6 +25,7 @@ _warned = set()
 _jobs = queue.Queue()
 _worker = []
 _worker_lock = threading.Lock()
+_building = threading.local()  # set in the worker: bodies it compiles are built at once
 
 
 def no_compiler_message():
@@ -39,7 +42,8 @@ def _mode():
     if mode not in MODES:
         raise errors.FuncgradValueError(
             f"config native={mode!r}: expected one of {', '.join(repr(m) for m in MODES)}")
-    if mode == "background" and distributed_runtime.launched_size() > 1:
+    if mode == "background" and (getattr(_building, "active", False)
+                                 or distributed_runtime.launched_size() > 1):
         return "sync"
     return mode
 
@@ -75,6 +79,7 @@ def _submit(tiered, make):
 
 
 def _work():
+    _building.active = True
     while True:
         tiered, make = _jobs.get()
         try:
@@ -95,6 +100,8 @@ class TieredExecutable:
     def __init__(self, first):
         self._exe = first
         self._done = threading.Event()
+        # the generated function, as the numpy renderer binds a body's: it follows the swap
+        self._fn = lambda *args: self._exe._fn(*args)
 
     def __call__(self, *args):
         return self._exe(*args)
