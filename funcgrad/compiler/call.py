@@ -40,7 +40,7 @@ from funcgrad.core.array import device_provider
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters import partial_eval as pe
 
-KNOWN_BACKENDS = ("cpu", "numpy", "cuda")  # "cpu": native C kernels when a compiler is found
+KNOWN_BACKENDS = ("cpu", "cuda", "numpy")  # "cpu": native C kernels when a compiler is found
 _cfg = config._values
 stats = _stats.counts  # ("compile", name) and ("run", name): a view of jit_cache.stats
 
