@@ -267,3 +267,26 @@ def test_vmap_matches_a_loop_and_jit_matches_eager():
         close(got, np.stack([np.asarray(f(a[i], b[i])) for i in range(3)]), 1e-4)
         close(fg.jit(f)(a, b), np.asarray(f(a, b)), 1e-5)
         close(fg.jit(fg.vmap(f))(a, b), got, 1e-5)
+
+
+def test_bad_arguments_give_funcgrad_errors_naming_the_function():
+    """test_api_robustness's fuzz (every argument made bad in turn) over fnp.linalg,
+    funcgrad.scipy.linalg and lax.linalg's decompositions."""
+    import test_api_robustness as robust
+
+    import funcgrad.scipy.linalg as jsl
+    from funcgrad.lax import linalg as lax_linalg
+    from funcgrad.lax import linalg_decomp
+    fns = robust._public(LA, "numpy.linalg") + robust._public(jsl, "scipy.linalg") + [
+        (f"lax.linalg.{n}", getattr(lax_linalg, n)) for n in linalg_decomp.__all__
+        if not n.endswith("_p")]
+    assert len(fns) > 45
+    problems = []
+    for qualname, fn in fns:
+        for label, args, kwargs in robust._calls(fn):
+            args = [robust._value(a) for a in args]
+            kwargs = {k: robust._value(v) for k, v in kwargs.items()}
+            p = robust._problem(qualname, fn, *args, **kwargs)
+            if p:
+                problems.append(f"{qualname}({label}): {p}")
+    assert not problems, "\n".join(problems[:20])

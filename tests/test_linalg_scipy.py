@@ -110,8 +110,9 @@ def test_expm(n, seed, scale):
     fg.config.update("enable_x64", True)
     a = rng(seed).standard_normal((n, n)) * scale / max(n, 1)
     want = sl.expm(a)
-    close(jsl.expm(fnp.asarray(a)), want, 1e-9 * max(1.0, np.abs(want).max(initial=1)))
-    close(fg.jit(lambda x: jsl.expm(x))(fnp.asarray(a)), want, 1e-9 * max(1.0, np.abs(want).max(initial=1)))
+    tol = 1e-9 * max(1.0, np.abs(want).max(initial=1))
+    close(jsl.expm(fnp.asarray(a)), want, tol)
+    close(fg.jit(lambda x: jsl.expm(x))(fnp.asarray(a)), want, tol)
 
 
 def test_expm_batched_and_float32():

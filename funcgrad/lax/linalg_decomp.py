@@ -15,6 +15,7 @@ import numpy as np
 from funcgrad import errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
+from funcgrad.lax.utils import static_int
 
 __all__ = ["cholesky", "cholesky_p", "eigh", "eigh_p", "lu", "lu_p", "lu_pivots_to_permutation",
            "qr", "qr_p", "svd", "svd_p", "triangular_solve", "triangular_solve_p"]
@@ -383,6 +384,8 @@ def lu_pivots_to_permutation(pivots, permutation_size):
         >>> lu_pivots_to_permutation(fnp.array([1, 1], dtype=fnp.int32), 3)
         Array([1, 0, 2], dtype=int32)
     """
+    permutation_size = static_int("lu_pivots_to_permutation", permutation_size,
+                                  "permutation_size")
     aval = get_aval(pivots)
     if aval.ndim < 1 or aval.dtype.kind not in "iu" or aval.shape[-1] > permutation_size:
         raise errors.op_error("lu_pivots_to_permutation", f"pivots must be integers of shape "

@@ -588,9 +588,8 @@ def _install_boundaries():
     """Every public function behind `errors.api_boundary`, named `numpy.linalg.<name>`."""
     import inspect
     ns = globals()
-    mine = (__name__, "funcgrad.numpy.linalg_norms")  # the products are wrapped as fnp.*
     for name in __all__:
-        if inspect.isfunction(ns[name]) and ns[name].__module__ in mine:
+        if inspect.isfunction(ns[name]):
             ns[name] = errors.api_boundary(ns[name], f"numpy.linalg.{name}")
 
 

@@ -78,7 +78,7 @@ def _vector_norm(x, ord, ax, keepdims):
     if ord is None or ord == 2:
         return m.sqrt(r.sum(_abs2(x), axis=ax, keepdims=keepdims))
     if isinstance(ord, str):
-        raise errors.op_error("norm", f"invalid norm order {ord!r} for vectors",
+        raise errors.op_error("norm", f"invalid norm order {errors.short_repr(ord)} for vectors",
                               cls=errors.FuncgradValueError, hint="use a number or inf")
     a = m.abs(x)
     if ord == np.inf:
@@ -167,7 +167,8 @@ def cond(x, p=None):
         big, small = r.max(sv, axis=-1), r.min(sv, axis=-1)
         return m.true_divide(big, small) if p != -2 else m.true_divide(small, big)
     if s[-1] != s[-2]:
-        raise errors.op_error("cond", f"p={p!r} needs square matrices, got shape {s}",
+        raise errors.op_error("cond", f"p={errors.short_repr(p)} needs square matrices, got "
+                              f"shape {s}",
                               cls=errors.FuncgradValueError, hint="use p=None (the 2-norm)")
     nd = len(s)
     return m.multiply(_matrix_norm(x, p, nd - 2, nd - 1, False),

@@ -221,9 +221,11 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
         >>> q, r = funcgrad.scipy.linalg.qr(fnp.ones((3, 2)), mode="economic"); q.shape
         (3, 2)
     """
-    if mode not in ("full", "economic", "r") or pivoting:
+    no_pivoting = isinstance(pivoting, (bool, int, np.integer)) and not pivoting
+    if mode not in ("full", "economic", "r") or not no_pivoting:
         raise errors.op_error("qr", f"mode must be 'full', 'economic' or 'r' without pivoting, "
-                              f"got mode={errors.short_repr(mode)}, pivoting={pivoting!r}",
+                              f"got mode={errors.short_repr(mode)}, pivoting="
+                              f"{errors.short_repr(pivoting)}",
                               cls=errors.FuncgradValueError)
     q, r = decomp.qr(la._matrix("qr", a), full_matrices=mode != "economic")
     return (r,) if mode == "r" else (q, r)
