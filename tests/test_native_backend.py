@@ -437,3 +437,20 @@ def test_background_mode_runs_loops_and_switches_them_to_c():
     for got in (first, exe(x)):
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+@needs_cc
+def test_background_builds_keep_no_dead_program_alive():
+    import gc
+    import linecache
+    sources = lambda: {k for k in linecache.cache if k.startswith("<funcgrad-jit-")}
+    before = sources()
+    with native_mode("background"):
+        for i in range(12):
+            f = fg.jit(lambda x, i=i: fnp.sin(x) * 2.0 + i)
+            np.testing.assert_allclose(np.asarray(f(fnp.ones(2))), [np.sin(1) * 2 + i] * 2,
+                                       rtol=1e-6)
+        del f
+        tiers.drain()
+    gc.collect()
+    assert sources() - before == set()

@@ -12,6 +12,7 @@ stay identical bit for bit.
 import queue
 import threading
 import warnings
+import weakref
 
 from funcgrad import errors
 from funcgrad.backends import numpy as numpy_backend
@@ -70,7 +71,8 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
 
 
 def _submit(tiered, make):
-    _jobs.put((tiered, make))
+    # held weakly: a program that dies before its build is not built (nor kept alive)
+    _jobs.put((weakref.ref(tiered), make))
     with _worker_lock:
         if not _worker:
             t = threading.Thread(target=_work, name="funcgrad-native-build", daemon=True)
@@ -81,17 +83,28 @@ def _submit(tiered, make):
 def _work():
     _building.active = True
     while True:
-        tiered, make = _jobs.get()
+        ref, make = _jobs.get()
+        exe = tiered = None
         try:
-            exe = make()
-            if exe is not None:
+            exe = make() if ref() is not None else None
+            tiered = ref()
+            if exe is not None and tiered is not None:
                 tiered._exe = exe
         except Exception as e:  # the numpy tier keeps running the program
             warnings.warn(f"funcgrad: the native build of a program failed; it keeps "
                           f"running on the numpy backend ({type(e).__name__}: {e})",
                           RuntimeWarning, stacklevel=1)
         finally:
-            tiered._done.set()
+            tiered = ref()
+            if tiered is not None:
+                tiered._done.set()
+            del ref, make, tiered, exe
+            _jobs.task_done()
+
+
+def drain():
+    """Wait until every native build submitted so far is done (tests, benchmarks)."""
+    _jobs.join()
 
 
 class TieredExecutable:
@@ -100,8 +113,15 @@ class TieredExecutable:
     def __init__(self, first):
         self._exe = first
         self._done = threading.Event()
-        # the generated function, as the numpy renderer binds a body's: it follows the swap
-        self._fn = lambda *args: self._exe._fn(*args)
+
+    @property
+    def _fn(self):
+        """The generated function, as the numpy renderer binds a body's: it follows the
+        swap (a bound method, so no reference cycle keeps a dead program alive)."""
+        return self._run_fn
+
+    def _run_fn(self, *args):
+        return self._exe._fn(*args)
 
     def __call__(self, *args):
         return self._exe(*args)
