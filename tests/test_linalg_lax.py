@@ -107,6 +107,18 @@ def test_lu_matches_scipy(batch, m, n, seed):
     close(np.take_along_axis(a, np.asarray(perm)[..., None], -2), lo @ up, 1e-3)
 
 
+@pytest.mark.parametrize("shape", [(2, 70, 90), (90, 70), (65, 65)])
+def test_blocked_lu_of_larger_matrices_matches_scipy(shape):
+    """Past one panel (32 columns): the triangular solve and trailing update of blocked LU."""
+    a = np.random.default_rng(7).standard_normal(shape)
+    fg.config.update("enable_x64", True)
+    lu, piv, _ = L.lu(fnp.asarray(a))
+    for idx in np.ndindex(*shape[:-2]):
+        want_lu, want_piv = sl.lu_factor(a[idx])
+        close(np.asarray(lu)[idx], want_lu, 1e-10)
+        np.testing.assert_array_equal(np.asarray(piv)[idx], want_piv)
+
+
 @given(batch=batches, m=sizes, n=sizes, seed=seeds, full=st.booleans())
 def test_qr_matches_numpy(batch, m, n, seed, full):
     a = _rng(seed).standard_normal(batch + (m, n))

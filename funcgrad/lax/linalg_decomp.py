@@ -313,9 +313,13 @@ def _lu_abstract(x):
             ShapedArray(x.shape[:-2] + (min(m, n),), i32), ShapedArray(x.shape[:-2] + (m,), i32)]
 
 
+_LU_BLOCK = 32
+
+
 def _lu_impl(x, xp=np):
-    """Partial pivoting LU, vectorized over the batch (one step per column). `xp` is numpy or
-    an array module with its API (the CUDA backend passes CuPy)."""
+    """Partial pivoting LU, vectorized over the batch: LAPACK's right-looking blocked
+    algorithm (a column loop inside each panel, then a triangular solve and one matrix
+    product for the rest). `xp` is numpy or an array module with its API (CuPy)."""
     *batch, m, n = x.shape
     k = min(m, n)
     a = xp.array(x, copy=True).reshape(int(np.prod(batch, dtype=np.int64)), m, n)
@@ -323,14 +327,21 @@ def _lu_impl(x, xp=np):
     piv = xp.zeros((a.shape[0], k), np.int32)
     rows = xp.arange(a.shape[0])
     with np.errstate(all="ignore"):
-        for j in range(k):
-            p = j + xp.argmax(xp.abs(a[:, j:, j]), axis=1)
-            piv[:, j] = p
-            a[rows, j], a[rows, p] = a[rows, p], a[rows, j].copy()
-            perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
-            pivot = a[:, j, j]
-            a[:, j + 1:, j] /= xp.where(pivot == 0, 1, pivot)[:, None]  # LAPACK skips a 0 pivot
-            a[:, j + 1:, j + 1:] -= a[:, j + 1:, j, None] * a[:, j, None, j + 1:]
+        for j0 in range(0, k, _LU_BLOCK):
+            j1 = min(j0 + _LU_BLOCK, k)
+            for j in range(j0, j1):
+                p = j + xp.argmax(xp.abs(a[:, j:, j]), axis=1)
+                piv[:, j] = p
+                a[rows, j], a[rows, p] = a[rows, p], a[rows, j].copy()
+                perm[rows, j], perm[rows, p] = perm[rows, p], perm[rows, j].copy()
+                pivot = a[:, j, j]
+                a[:, j + 1:, j] /= xp.where(pivot == 0, 1, pivot)[:, None]  # as LAPACK: 0 stays
+                a[:, j + 1:, j + 1:j1] -= a[:, j + 1:, j, None] * a[:, j, None, j + 1:j1]
+            if j1 < n:  # U12 = L11^-1 A12, A22 -= L21 U12
+                l11 = xp.tril(a[:, j0:j1, j0:j1], -1) + xp.eye(j1 - j0, dtype=a.dtype)
+                a[:, j0:j1, j1:] = xp.linalg.solve(l11, a[:, j0:j1, j1:])
+                if j1 < m:
+                    a[:, j1:, j1:] -= xp.matmul(a[:, j1:, j0:j1], a[:, j0:j1, j1:])
     return [a.reshape(x.shape), piv.reshape(tuple(batch) + (k,)),
             perm.reshape(tuple(batch) + (m,))]
 
