@@ -107,6 +107,19 @@ def test_lu_matches_scipy(batch, m, n, seed):
     close(np.take_along_axis(a, np.asarray(perm)[..., None], -2), lo @ up, 1e-3)
 
 
+@pytest.mark.parametrize("lower, trans", [(True, False), (False, False), (True, True)])
+def test_blocked_triangular_solve_of_larger_matrices_matches_scipy(lower, trans):
+    """Past one block (64 rows): the halves and their off-diagonal product."""
+    fg.config.update("enable_x64", True)
+    r = np.random.default_rng(8)
+    a, b = well_conditioned(r, (2,), 150), r.standard_normal((2, 150, 3))
+    got = L.triangular_solve(fnp.asarray(a), fnp.asarray(b), left_side=True, lower=lower,
+                             transpose_a=trans)
+    for i in range(2):
+        close(np.asarray(got)[i], sl.solve_triangular(a[i], b[i], lower=lower,
+                                                      trans=int(trans)), 1e-9)
+
+
 @pytest.mark.parametrize("shape", [(2, 70, 90), (90, 70), (65, 65)])
 def test_blocked_lu_of_larger_matrices_matches_scipy(shape):
     """Past one panel (32 columns): the triangular solve and trailing update of blocked LU."""

@@ -237,10 +237,26 @@ def _triangular_solve_impl(a, b, *, left_side, lower, transpose_a, conjugate_a, 
         x = np.zeros(b.shape, b.dtype)
     else:
         try:
-            x = np.linalg.solve(a, b)
+            x = _blocked_solve(a, b, lower)
         except np.linalg.LinAlgError:
             x = _substitute(a, b, lower)
     return x if left_side else np.swapaxes(x, -1, -2)
+
+
+def _blocked_solve(a, b, lower, block=64):
+    """Solve triangular a x = b by halves: the diagonal blocks recursively (LAPACK below
+    `block` rows), the off-diagonal block as one matrix product."""
+    m = a.shape[-1]
+    if m <= block:
+        return np.linalg.solve(a, b)
+    h = m // 2
+    if lower:
+        x1 = _blocked_solve(a[..., :h, :h], b[..., :h, :], lower, block)
+        x2 = _blocked_solve(a[..., h:, h:], b[..., h:, :] - a[..., h:, :h] @ x1, lower, block)
+    else:
+        x2 = _blocked_solve(a[..., h:, h:], b[..., h:, :], lower, block)
+        x1 = _blocked_solve(a[..., :h, :h], b[..., :h, :] - a[..., :h, h:] @ x2, lower, block)
+    return np.concatenate([x1, x2], axis=-2)
 
 
 def _triangular_solve_jvp_a(g_a, a, b, *, out, left_side, lower, transpose_a, conjugate_a,
