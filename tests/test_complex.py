@@ -280,3 +280,16 @@ def test_expm1_is_accurate_near_zero():
     z = np.array([1e-9 + 1e-9j, 3e-12 - 2e-8j, -1e-10 + 0j])
     want = z + z * z / 2  # the series, exact to float64 here
     np.testing.assert_allclose(fnp.expm1(z), want, rtol=1e-12)
+
+
+def test_ordering_is_lexicographic_as_in_numpy_and_jax():
+    a = np.array([1 + 2j, 1 + 3j, 2 + 0j, 1 + 2j, np.nan + 0j], np.complex64)
+    b = np.array([1 + 3j, 1 + 2j, 1 + 5j, 1 + 2j, 1j], np.complex64)
+    with np.errstate(invalid="ignore"):
+        for name in ("less", "less_equal", "greater", "greater_equal"):
+            want = getattr(np, name)(a, b)
+            np.testing.assert_array_equal(getattr(fnp, name)(a, b), want, err_msg=name)
+            np.testing.assert_array_equal(fg.jit(getattr(fnp, name))(a, b), want)
+            np.testing.assert_array_equal(fg.vmap(getattr(fnp, name))(a, b), want)
+        np.testing.assert_array_equal(fnp.asarray(a) < 1.5, a < 1.5)
+    np.testing.assert_array_equal(fnp.less(fnp.arange(3), 1), [True, False, False])

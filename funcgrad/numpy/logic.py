@@ -14,6 +14,7 @@ from funcgrad.numpy._util import (
     dtype_of,
     full_like_of,
     promote,
+    promote2,
     select,
     shape_of,
 )
@@ -36,12 +37,34 @@ __all__ = [
 equal = _binary_ufunc("equal", lax.eq_p, kinds="biufc", doc="Elementwise x1 == x2 (bool).")
 not_equal = _binary_ufunc("not_equal", lax.ne_p, kinds="biufc",
                           doc="Elementwise x1 != x2 (bool).")
-less = _binary_ufunc("less", lax.lt_p, kinds="biuf", doc="Elementwise x1 < x2 (bool).")
-less_equal = _binary_ufunc("less_equal", lax.le_p, kinds="biuf",
-                           doc="Elementwise x1 <= x2 (bool).")
-greater = _binary_ufunc("greater", lax.gt_p, kinds="biuf", doc="Elementwise x1 > x2 (bool).")
-greater_equal = _binary_ufunc("greater_equal", lax.ge_p, kinds="biuf",
-                              doc="Elementwise x1 >= x2 (bool).")
+
+
+def _ordering(name, prim, doc):
+    """A NumPy ordering comparison; complex operands compare lexicographically by (real,
+    imag), as in NumPy and jax.numpy."""
+    real_ufunc = _binary_ufunc(name, prim, kinds="biuf")
+
+    def ufunc(x1, x2, /):
+        if not (_is_complex(x1) or _is_complex(x2)):
+            return real_ufunc(x1, x2)
+        x1, x2 = promote2(name, x1, x2)
+        re1, re2 = lax.real(x1), lax.real(x2)
+        return select(lax.eq(re1, re2), prim.bind(re1, re2),
+                      prim.bind(lax.imag(x1), lax.imag(x2)))
+    ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__doc__ = doc
+    return ufunc
+
+
+def _is_complex(x):
+    dt = getattr(x, "dtype", None)
+    return (np.asarray(x) if dt is None else np.empty(0, dt)).dtype.kind == "c"
+
+
+less = _ordering("less", lax.lt_p, "Elementwise x1 < x2 (bool).")
+less_equal = _ordering("less_equal", lax.le_p, "Elementwise x1 <= x2 (bool).")
+greater = _ordering("greater", lax.gt_p, "Elementwise x1 > x2 (bool).")
+greater_equal = _ordering("greater_equal", lax.ge_p, "Elementwise x1 >= x2 (bool).")
 
 # --- bitwise ------------------------------------------------------------------------------------
 
