@@ -4,6 +4,7 @@
 - `<!-- api funcgrad.numpy -->`: an mkdocstrings block for the module with, as members, every
   public function and class the module has when the docs are built (funcgrad modules
   re-export most names, which mkdocstrings does not list by itself).
+- `<!-- api-modules funcgrad.scipy.stats -->`: one such block per public submodule.
 - `<!-- picture: EXPR -->`: the page's code runs (`mdrun`) and EXPR, a program of it, is drawn
   by `funcgrad.viz`: inline SVG when Graphviz's `dot` is installed, else the DOT text with a
   note. A picture never fails the build: an error becomes a note on the page (the test suite
@@ -27,6 +28,7 @@ import mdrun  # noqa: E402
 log = logging.getLogger("mkdocs.hooks.funcgrad")
 
 _API = re.compile(r"^<!-- api ([\w.]+) -->$", re.MULTILINE)
+_API_MODULES = re.compile(r"^<!-- api-modules ([\w.]+) -->$", re.MULTILINE)
 
 
 def api_members(module_name):
@@ -54,6 +56,15 @@ def api_members(module_name):
 def _is_submodule(module, name):
     path = getattr(module, "__path__", None)
     return bool(path) and importlib.util.find_spec(f"{module.__name__}.{name}") is not None
+
+
+def api_modules(package_name):
+    """One api block per public submodule of `package_name` (`funcgrad.scipy.stats.norm`...)."""
+    package = importlib.import_module(package_name)
+    names = sorted(n for n in dir(package) if not n.startswith("_")
+                   and inspect.ismodule(getattr(package, n))
+                   and getattr(package, n).__name__ == f"{package_name}.{n}")
+    return "\n".join(api_block(f"{package_name}.{n}") for n in names)
 
 
 def api_block(module_name):
@@ -105,4 +116,5 @@ def pictures(page_name, markdown):
 def on_page_markdown(markdown, page, config, files, **kwargs):
     markdown = pictures(page.file.src_uri, markdown)
     markdown = markdown.replace("<!-- jax-name-table -->", jax_table.name_table())
+    markdown = _API_MODULES.sub(lambda m: api_modules(m.group(1)), markdown)
     return _API.sub(lambda m: api_block(m.group(1)), markdown)
