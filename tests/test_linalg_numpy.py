@@ -89,6 +89,10 @@ def test_pinv_matrix_rank(batch, m, n, seed):
     rtol = 10 * max(m, n) * EPS32
     close(LA.pinv(f32(a)), np.linalg.pinv(a, rtol=rtol), 1e-3)
     close(LA.matrix_rank(f32(a)), np.linalg.matrix_rank(a))
+    tol = rng(seed + 1).uniform(0, 2, batch)  # per-matrix tolerances, as NumPy takes them
+    close(LA.matrix_rank(f32(a), tol=f32(tol)), np.linalg.matrix_rank(a, tol=tol))
+    close(LA.matrix_rank(f32(a), rtol=0.5), np.linalg.matrix_rank(a, rtol=0.5))
+    close(LA.pinv(f32(a), rtol=f32(tol / 2)), np.linalg.pinv(a, rtol=tol / 2), 1e-3)
     low = a[..., :, :1] * np.ones((1, n))  # rank 1
     close(LA.matrix_rank(f32(low)), np.linalg.matrix_rank(low, rtol=max(m, n) * EPS32))
 

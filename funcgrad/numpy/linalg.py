@@ -301,6 +301,14 @@ def _cutoff_inverse(s, cutoff):
     return logic.where(keep, m.true_divide(m._scalar_like(s, 1), safe), m._scalar_like(s, 0))
 
 
+def _per_matrix(value, s):
+    """A scalar or per-matrix (batch-shaped) tolerance, broadcast against s (..., k)."""
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return m._scalar_like(s, value)
+    value = asarray_operand("tolerance", value)
+    return sh.expand_dims(lax.convert_element_type(value, dtype_of(s)), -1)
+
+
 def lstsq(a, b, rcond=None):
     """Least-squares solution of `a @ x = b` for 2-D `a` (M, N): `(x, residuals, rank, s)`.
 
@@ -353,8 +361,7 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     if 0 in sa[-2:]:
         return sh.matrix_transpose(a)
     u, s, vh = decomp.svd(a, full_matrices=False)
-    cutoff = m.multiply(m.asarray(rtol, dtype=dtype_of(s)) if not isinstance(rtol, float)
-                        else m._scalar_like(s, rtol), reductions.max(s, axis=-1, keepdims=True))
+    cutoff = m.multiply(_per_matrix(rtol, s), reductions.max(s, axis=-1, keepdims=True))
     inv_s = lax.convert_element_type(_cutoff_inverse(s, cutoff), dtype_of(a))
     return matmul(m.multiply(_H(vh), sh.expand_dims(inv_s, -2)), _H(u))
 
@@ -373,9 +380,9 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     s = decomp.svd(A, compute_uv=False)
     if tol is None:
         rtol = max(shape_of(A)[-2:]) * _eps(A) if rtol is None else rtol
-        tol = m.multiply(reductions.max(s, axis=-1, keepdims=True), m._scalar_like(s, rtol))
+        tol = m.multiply(reductions.max(s, axis=-1, keepdims=True), _per_matrix(rtol, s))
     else:
-        tol = sh.expand_dims(m.asarray(tol, dtype=dtype_of(s)), -1)
+        tol = _per_matrix(tol, s)
     return reductions.sum(logic.greater(s, tol), axis=-1)
 
 
