@@ -3,7 +3,7 @@ JAX (jit + optax) and PyTorch (eager), steps per second side by side.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 \\
         /work/bench-venv/bin/python benchmarks/bench_char_transformer.py \\
-        [--threads both|1|all] [--rounds 7] [--steps 10] [--warmup 3]
+        [--threads both|1|all] [--rounds 7] [--steps 10] [--warmup 3] [--native]
 
 The same model everywhere: the example's default config (2 pre-LayerNorm blocks of width 64,
 4 heads, context 64, batch 32, 62 characters, tied output projection, tanh GELU), the same
@@ -12,7 +12,9 @@ loss (softmax cross-entropy on one-hot targets, mean) and the same optimizer (gl
 clipping at 1, then AdamW b2=0.99, weight decay 0.1 on the matrices only, warm-up + cosine
 schedule). Each library's step donates or updates in place as it does best (funcgrad and JAX:
 one jitted program with params and optimizer state donated; PyTorch: autograd, then
-`clip_grad_norm_` and `torch.optim.AdamW`, both `foreach=True`).
+`clip_grad_norm_` and `torch.optim.AdamW`, both `foreach=True`). funcgrad runs on its numpy
+backend (the generated numpy program that the "cpu" backend runs first); `--native` adds a
+row for the "cpu" backend's C tier (config `native="sync"`: built before the first step).
 
 Every thread setting runs in a fresh child process (the thread pools are fixed at import):
 "1" pins every library to one thread (OPENBLAS_NUM_THREADS=1 and OMP_NUM_THREADS=1,
@@ -61,7 +63,7 @@ def setup(cfg):
 
 # --- the runners: make_X(cfg, params, vocab) -> step(x, y) -> loss (not synchronized) -------
 
-def make_funcgrad(cfg, params, vocab, backend=None):
+def make_funcgrad(cfg, params, vocab, backend="numpy"):
     import train_char_transformer as ct
 
     import funcgrad as fg
@@ -69,8 +71,10 @@ def make_funcgrad(cfg, params, vocab, backend=None):
     from funcgrad.tree_util import tree_map
     model, opt = ct.GPT(vocab, cfg), ct.make_optimizer(cfg)
     train_step, _ = ct.make_functions(model, opt, vocab)
-    if backend:
-        train_step = fg.jit(train_step._fun, donate_argnums=(0, 1), backend=backend)
+    if backend == "native":  # the "cpu" backend's C tier, built before the first step returns
+        fg.config.update("native", "sync")
+        backend = "cpu"
+    train_step = fg.jit(train_step._fun, donate_argnums=(0, 1), backend=backend)
     state = {"params": tree_map(fnp.asarray, params)}
     state["opt"] = opt.init(state["params"])
 
@@ -185,7 +189,9 @@ def make_torch(cfg, params, vocab):
     return step
 
 
-RUNNERS = {"funcgrad jit": make_funcgrad, "jax jit + optax": make_jax, "pytorch": make_torch}
+RUNNERS = {"funcgrad jit": make_funcgrad, "funcgrad jit, native C tier":
+           lambda *a: make_funcgrad(*a, backend="native"),
+           "jax jit + optax": make_jax, "pytorch": make_torch}
 NEEDS = {"jax jit + optax": ("jax", "optax"), "pytorch": ("torch",)}
 
 
@@ -222,11 +228,11 @@ def child(args):
     steps, skipped, losses = {}, {}, {}
     for name, make in RUNNERS.items():
         missing = _missing(name)
-        if missing:
-            skipped[name] = f"not installed: {', '.join(missing)}"
+        if missing or ("native" in name and not args.native):
+            skipped[name] = (f"not installed: {', '.join(missing)}" if missing else
+                             "not asked (--native)")
             continue
-        extra = {"backend": args.backend} if name == "funcgrad jit" and args.backend else {}
-        steps[name] = make(cfg, params, vocab, **extra)
+        steps[name] = make(cfg, params, vocab)
         losses[name] = []
     rates = {name: [] for name in steps}
     cursor = dict.fromkeys(steps, 0)
@@ -276,7 +282,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=10, help="steps per timed block")
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--backend", default=None, help="funcgrad's jit backend")
+    parser.add_argument("--native", action="store_true",
+                        help="also time funcgrad's native C tier (config native='sync')")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -289,8 +296,7 @@ def main():
             env.update(ONE_THREAD)
         cmd = [sys.executable, os.path.abspath(__file__), "--child", "--threads", threads,
                "--rounds", str(args.rounds), "--steps", str(args.steps),
-               "--warmup", str(args.warmup)] + (["--backend", args.backend]
-                                                if args.backend else [])
+               "--warmup", str(args.warmup)] + (["--native"] if args.native else [])
         start = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if proc.returncode:

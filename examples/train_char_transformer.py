@@ -2,7 +2,7 @@
 
     pip install funcgrad[examples]      # tqdm (progress) and matplotlib (the loss curve)
     python examples/train_char_transformer.py [--steps 600] [--layers 2] [--width 64]
-        [--heads 4] [--context 64] [--batch-size 32] [--lr 3e-3] [--remat] [--quick]
+        [--heads 4] [--context 64] [--batch-size 32] [--lr 6e-3] [--remat] [--quick]
 
 The model: token and position embeddings, `--layers` pre-LayerNorm blocks (causal multi-head
 self-attention, a GELU MLP, residual connections), a final LayerNorm and an output projection
@@ -53,7 +53,7 @@ class Config(NamedTuple):
     width: int = 64
     heads: int = 4
     layers: int = 2
-    lr: float = 3e-3
+    lr: float = 6e-3
     warmup: int = 50
     weight_decay: float = 0.1
     clip: float = 1.0
