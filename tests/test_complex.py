@@ -293,3 +293,17 @@ def test_ordering_is_lexicographic_as_in_numpy_and_jax():
             np.testing.assert_array_equal(fg.vmap(getattr(fnp, name))(a, b), want)
         np.testing.assert_array_equal(fnp.asarray(a) < 1.5, a < 1.5)
     np.testing.assert_array_equal(fnp.less(fnp.arange(3), 1), [True, False, False])
+
+
+def test_maximum_minimum_of_complex_follow_numpy():
+    nan = np.nan
+    a = np.array([1 + 2j, 1 + 3j, 2, 1 + 2j, nan, 1j, complex(0, nan), nan], np.complex64)
+    b = np.array([1 + 3j, 1 + 2j, 1 + 5j, 1 + 2j, 1j, complex(nan, 1), 2j, complex(0, nan)],
+                 np.complex64)
+    with np.errstate(invalid="ignore"):
+        for name in ("maximum", "minimum"):
+            want = getattr(np, name)(a, b)
+            np.testing.assert_array_equal(getattr(fnp, name)(a, b), want, err_msg=name)
+            np.testing.assert_array_equal(fg.jit(getattr(fnp, name))(a, b), want)
+    check_grads(lambda z, w: fnp.maximum(z, w) * fnp.minimum(z, w),
+                (_z(8, (4,)), _z(9, (4,))), order=2)

@@ -18,7 +18,13 @@ from funcgrad.numpy._util import (
     select,
     shape_of,
 )
-from funcgrad.numpy.math import _binary_ufunc, _scalar_like, _signbit, unary_operand
+from funcgrad.numpy.math import (
+    _binary_ufunc,
+    _scalar_like,
+    _signbit,
+    is_complex_operand,
+    unary_operand,
+)
 
 _select_bind = lax.select_n_p.bind
 
@@ -45,7 +51,7 @@ def _ordering(name, prim, doc):
     real_ufunc = _binary_ufunc(name, prim, kinds="biuf")
 
     def ufunc(x1, x2, /):
-        if not (_is_complex(x1) or _is_complex(x2)):
+        if not (is_complex_operand(x1) or is_complex_operand(x2)):
             return real_ufunc(x1, x2)
         x1, x2 = promote2(name, x1, x2)
         re1, re2 = lax.real(x1), lax.real(x2)
@@ -54,11 +60,6 @@ def _ordering(name, prim, doc):
     ufunc.__name__ = ufunc.__qualname__ = name
     ufunc.__doc__ = doc
     return ufunc
-
-
-def _is_complex(x):
-    dt = getattr(x, "dtype", None)
-    return (np.asarray(x) if dt is None else np.empty(0, dt)).dtype.kind == "c"
 
 
 less = _ordering("less", lax.lt_p, "Elementwise x1 < x2 (bool).")

@@ -155,10 +155,35 @@ true_divide = _binary_ufunc(
     "true_divide", lax.div_p, kinds="fc", inexact=True,
     doc="Elementwise x / y; integer operands give the default float (int / int -> float32).")
 divide = true_divide
-maximum = _binary_ufunc("maximum", lax.max_p, kinds="biuf",
-                        doc="Elementwise maximum (NaN-propagating).")
-minimum = _binary_ufunc("minimum", lax.min_p, kinds="biuf",
-                        doc="Elementwise minimum (NaN-propagating).")
+
+
+def is_complex_operand(x):
+    """Whether `x` (an array, tracer, Python scalar or array-like) has a complex dtype."""
+    dt = getattr(x, "dtype", None)
+    return (np.asarray(x).dtype if dt is None else np.dtype(dt)).kind == "c"
+
+
+def _extremum(name, prim, order, doc):
+    """maximum/minimum: NaN-propagating; complex operands are ordered lexicographically by
+    (real, imag), as in NumPy and jax.numpy (lax.max on complex)."""
+    real_ufunc = _binary_ufunc(name, prim, kinds="biuf")
+
+    def ufunc(x1, x2, /):
+        if not (is_complex_operand(x1) or is_complex_operand(x2)):
+            return real_ufunc(x1, x2)
+        x1, x2 = promote2(name, x1, x2)
+        re1, re2, im1, im2 = lax.real(x1), lax.real(x2), lax.imag(x1), lax.imag(x2)
+        first = select(lax.eq(re1, re2), order(re1, re2), order(im1, im2))
+        # a NaN in x1 wins, then one in x2
+        first = lax.bitwise_or(lax.ne(x1, x1), lax.bitwise_and(first, lax.eq(x2, x2)))
+        return select(first, x2, x1)
+    ufunc.__name__ = ufunc.__qualname__ = name
+    ufunc.__doc__ = doc
+    return ufunc
+
+
+maximum = _extremum("maximum", lax.max_p, lax.gt, "Elementwise maximum (NaN-propagating).")
+minimum = _extremum("minimum", lax.min_p, lax.lt, "Elementwise minimum (NaN-propagating).")
 arctan2 = _binary_ufunc("arctan2", lax.atan2_p, kinds="f", inexact=True,
                         doc="Elementwise arc tangent of x1 / x2 choosing the quadrant.")
 
