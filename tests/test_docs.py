@@ -130,6 +130,7 @@ def test_name_table_follows_funcgrad():
     assert "| `not_a_name_1` | function | — |" in table
     assert "| `l2_loss` | function | `funcgrad.nn.l2_loss` |" in table
     assert "| [`jax.numpy`](#names-jax-numpy) | 2 | 1 | 1 |" in table
+    assert "| `enable_x64` | `False` | 64-bit" in hooks.config_options()
     members, shadowed = hooks.api_members("funcgrad")
     assert "grad" in members and "funcgrad.compiler.jit.jit" in shadowed
 

@@ -5,6 +5,7 @@
   public function and class the module has when the docs are built (funcgrad modules
   re-export most names, which mkdocstrings does not list by itself).
 - `<!-- api-modules funcgrad.scipy.stats -->`: one such block per public submodule.
+- `<!-- config-options -->`: the table of `funcgrad.config`'s options and defaults.
 - `<!-- picture: EXPR -->`: the page's code runs (`mdrun`) and EXPR, a program of it, is drawn
   by `funcgrad.viz`: inline SVG when Graphviz's `dot` is installed, else the DOT text with a
   note. A picture never fails the build: an error becomes a note on the page (the test suite
@@ -113,7 +114,23 @@ def pictures(page_name, markdown):
     return "\n".join(lines)
 
 
+_OPTION = re.compile(r'^\s*"(\w+)": (.+?),\s*#\s*(.*)$')
+
+
+def config_options():
+    """The table of `funcgrad.config`'s options: name, default, and the comment beside it in
+    `Config._defaults` (read from the source, so it stays true)."""
+    from funcgrad.config import Config
+
+    notes = {m.group(1): m.group(3) for line in inspect.getsource(Config).splitlines()
+             if (m := _OPTION.match(line))}
+    rows = [f"| `{name}` | `{value!r}` | {notes.get(name, '').replace('|', '&#124;')} |"
+            for name, value in Config._defaults.items()]
+    return "\n".join(["| option | default | meaning |", "| --- | --- | --- |", *rows]) + "\n"
+
+
 def on_page_markdown(markdown, page, config, files, **kwargs):
+    markdown = markdown.replace("<!-- config-options -->", config_options())
     markdown = pictures(page.file.src_uri, markdown)
     markdown = markdown.replace("<!-- jax-name-table -->", jax_table.name_table())
     markdown = _API_MODULES.sub(lambda m: api_modules(m.group(1)), markdown)
