@@ -280,10 +280,10 @@ def test_bad_arguments_give_funcgrad_errors_naming_the_function():
 
     import funcgrad.scipy.linalg as jsl
     from funcgrad.lax import linalg as lax_linalg
-    from funcgrad.lax import linalg_decomp
+    from funcgrad.lax import linalg_decomp, linalg_eig
     fns = robust._public(LA, "numpy.linalg") + robust._public(jsl, "scipy.linalg") + [
-        (f"lax.linalg.{n}", getattr(lax_linalg, n)) for n in linalg_decomp.__all__
-        if not n.endswith("_p")]
+        (f"lax.linalg.{n}", getattr(lax_linalg, n))
+        for n in linalg_decomp.__all__ + linalg_eig.__all__ if not n.endswith("_p")]
     assert len(fns) > 45
     problems = []
     for qualname, fn in fns:

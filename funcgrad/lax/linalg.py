@@ -236,11 +236,12 @@ def batch_matmul(lhs, rhs, precision=None, preferred_element_type=None):
 
 # --- the decompositions: `funcgrad.lax.linalg.cholesky` etc., as `jax.lax.linalg` -----------
 def _export_decompositions():
-    from funcgrad.lax import linalg_decomp
-    for name in linalg_decomp.__all__:
-        obj = getattr(linalg_decomp, name)
-        globals()[name] = (errors.api_boundary(obj, f"lax.linalg.{name}")
-                           if isinstance(obj, types.FunctionType) else obj)
+    from funcgrad.lax import linalg_decomp, linalg_eig
+    for module in (linalg_decomp, linalg_eig):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            globals()[name] = (errors.api_boundary(obj, f"lax.linalg.{name}")
+                               if isinstance(obj, types.FunctionType) else obj)
 
 
 _export_decompositions()

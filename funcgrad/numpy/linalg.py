@@ -17,6 +17,7 @@ import numpy as np
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Array
 from funcgrad.lax import linalg_decomp as decomp
+from funcgrad.lax import linalg_eig
 from funcgrad.numpy import creation, logic, reductions
 from funcgrad.numpy import math as m
 from funcgrad.numpy import shape as _shape_module  # noqa: F401  (loads it)
@@ -27,11 +28,16 @@ from funcgrad.numpy.products import outer as _outer
 
 sh = sys.modules["funcgrad.numpy.shape"]  # the module: funcgrad.numpy.shape is also fnp.shape()
 
-__all__ = ["EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond",
-           "cross", "det", "diagonal", "eigh", "eigvalsh", "inv", "lstsq", "matmul",
-           "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot",
+__all__ = ["EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond",
+           "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq",
+           "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot",
            "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot",
            "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm"]
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Array
+    eigenvectors: Array
 
 
 class EighResult(NamedTuple):
@@ -150,6 +156,32 @@ def eigvalsh(a, UPLO="L"):
         Array([1., 3.], dtype=float32)
     """
     return eigh(a, UPLO).eigenvalues
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors of general square matrices: `EigResult(w, v)`,
+    complex whatever the input (as in JAX; NumPy returns real arrays when it can).
+
+    Eigenvectors have unit norm and their largest component real and positive.
+    Differentiable where the eigenvalues are distinct. CPU only (a GPU runs it on the CPU).
+
+    Example:
+        >>> fnp.linalg.eig(fnp.array([[2.0, 0.0], [0.0, 1.0]])).eigenvalues
+        Array([2.+0.j, 1.+0.j], dtype=complex64)
+    """
+    w, v = linalg_eig.eig(_matrix("eig", a, square=True), compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """Eigenvalues of general square matrices (complex, as in JAX).
+
+    Example:
+        >>> fnp.linalg.eigvals(fnp.array([[0.0, 1.0], [-1.0, 0.0]]))
+        Array([0.+1.j, 0.-1.j], dtype=complex64)
+    """
+    return linalg_eig.eig(_matrix("eigvals", a, square=True), compute_left_eigenvectors=False,
+                          compute_right_eigenvectors=False)[0]
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
