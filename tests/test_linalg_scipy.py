@@ -72,6 +72,15 @@ def test_lu_factor_lu_solve(n, k, seed, trans):
           1e-3)
 
 
+def test_lu_factor_of_rectangular_matrices():
+    for shape in [(4, 3), (3, 4)]:
+        a = rng(9).standard_normal(shape)
+        lu, piv = jsl.lu_factor(f32(a))
+        wlu, wpiv = sl.lu_factor(a)
+        close(lu, wlu, 1e-4)
+        np.testing.assert_array_equal(np.asarray(piv), wpiv)
+
+
 def test_lu_solve_batched_and_jitted():
     a, b = well_conditioned(rng(1), (3,), 4), rng(2).standard_normal((3, 4, 2))
     lu_solve = fg.jit(lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b))

@@ -168,7 +168,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
         >>> funcgrad.scipy.linalg.lu_factor(fnp.array([[1.0, 2.0], [3.0, 4.0]]))[1]
         Array([1, 1], dtype=int32)
     """
-    lu_, piv, _ = decomp.lu(_square("lu_factor", a))
+    lu_, piv, _ = decomp.lu(la._matrix("lu_factor", a))
     return lu_, piv
 
 
