@@ -226,3 +226,22 @@ def test_cuda_programs_report_their_kernels_and_calls(monkeypatch):
     assert {r.name for r in prof.rows} >= {"dot_general"} | {
         n.spec.name for n in nodes if hasattr(n, "spec")}
     assert all(r.calls == 1 and r.site.program.startswith("cuda_program_") for r in prof.rows)
+
+
+def test_static_arguments_and_the_native_tier():
+    def f(x, n):
+        return fnp.tanh(x) * n
+
+    x = np.ones((16, 16), np.float32)
+    prof = fg.jit(f, static_argnums=1, backend="numpy").profile(x, 3)
+    assert [r.kind for r in prof.rows] == ["kernel"] and prof.rows[0].calls == 1
+    old = fg.config.native
+    fg.config.update("native", "sync")  # the C tier when a compiler exists, else numpy
+    try:
+        jitted = fg.jit(f, static_argnums=1)
+        prof = jitted.profile(x, 3, repeat=2)
+        text = jitted.lower(x, 3).compile().as_dot()
+    finally:
+        fg.config.update("native", old)
+    assert [r.kind for r in prof.rows] == ["kernel"] and prof.rows[0].calls == 1
+    assert "subgraph cluster_k" in text
