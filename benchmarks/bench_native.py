@@ -6,9 +6,11 @@ when importable (one thread, then all cores: set OMP_NUM_THREADS before starting
 
 Workloads: the fused chain gelu(x * a + b) (tanh form) on x f32[4096, 1024] (4M elements)
 with a, b f32[1024]; one Adam update over 670k float32 parameters (params, both moments
-donated). Each row: median ms (25th-75th percentile) over interleaved runs, the ratio to
-the native backend, and the effective bandwidth (bytes the kernel must move / time) as a
-fraction of this machine's measured copy bandwidth (np.copyto of 256 MiB).
+donated); a loop-heavy scan (1000 steps of h = tanh(h * w + x_t), h f32[256]), whose body
+the native backend runs as one C loop. Each row: median ms (25th-75th percentile) over
+interleaved runs, the ratio to the native backend, and the effective bandwidth (bytes the
+kernel must move / time) as a fraction of this machine's copy bandwidth (np.copyto of
+256 MiB, measured at start).
 """
 
 import argparse
@@ -142,6 +144,38 @@ def _others_adam(p, mu, nu, g):
     return out
 
 
+def scan_runs(steps=1000, n=256):
+    from funcgrad import lax
+    rng = np.random.default_rng(2)
+    xs = rng.normal(size=(steps, n)).astype(np.float32)
+    h0, w = (rng.normal(size=n).astype(np.float32) for _ in range(2))
+
+    def rnn(m, scan, xs, h0, w):
+        return scan(lambda h, x: (m.tanh(h * w + x), h), h0, xs)
+
+    def hand():
+        h, out = h0, np.empty_like(xs)
+        for t in range(steps):
+            out[t] = h
+            h = np.tanh(h * w + xs[t])
+        return h, out
+    fns = {"numpy (hand)": hand}
+    for backend in ("numpy", "cpu"):
+        j = _jit(lambda xs, h0, w: rnn(fnp, lax.scan, xs, h0, w), backend)
+        fg.block_until_ready(j(xs, h0, w))
+        fns[f"funcgrad {'native' if backend == 'cpu' else 'numpy backend'}"] = (
+            lambda j=j: j(xs, h0, w))
+    try:
+        import jax
+        import jax.numpy as jnp
+        jf = jax.jit(lambda xs, h0, w: rnn(jnp, jax.lax.scan, xs, h0, w))
+        jax.block_until_ready(jf(xs, h0, w))
+        fns["JAX jit"] = lambda: jax.block_until_ready(jf(xs, h0, w))
+    except ImportError:
+        pass
+    return fns, xs.nbytes * 2
+
+
 def report(title, fns, nbytes, bw, repeat):
     t = interleaved(fns, repeat)
     ref = np.median(t["funcgrad native"])
@@ -164,6 +198,8 @@ def main():
           f"{os.cpu_count()} CPUs; copy bandwidth {bw / 1e9:.1f} GB/s")
     report(f"gelu(x * a + b), {args.n} float32", *gelu_runs(args.n), bw, args.repeat)
     report("Adam update, 670k float32 parameters (donated)", *adam_runs(), bw, args.repeat)
+    report("scan: 1000 steps of h = tanh(h * w + x_t), h f32[256]", *scan_runs(), bw,
+           args.repeat)
 
 
 if __name__ == "__main__":

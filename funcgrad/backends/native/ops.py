@@ -125,13 +125,18 @@ static inline double fg_digamma(double x) {
     return (x <= 0.0 && x == floor(x)) ? fg_nan() : r;
 }
 static inline float fg_digammaf(float x) { return (float)fg_digamma((double)x); }
-/* float tanh as expm1(2|x|) / (expm1(2|x|) + 2): no cancellation at any size, within 2 ulp
-   of the exact result (checked over every float in [2^-13, 10]; below 2^-12 tanh(x)
-   rounds to x), and it vectorizes through libmvec's expm1f (2x faster than its tanhf). */
+/* float tanh that vectorizes through libmvec's fast expf (its tanhf is 3x slower): below
+   0.75 an odd polynomial (least squares in the relative error), above 1 - 2 / (e^2|x| + 1);
+   within 2 ulp of the exact result over every float in [0, 11] (checked exhaustively). */
 static inline float fg_tanhf(float x) {
-    const float a = fabsf(x);
-    const float em = expm1f(2.0f * (a < 10.0f ? a : 10.0f));
-    return x != x ? x : a < 0x1p-12f ? x : copysignf(em / (em + 2.0f), x);
+    const float a = fabsf(x), z = x * x;
+    float p = 0.0017751469276845455f;
+    p = p * z - 0.007716181222349405f; p = p * z + 0.02148553915321827f;
+    p = p * z - 0.053901270031929016f; p = p * z + 0.13332787156105042f;
+    p = p * z - 0.33333319425582886f;
+    const float e = expf(2.0f * (a < 10.0f ? a : 10.0f));
+    const float t = a < 0.75f ? x + x * (z * p) : copysignf(1.0f - 2.0f / (e + 1.0f), x);
+    return x != x || a < 0x1p-12f ? x : t;  /* tanh(x) rounds to x below 2^-12 (and -0) */
 }
 static inline double fg_erfinv(double y) {
     if (!(y > -1.0 && y < 1.0)) return y == 1.0 ? INFINITY : y == -1.0 ? -INFINITY : NAN;
