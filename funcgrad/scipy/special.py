@@ -15,9 +15,10 @@ from funcgrad.nn.functions import log_softmax, logsumexp, softmax
 from funcgrad.nn.functions import sigmoid as expit
 
 __all__ = [
-    "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gamma", "gammaln",
-    "log_ndtr", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri",
-    "polygamma", "softmax", "xlog1py", "xlogy",
+    "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gamma",
+    "gammainc", "gammaincc", "gammaln", "kl_div", "log_ndtr", "log_softmax", "logit",
+    "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "rel_entr", "softmax", "xlog1py",
+    "xlogy",
 ]
 
 
@@ -243,3 +244,140 @@ def ndtri(p):
     """
     p, = _float(p)
     return math.sqrt(2) * lax.erf_inv(2 * p - 1)
+
+
+def rel_entr(p, q):
+    """p log(p / q) for p, q > 0; 0 at p == 0 (q >= 0); +inf otherwise.
+
+    Example:
+        >>> rel_entr(1.0, 1.0)
+        Array(0., dtype=float32)
+    """
+    p, q = _float(p, q)
+    safe = (p > 0) & (q > 0)
+    val = p * (fnp.log(fnp.where(safe, p, 1.0)) - fnp.log(fnp.where(safe, q, 1.0)))
+    return fnp.where(safe, val, fnp.where((p == 0) & (q >= 0), 0.0, fnp.inf))
+
+
+def kl_div(p, q):
+    """p log(p / q) - p + q for p, q > 0; q at p == 0 (q >= 0); +inf otherwise.
+
+    Example:
+        >>> kl_div(1.0, 1.0)
+        Array(0., dtype=float32)
+    """
+    p, q = _float(p, q)
+    return fnp.where((p == 0) & (q >= 0), q, rel_entr(p, q) - p + q)
+
+
+# --- incomplete gamma and beta functions: a power series or a continued fraction (modified
+# Lentz), a fixed number of steps in a fori_loop, so they trace, batch and differentiate (in
+# every argument, through the iterations) like any other composite. With 64 steps the
+# absolute error (float64) is below 1e-13 for parameters up to about 60, 2e-9 for gammainc at
+# a ~ 100 and grows beyond (JAX iterates to convergence instead); betainc stays below 1e-8 up
+# to 1000.
+_STEPS = 64
+
+
+def _tiny(x):
+    return fnp.finfo(x.dtype).tiny * 1e3
+
+
+def _lentz(an_bn, start, x):
+    """The continued fraction b0 + a1/(b1 + a2/(b2 + ...)) with (an, bn) = an_bn(n)."""
+    tiny = _tiny(x)
+    clamp = lambda v: fnp.where(fnp.abs(v) < tiny, tiny, v)
+
+    def body(n, carry):
+        c, d, h = carry
+        an, bn = an_bn(n + 1)
+        d, c = 1.0 / clamp(bn + an * d), clamp(bn + an / c)
+        return c, d, h * c * d
+    h0 = clamp(start)
+    return lax.fori_loop(0, _STEPS, body, (h0, fnp.zeros_like(h0), h0))[2]
+
+
+def _gamma_prefactor(a, x):
+    return fnp.exp(a * fnp.log(x) - x - lax.lgamma(a))
+
+
+def _gammainc_series(a, x):
+    def body(n, carry):
+        term, total = carry
+        term = term * x / (a + n + 1)
+        return term, total + term
+    term0 = 1.0 / a
+    return lax.fori_loop(0, _STEPS, body, (term0, term0))[1] * _gamma_prefactor(a, x)
+
+
+def _cf_q(a, x):
+    return _lentz(lambda n: (-n * (n - a), x + 1 - a + 2 * n), x + 1 - a, x)
+
+
+def _incomplete_gamma(a, x):
+    """(P, Q) at points with a > 0 and x > 0, each from the better-converging expansion."""
+    series = x < a + 1
+    xs = fnp.where(series, x, a + 1)  # the unused expansion gets a point where it converges
+    xf = fnp.where(series, a + 2, x)
+    p_series = _gammainc_series(a, xs)
+    q_fraction = _gamma_prefactor(a, xf) / _cf_q(a, xf)
+    return fnp.where(series, p_series, 1 - q_fraction), fnp.where(series, 1 - p_series,
+                                                                   q_fraction)
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x) (a > 0, x >= 0; NaN else).
+
+    Differentiable in `a` and `x`; accurate to ~1e-13 for a up to about 60 (see above).
+
+    Example:
+        >>> gammainc(1.0, 1.0)  # 1 - exp(-1)
+        Array(0.63212055, dtype=float32)
+    """
+    a, x = _float(a, x)
+    ok = (a > 0) & (x > 0)
+    p, _ = _incomplete_gamma(fnp.where(ok, a, 1.0), fnp.where(ok, x, 1.0))
+    return fnp.where(ok, p, fnp.where((a > 0) & (x == 0), 0.0, fnp.nan))
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x).
+
+    Example:
+        >>> gammaincc(1.0, 1.0)  # exp(-1)
+        Array(0.36787945, dtype=float32)
+    """
+    a, x = _float(a, x)
+    ok = (a > 0) & (x > 0)
+    _, q = _incomplete_gamma(fnp.where(ok, a, 1.0), fnp.where(ok, x, 1.0))
+    return fnp.where(ok, q, fnp.where((a > 0) & (x == 0), 1.0, fnp.nan))
+
+
+def _betacf(a, b, x):
+    def an_bn(n):
+        m = n // 2
+        even = n % 2 == 0
+        num = fnp.where(even, m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                        -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)))
+        return num, 1.0
+    return _lentz(an_bn, fnp.ones_like(x), x)
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b) (a, b > 0, 0 <= x <= 1; NaN else).
+
+    Example:
+        >>> betainc(1.0, 1.0, 0.25)
+        Array(0.25, dtype=float32)
+    """
+    a, b, x = _float(a, b, x)
+    ok = (a > 0) & (b > 0) & (x > 0) & (x < 1)
+    a1, b1 = fnp.where(ok, a, 1.0), fnp.where(ok, b, 1.0)
+    x1 = fnp.where(ok, x, 0.5)
+    front = fnp.exp(lax.lgamma(a1 + b1) - lax.lgamma(a1) - lax.lgamma(b1) + a1 * fnp.log(x1)
+                    + b1 * fnp.log1p(-x1))
+    direct = x1 < (a1 + 1) / (a1 + b1 + 2)
+    val = fnp.where(direct, front / (a1 * _betacf(a1, b1, x1)),
+                    1 - front / (b1 * _betacf(b1, a1, 1 - x1)))
+    edge = fnp.where(x == 0, 0.0, fnp.where(x == 1, 1.0, fnp.nan))
+    return fnp.where(ok, val, fnp.where((a > 0) & (b > 0), edge, fnp.nan))
