@@ -1,0 +1,226 @@
+"""Loops in C: a `while_loop` or `scan` whose bodies are made only of fused kernels runs as
+one C function, so an iteration costs no Python at all.
+
+The bodies are compiled first by the pipeline's callback (`compile_executable`); when that
+gives a `NativeExecutable` whose fused program holds only kernels C can print, its kernels
+are printed again into the enclosing module (renamed) and called from a C loop:
+
+    int fg_loop0(const float *restrict p_a0, const float *restrict p_a1, float *p_o0) {
+        float *t0 = (float *)malloc(400);                 /* body temporaries, once */
+        if (!t0) return 1;
+        memcpy(p_o0, p_a1, 400);                          /* the carry lives in the output */
+        for (long long _it = 0; _it < 100; ++_it) {
+            const long long _i = _it;
+            fg_loop0_b0(p_a0, p_o0, t0);                  /* the body's kernels */
+            memcpy(p_o0, t0, 400);                        /* the new carry */
+        }
+        free(t0);
+        return 0;
+    }
+
+The carry is written after the whole body ran (a body output that is one of its inputs
+passes through a staging buffer first, so a swap of two carries is right). Scan inputs are
+read at `p + i * slice` and its stacked outputs written the same way. Anything else (a
+library call in a body, a literal output, a kernel C cannot print) leaves the loop to the
+numpy renderer's Python loop around the compiled bodies.
+"""
+
+import math
+
+import numpy as np
+
+from funcgrad.backends.native import ops
+from funcgrad.backends.native.kernel import CKernel
+from funcgrad.compiler.fusion import KernelNode
+from funcgrad.core import Literal
+
+
+class NotNative(Exception):
+    """This loop stays a Python loop (the reason is the message)."""
+
+
+def _nbytes(aval):
+    return math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
+
+
+def _ctype(aval):
+    return ops.storage(np.dtype(aval.dtype).name)
+
+
+class _Body:
+    """One body program printed as calls of its kernels; `args` maps its invars and consts
+    to C pointer expressions (consts: names of extra loop parameters)."""
+
+    def __init__(self, exe, prefix, openmp):
+        program = getattr(exe, "program", None)
+        if program is None:
+            raise NotNative("the body did not compile natively")
+        self.program, self.prefix, self.temps, self.kernels = program, prefix, [], []
+        for k, node in enumerate(program.nodes):
+            if not isinstance(node, KernelNode):
+                raise NotNative(f"the body calls {node.eqn.prim.name}")
+            self.kernels.append((CKernel(node.spec, f"{prefix}_k{k}", node.eqns, openmp),
+                                 node))
+        if any(type(v) is Literal for v in program.jaxpr.outvars):
+            raise NotNative("a body output is a literal")
+        self.consts = list(zip(program.jaxpr.constvars, program.consts))
+
+    def statements(self, where):
+        """Kernel calls; `where` (var -> C pointer expression) is extended with temps."""
+        lines = []
+        for ck, node in self.kernels:
+            args = []
+            for v in node.inputs:
+                if type(v) is Literal:
+                    args.append(self._literal(v))
+                else:
+                    args.append(where[v])
+            for v in node.outputs:
+                name = f"{self.prefix}_t{len(self.temps)}"
+                self.temps.append((name, v.aval))
+                where[v] = name
+                args.append(name)
+            lines.append(f"{ck.cname}({', '.join(args)});")
+        return lines
+
+    def _literal(self, lit):
+        dt = np.dtype(lit.aval.dtype).name
+        value = ops.literal(np.asarray(lit.val).item(), dt)
+        if dt == "float16":
+            raise NotNative("a float16 literal operand")
+        return f"(const {ops.storage(dt)}[]){{{value}}}"
+
+
+def _alloc(temps):
+    lines = []
+    for name, aval in temps:
+        t = _ctype(aval)
+        lines.append(f"{t} *{name} = ({t} *)malloc({max(_nbytes(aval), 1)});")
+        lines.append(f"if (!{name}) return 1;")
+    return lines
+
+
+def _free(temps):
+    return [f"free({name});" for name, _ in temps]
+
+
+class CLoop:
+    """A while_loop or scan equation as one C function (see the module docstring).
+    `operands`: (dtype, size) of every pointer parameter, inputs first; `n_in` inputs;
+    `consts`: numpy arrays the wrapper passes after the equation's operands."""
+
+    def __init__(self, cname, eqn, compile_executable, openmp):
+        self.cname, self.eqn = cname, eqn
+        if eqn.prim.name == "while":
+            self._while(compile_executable, openmp)
+        else:
+            self._scan(compile_executable, openmp)
+
+    # --- while ------------------------------------------------------------------------------
+
+    def _while(self, compile_executable, openmp):
+        p, eqn = self.eqn.params, self.eqn
+        ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
+        cond = _Body(compile_executable(p["cond_jaxpr"]), f"{self.cname}_c", openmp)
+        body = _Body(compile_executable(p["body_jaxpr"]), f"{self.cname}_b", openmp)
+        ins = [f"p_a{i}" for i in range(len(eqn.invars))]
+        outs = [f"p_o{j}" for j in range(len(eqn.outvars))]
+        cj, bj = cond.program.jaxpr, body.program.jaxpr
+        c_where = dict(zip(cj.invars, ins[:ncc] + outs))
+        b_where = dict(zip(bj.invars, ins[ncc:ncc + nbc] + outs))
+        self._bind_consts([cond, body], [c_where, b_where], len(eqn.invars))
+        c_lines, b_lines = cond.statements(c_where), body.statements(b_where)
+        pred = c_where[cj.outvars[0]]
+        copy, stage = self._carry(bj.outvars, b_where, outs, bj.invars, f"{self.cname}_s")
+        init = [f"memcpy({o}, {a}, {_nbytes(v.aval)});"
+                for o, a, v in zip(outs, ins[ncc + nbc:], eqn.outvars)]
+        temps = cond.temps + body.temps + stage
+        loop = (["for (;;) {"] + ["    " + ln for ln in c_lines]
+                + [f"    if (!{pred}[0]) break;"] + ["    " + ln for ln in b_lines + copy]
+                + ["}"])
+        self.body_lines = _alloc(temps) + init + loop + _free(temps) + ["return 0;"]
+        self.kernels = cond.kernels + body.kernels
+
+    # --- scan -------------------------------------------------------------------------------
+
+    def _scan(self, compile_executable, openmp):
+        p, eqn = self.eqn.params, self.eqn
+        nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
+        body = _Body(compile_executable(p["jaxpr"]), f"{self.cname}_b", openmp)
+        ins = [f"p_a{i}" for i in range(len(eqn.invars))]
+        outs = [f"p_o{j}" for j in range(len(eqn.outvars))]
+        bj = body.program.jaxpr
+        xs = [f"({x} + _i * {math.prod(v.aval.shape[1:])})"
+              for x, v in zip(ins[nc + nk:], eqn.invars[nc + nk:])]
+        where = dict(zip(bj.invars, ins[:nc] + outs[:nk] + xs))
+        self._bind_consts([body], [where], len(eqn.invars))
+        lines = body.statements(where)
+        ys = []
+        for o, v, src in zip(outs[nk:], eqn.outvars[nk:], bj.outvars[nk:]):
+            size = math.prod(v.aval.shape[1:])
+            nbytes = size * np.dtype(v.aval.dtype).itemsize
+            ys.append(f"memcpy({o} + _i * {size}, {where[src]}, {nbytes});")
+        copy, stage = self._carry(bj.outvars[:nk], where, outs[:nk], bj.invars,
+                                  f"{self.cname}_s")
+        init = [f"memcpy({o}, {a}, {_nbytes(v.aval)});"
+                for o, a, v in zip(outs[:nk], ins[nc:nc + nk], eqn.outvars[:nk])]
+        i = f"{length - 1} - _it" if p["reverse"] else "_it"
+        loop = ([f"for (long long _it = 0; _it < {length}; ++_it) {{",
+                 f"    const long long _i = {i};"]
+                + ["    " + ln for ln in lines + ys + copy] + ["}"])
+        temps = body.temps + stage
+        self.body_lines = _alloc(temps) + init + loop + _free(temps) + ["return 0;"]
+        self.kernels = body.kernels
+
+    # --- shared -----------------------------------------------------------------------------
+
+    def _bind_consts(self, bodies, wheres, first):
+        self.consts = []
+        for body, where in zip(bodies, wheres):
+            for v, value in body.consts:
+                where[v] = f"p_a{first + len(self.consts)}"
+                self.consts.append(np.ascontiguousarray(np.asarray(getattr(value, "_value",
+                                                                           value))))
+
+    @staticmethod
+    def _carry(outvars, where, carries, invars, prefix):
+        """Statements writing the body's results into the carry; passthrough inputs are
+        staged first (returns (lines, staging temps))."""
+        inputs, stage, first, then = set(invars), [], [], []
+        for k, (v, dst) in enumerate(zip(outvars, carries)):
+            if where[v] == dst:
+                continue  # the carry passes through unchanged
+            if v in inputs:
+                name = f"{prefix}{k}"
+                stage.append((name, v.aval))
+                first.append(f"memcpy({name}, {where[v]}, {_nbytes(v.aval)});")
+                then.append(f"memcpy({dst}, {name}, {_nbytes(v.aval)});")
+            else:
+                then.append(f"memcpy({dst}, {where[v]}, {_nbytes(v.aval)});")
+        return first + then, stage
+
+    @property
+    def operands(self):
+        avals = [a.aval for a in self.eqn.invars]
+        avals += [_Shaped(c) for c in self.consts]
+        avals += [v.aval for v in self.eqn.outvars]
+        return [(np.dtype(a.dtype), math.prod(a.shape)) for a in avals]
+
+    @property
+    def n_in(self):
+        return len(self.eqn.invars) + len(self.consts)
+
+    def source(self):
+        params = []
+        for k, (dt, _) in enumerate(self.operands):
+            t = ops.storage(dt.name)
+            params.append(f"const {t} *p_a{k}" if k < self.n_in else f"{t} *p_o{k - self.n_in}")
+        parts = [ck.source() for ck, _ in self.kernels]
+        head = f"/* {self.eqn.prim.name} loop */\nint {self.cname}({', '.join(params)}) {{"
+        parts.append("\n".join([head] + ["    " + ln for ln in self.body_lines] + ["}"]))
+        return "\n".join(parts) + "\n"
+
+
+class _Shaped:
+    def __init__(self, value):
+        self.shape, self.dtype = value.shape, value.dtype
