@@ -39,3 +39,18 @@ from funcgrad.lax import stop_gradient  # noqa: F401
 from funcgrad.profiler import profile  # noqa: F401
 
 __version__ = "0.1.0"
+
+_LAZY = ("example_libraries",)  # loaded on first use, as jax.example_libraries
+_NAMESPACES = ("numpy", "lax", "nn", "optim", "random", "scipy", "tree", "tree_util", "data",
+               "debug", "io", "example_libraries")
+
+
+def __getattr__(name):
+    import importlib
+    if name in _LAZY:
+        return importlib.import_module(f"funcgrad.{name}")
+    homes = [m for m in _NAMESPACES[:8] if not name.startswith("_")
+             and hasattr(globals()[m], name)]
+    where = f"; it is funcgrad.{homes[0]}.{name}" if homes else ""
+    raise AttributeError(f"module 'funcgrad' has no attribute {name!r}{where} (namespaces: "
+                         f"{', '.join(_NAMESPACES)})")

@@ -211,3 +211,13 @@ def test_schedules_norms_and_clipping():
     close(optimizers.clip_grads(tree, 10.0)["a"], [3.0, 0.0])
     with pytest.raises(TypeError, match="does not match"):
         optimizers.sgd(0.1)[1](0, {"x": fnp.ones(2)}, optimizers.sgd(0.1)[0]({"y": fnp.ones(2)}))
+
+
+def test_namespaces_load_on_use_and_missing_names_point_to_their_home():
+    assert fg.example_libraries.stax is stax and fg.example_libraries.optimizers is optimizers
+    with pytest.raises(AttributeError, match=r"funcgrad.numpy.sin \(namespaces: numpy, lax"):
+        fg.sin  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here' .namespaces"):
+        fg.nothing_here  # noqa: B018
+    assert fg.config.config_with_absl() is None and fg.config.parse_flags_with_absl() is None
+    assert fg.jacobian is fg.jacrev
