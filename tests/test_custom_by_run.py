@@ -225,3 +225,23 @@ def test_jax_keyword_options_at_their_defaults():
     g.defvjp(lambda x: (fnp.sin(x), fnp.cos(x)), lambda c, ct: (c * ct,), symbolic_zeros=False,
              optimize_remat=False)
     close(fg.grad(g)(0.5), np.cos(0.5))
+
+
+def test_lax_control_flow_and_python_loops_in_custom_vjp_under_grad():
+    @fg.custom_vjp
+    def f(x, n):
+        y = fg.lax.cond(x > 0, lambda v: v * 2.0, lambda v: -v, x)
+        y = fg.lax.fori_loop(0, 3, lambda i, c: c + y, 0.0)  # 3y
+        _, ys = fg.lax.scan(lambda c, v: (c, c * v), y, fnp.ones(2))
+        return fnp.sum(ys) + n  # 6y + n
+
+    def f_fwd(x, n):
+        slope = 12.0 if float(x) > 0 else -6.0  # Python control flow on the concrete value
+        return f(x, n), slope
+
+    f.defvjp(f_fwd, lambda slope, g: (slope * g, g))
+    close(fg.grad(f)(1.5, 0.0), 12.0)
+    close(fg.grad(f, argnums=(0, 1))(-1.0, 2.0), (-6.0, 1.0))
+    close(fg.jit(f)(1.5, 1.0), 19.0)
+    with pytest.raises(errors.ConcretizationTypeError, match="inside `vmap`"):  # as in JAX
+        fg.vmap(fg.grad(f), in_axes=(0, None))(fnp.array([1.0, 2.0]), 0.0)
