@@ -282,3 +282,11 @@ def test_special_values_and_edge_cases():
     assert_matches(fnp.repeat(np.arange(3), np.array([2])), np.repeat(np.arange(3), [2]), I32)
     with pytest.raises(IndexError, match="expand_dims: axis 3 is out of bounds"):
         fnp.expand_dims(fnp.ones(2), axis=3)
+
+
+def test_size_zero_boolean_mask_selects_nothing():
+    x = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    assert fnp.asarray(x)[np.zeros((0,), bool)].shape == (0, 2)
+    assert fnp.asarray(x[:1])[np.zeros((0,), bool)].shape == x[:1][np.zeros((0,), bool)].shape
+    with pytest.raises(IndexError, match=r"boolean index of shape \(2,\)"):
+        fnp.asarray(x)[np.zeros(2, bool)]

@@ -206,7 +206,8 @@ def _parse_index_uncached(shape, idx, strict, force_adv):
             take_dim(("adv" if has_adv else kind, v), has_adv)
         elif kind == "mask":
             want = tuple(shape[src:src + v.ndim])
-            if v.shape != want:
+            # a size-0 mask axis selects nothing from any axis (as JAX; NumPy: size 1 only)
+            if len(want) != v.ndim or any(k not in (n, 0) for k, n in zip(v.shape, want)):
                 raise _index_error(f"boolean index of shape {v.shape} does not match the "
                                    f"indexed dimensions {want} of the array of shape {shape}")
             for a in np.nonzero(v):
