@@ -3,6 +3,7 @@
     pip install funcgrad[examples]      # tqdm (progress) and matplotlib (the loss curve)
     python examples/train_char_transformer.py [--steps 600] [--layers 2] [--width 64]
         [--heads 4] [--context 64] [--batch-size 32] [--lr 6e-3] [--remat] [--quick]
+        [--backend numpy] [--no-progress] [--curves PATH] [--checkpoint PATH]
 
 The model: token and position embeddings, `--layers` pre-LayerNorm blocks (causal multi-head
 self-attention, a GELU MLP, residual connections), a final LayerNorm and an output projection
@@ -172,7 +173,7 @@ def make_optimizer(cfg: Config):
                                    mask=decay_matrices))
 
 
-def make_functions(model, opt, vocab):
+def make_functions(model, opt, vocab, backend=None):
     """The jitted training step (params and optimizer state donated) and evaluation loss."""
     def loss_fn(params, x, y):
         logits, _ = model.apply(params, {}, x)
@@ -184,7 +185,8 @@ def make_functions(model, opt, vocab):
         updates, opt_state = opt.update(grads, opt_state, params)
         return optim.apply_updates(params, updates), opt_state, loss
 
-    return fg.jit(train_step, donate_argnums=(0, 1)), fg.jit(loss_fn)
+    return (fg.jit(train_step, donate_argnums=(0, 1), backend=backend),
+            fg.jit(loss_fn, backend=backend))
 
 
 def validation_bpc(eval_loss, params, ids, context, batch_size=64):
@@ -200,7 +202,7 @@ def validation_bpc(eval_loss, params, ids, context, batch_size=64):
 
 # --- sampling ---------------------------------------------------------------------------
 
-def make_sampler(model):
+def make_sampler(model, backend=None):
     """`sample(params, key, window, num, temperature)`: `num` new ids after `window` (the
     last `context` ids), one `lax.scan` step per character, compiled once per `num`."""
     def sample(params, key, window, num, temperature):
@@ -210,7 +212,7 @@ def make_sampler(model):
             return fnp.concatenate([window[1:], nxt[None]]), nxt
         _, ids = lax.scan(step, window, random.split(key, num))
         return ids
-    return fg.jit(sample, static_argnums=(3, 4))
+    return fg.jit(sample, static_argnums=(3, 4), backend=backend)
 
 
 # --- training ---------------------------------------------------------------------------
@@ -236,13 +238,14 @@ def _progress(steps, enabled):
     return None
 
 
-def train(cfg: Config = Config(), corpus=None, progress=True, verbose=True) -> Run:
+def train(cfg: Config = Config(), corpus=None, progress=True, verbose=True,
+          backend=None) -> Run:
     """Trains the GPT for `cfg.steps` steps; returns the final state and the curves."""
     corpus = corpus or load_corpus()
     model, opt = GPT(len(corpus.chars), cfg), make_optimizer(cfg)
     params, _ = model.init(random.PRNGKey(cfg.seed), fnp.zeros((1, cfg.context), fnp.int32))
     opt_state = opt.init(params)
-    train_step, eval_loss = make_functions(model, opt, len(corpus.chars))
+    train_step, eval_loss = make_functions(model, opt, len(corpus.chars), backend)
     rng = np.random.default_rng(cfg.seed)
     bar, losses, val = _progress(cfg.steps, progress), [], []
     step_seconds, start = 0.0, time.perf_counter()
@@ -296,6 +299,7 @@ def main(argv=None):
     parser.add_argument("--checkpoint", default=os.path.join(OUT, "char_transformer.npz"))
     parser.add_argument("--curves", default=None, help='PNG path ("" for none)')
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--backend", default=None, help="jit backend (default: funcgrad's)")
     args = parser.parse_args(argv)
     base = QUICK if args.quick else defaults
     cfg = base._replace(**{f: getattr(args, f) for f in base._fields
@@ -305,7 +309,7 @@ def main(argv=None):
     baseline = unigram_bpc(corpus)
     print(f"corpus: {len(corpus.train):,} training and {len(corpus.val):,} validation "
           f"characters, vocabulary {len(corpus.chars)}; unigram baseline {baseline:.3f} bpc")
-    run = train(cfg, corpus, progress=not args.no_progress)
+    run = train(cfg, corpus, progress=not args.no_progress, backend=args.backend)
     print(nn.summary(run.params))
     best = run.val[-1][1]
     print(f"training: {cfg.steps} steps in {run.seconds:.1f} s (compilation and evaluation "
@@ -317,7 +321,7 @@ def main(argv=None):
     restored = save_and_reload(args.checkpoint, run, cfg)
     print(f"checkpoint: {args.checkpoint} saved and reloaded, every leaf equal")
 
-    sample = make_sampler(run.model)
+    sample = make_sampler(run.model, args.backend)
     window = corpus.val[:cfg.context]
     ids = sample(restored["params"], random.PRNGKey(cfg.seed + 1), window,
                  args.sample_length, args.temperature)
