@@ -237,6 +237,8 @@ DERIVATIVES = {
     "det": (LA.det, (A3,)),
     "slogdet": (lambda a: LA.slogdet(a).logabsdet, (A3,)),
     "pinv": (LA.pinv, (distinct_singular(R, (2,), 3, 2),)),
+    "pinv_rank_deficient": (lambda u, v: LA.pinv(u @ v),  # rank 1 along every direction
+                            (R.standard_normal((2, 4, 1)), R.standard_normal((2, 1, 3)))),
     "lstsq": (lambda a, b: LA.lstsq(a, b)[0], (distinct_singular(R, (), 4, 2),
                                                R.standard_normal(4))),
     "matrix_power": (lambda a: LA.matrix_power(a, -3), (A3 / 3 + np.eye(3),)),

@@ -16,6 +16,7 @@ import numpy as np
 
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Array
+from funcgrad.custom_derivatives import custom_jvp
 from funcgrad.lax import linalg_decomp as decomp
 from funcgrad.lax import linalg_eig
 from funcgrad.numpy import creation, logic, reductions
@@ -379,7 +380,8 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
 
     Singular values at most `rtol * max(s)` are dropped; the default `rtol` is JAX's,
     `10 * max(M, N) * eps` (`rcond` is NumPy's older name). `hermitian` is accepted and
-    ignored. Derivatives need distinct singular values.
+    ignored. The derivative is JAX's (Golub and Pereyra), defined wherever the rank does
+    not change, rank-deficient matrices included.
 
     Example:
         >>> fnp.linalg.pinv(fnp.array([[2.0, 0.0], [0.0, 0.0]]))
@@ -392,10 +394,31 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
         rtol = 10 * max(sa[-2:]) * _eps(a)
     if 0 in sa[-2:]:
         return sh.matrix_transpose(a)
+    return _pinv(a, rtol)
+
+
+def _pinv_impl(a, rtol):
     u, s, vh = decomp.svd(a, full_matrices=False)
     cutoff = m.multiply(_per_matrix(rtol, s), reductions.max(s, axis=-1, keepdims=True))
     inv_s = lax.convert_element_type(_cutoff_inverse(s, cutoff), dtype_of(a))
     return matmul(m.multiply(_H(vh), sh.expand_dims(inv_s, -2)), _H(u))
+
+
+def _pinv_jvp(rtol, primals, tangents):
+    # Golub & Pereyra (1973), as JAX: dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P
+    (a,), (da,) = primals, tangents
+    p = _pinv(a, rtol)
+    ph, dah = _H(p), _H(da)
+    eye_m = _eye_like(matmul(a, p))
+    eye_n = _eye_like(matmul(p, a))
+    out = m.negative(matmul(matmul(p, da), p))
+    out = m.add(out, matmul(matmul(matmul(p, ph), dah), m.subtract(eye_m, matmul(a, p))))
+    out = m.add(out, matmul(matmul(m.subtract(eye_n, matmul(p, a)), dah), matmul(ph, p)))
+    return p, out
+
+
+_pinv = custom_jvp(_pinv_impl, nondiff_argnums=(1,))
+_pinv.defjvp(_pinv_jvp)
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
