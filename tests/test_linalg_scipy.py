@@ -132,6 +132,12 @@ def test_expm_batched_and_float32():
     close(fg.vmap(jsl.expm)(f32(a)), got, 1e-4 * np.abs(want).max())
 
 
+def test_inv_det():
+    a = well_conditioned(rng(10), (2,), 3)
+    close(jsl.inv(f32(a)), sl.inv(a), 1e-4)
+    close(jsl.det(f32(a)), sl.det(a), 1e-3)
+
+
 def test_block_diag():
     blocks = [np.ones((2, 3)), 5.0, np.arange(2.0), np.eye(2)]
     close(jsl.block_diag(*[f32(b) for b in blocks]), sl.block_diag(*blocks))

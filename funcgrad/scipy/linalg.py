@@ -23,8 +23,8 @@ from funcgrad.numpy.products import matmul
 
 sh = sys.modules["funcgrad.numpy.shape"]  # the module: funcgrad.numpy.shape is also fnp.shape()
 
-__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "eigh", "expm", "lu",
-           "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"]
+__all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv",
+           "lu", "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"]
 
 
 def _square(name, a):
@@ -157,6 +157,27 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     else:
         x = decomp.triangular_solve(a, b, left_side=True, lower=kind == "lower")
     return _vector_out(x, vector)
+
+
+def inv(a, overwrite_a=False, check_finite=True):
+    """Inverse of square (stacks of) matrices (`numpy.linalg.inv`); singular ones give
+    inf/NaN entries.
+
+    Example:
+        >>> funcgrad.scipy.linalg.inv(2 * fnp.eye(2))
+        Array([[0.5, 0. ], [0. , 0.5]], dtype=float32)
+    """
+    return la.inv(a)
+
+
+def det(a, overwrite_a=False, check_finite=True):
+    """Determinant of square (stacks of) matrices, via LU.
+
+    Example:
+        >>> funcgrad.scipy.linalg.det(2 * fnp.eye(2))
+        Array(4., dtype=float32)
+    """
+    return la.det(a)
 
 
 # --- LU ---------------------------------------------------------------------------------------
