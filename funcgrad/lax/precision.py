@@ -10,7 +10,7 @@ import enum
 
 from funcgrad import errors
 
-__all__ = ["Precision", "canonicalize_precision"]
+__all__ = ["Precision"]  # canonicalize_precision serves the lax wrappers (not in lax.*)
 
 _ALIASES = {"bfloat16": "DEFAULT", "tensorfloat32": "HIGH", "float32": "HIGHEST"}
 
