@@ -69,12 +69,11 @@ def make_funcgrad(cfg, params, vocab, backend="numpy"):
     import funcgrad as fg
     import funcgrad.numpy as fnp
     from funcgrad.tree_util import tree_map
-    model, opt = ct.GPT(vocab, cfg), ct.make_optimizer(cfg)
-    train_step, _ = ct.make_functions(model, opt, vocab)
     if backend == "native":  # the "cpu" backend's C tier, built before the first step returns
         fg.config.update("native", "sync")
         backend = "cpu"
-    train_step = fg.jit(train_step._fun, donate_argnums=(0, 1), backend=backend)
+    model, opt = ct.GPT(vocab, cfg), ct.make_optimizer(cfg)
+    train_step, _ = ct.make_functions(model, opt, vocab, backend)
     state = {"params": tree_map(fnp.asarray, params)}
     state["opt"] = opt.init(state["params"])
 
