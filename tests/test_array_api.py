@@ -290,3 +290,13 @@ def test_size_zero_boolean_mask_selects_nothing():
     assert fnp.asarray(x[:1])[np.zeros((0,), bool)].shape == x[:1][np.zeros((0,), bool)].shape
     with pytest.raises(IndexError, match=r"boolean index of shape \(2,\)"):
         fnp.asarray(x)[np.zeros(2, bool)]
+
+
+def test_pow_special_cases_follow_c99():
+    x = np.array([-np.inf, -0.0, -np.inf, -0.0, 4.0], np.float32)
+    y = np.array([0.5, 0.5, 3.0, 3.0, 0.5], np.float32)
+    want = np.array([np.inf, 0.0, -np.inf, -0.0, 2.0], np.float32)
+    assert_matches(fnp.power(x, y), want, F32)
+    for xi, wi in zip(x[:2], want[:2]):  # a rank-0 exponent: no NumPy sqrt fast path
+        got = np.asarray(fnp.power(fnp.asarray(xi), 0.5))
+        assert got == wi and np.signbit(got) == np.signbit(wi)

@@ -183,7 +183,18 @@ def _pow_jvp_y(t, x, y, out):
     return mul(t, mul(log(_replace_zero(_bcast(x, out))), out))
 
 
-pow_p = binop("pow", _quiet(np.power), kinds="fc")
+@functools.wraps(np.power)
+def _pow_impl(x, y):
+    # NumPy's loops for a rank-0 or broadcast operand take fast paths (sqrt for y = 0.5, ...)
+    # that break C99's special cases (pow(-0, 0.5) = +0, pow(-inf, 0.5) = +inf): give it
+    # full arrays
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    if x.shape != y.shape or not shape:
+        x, y = (np.array(np.broadcast_to(v, shape or (1,))) for v in (x, y))
+    return np.power(x, y).reshape(shape)
+
+
+pow_p = binop("pow", _quiet(_pow_impl), kinds="fc")
 _defjvp2(pow_p, _pow_jvp_x, _pow_jvp_y)
 
 
