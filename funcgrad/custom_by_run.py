@@ -9,6 +9,8 @@ rule's tangent program (custom_jvp) or a `custom_vjp_lin` equation holding fwd's
 Imports the core and the interpreters only; `custom_derivatives` calls it.
 """
 
+import functools
+
 from funcgrad import errors
 from funcgrad.core import (
     Builder,
@@ -31,16 +33,30 @@ def is_mine(b, x):
     return isinstance(x, Tracer) and x._trace is b
 
 
-def _closes_over(fun, b):
-    """Whether `fun`'s closure cells hold a tracer of `b` (then its body must be traced)."""
-    for cell in getattr(fun, "__closure__", None) or ():
+def _closes_over(fun, b, depth=3):
+    """Whether `fun` closes over a tracer of `b` (then its body must be traced): its closure
+    cells, a `functools.partial`'s arguments, and the same in the functions found there, a
+    few levels deep (a value reached otherwise, e.g. through an object's attribute, is not
+    seen: its derivative is then not taken, as JAX refuses to take it)."""
+    values = [_cell(c) for c in getattr(fun, "__closure__", None) or ()]
+    if isinstance(fun, functools.partial):
+        values += [fun.func, *fun.args, *fun.keywords.values()]
+    for v in values:
         try:
-            leaves = tree_leaves(cell.cell_contents)
-        except (ValueError, TypeError):  # an empty cell, or a container funcgrad can't walk
+            leaves = tree_leaves(v)
+        except (ValueError, TypeError):  # a container funcgrad can't walk
             continue
-        if any(is_mine(b, x) for x in leaves):
-            return True
+        for x in leaves:
+            if is_mine(b, x) or (depth and callable(x) and _closes_over(x, b, depth - 1)):
+                return True
     return False
+
+
+def _cell(c):
+    try:
+        return c.cell_contents
+    except ValueError:  # an empty cell
+        return None
 
 
 def by_run_mode(trace, call):

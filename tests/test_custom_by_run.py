@@ -245,3 +245,16 @@ def test_lax_control_flow_and_python_loops_in_custom_vjp_under_grad():
     close(fg.jit(f)(1.5, 1.0), 19.0)
     with pytest.raises(errors.ConcretizationTypeError, match="inside `vmap`"):  # as in JAX
         fg.vmap(fg.grad(f), in_axes=(0, None))(fnp.array([1.0, 2.0]), 0.0)
+
+
+def test_a_traced_value_reached_through_a_helper_is_differentiated_through_the_body():
+    def outer(w):
+        scale = lambda v: w * v  # the custom function closes over w through this helper
+
+        @fg.custom_jvp
+        def f(x):
+            return scale(fnp.sin(x))
+
+        f.defjvp(lambda p, t: (f(*p), t[0]))
+        return f(1.0)
+    close(fg.grad(outer)(2.0), np.sin(1.0))
