@@ -6,7 +6,7 @@ fails because one of them does, and an unknown name is an error listing what exi
 
     >>> import funcgrad.scipy as jsp
     >>> jsp.special.expit(0.0)
-    Array(0.5, dtype=float32, weak_type=True)
+    Array(0.5, dtype=float32)
 """
 
 import importlib

@@ -1,7 +1,7 @@
 """Student's t distribution, as `jax.scipy.stats.t` (logpdf, pdf).
 
     >>> pdf(0.0, 1.0)  # Cauchy: 1 / pi
-    Array(0.31830987, dtype=float32)
+    Array(0.31830993, dtype=float32)
 """
 
 import math
