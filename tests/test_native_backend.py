@@ -324,7 +324,9 @@ SANITIZED = textwrap.dedent("""
     progs = [lambda x, v, i: (fnp.exp(x * v), fnp.sum(x.T, axis=0), fnp.max(x, axis=1)),
              lambda x, v, i: (i * i + i // 3, i << 9, (i.astype(np.int32) * 70000) ** 2),
              lambda x, v, i: (x.astype(np.int32), x.astype(np.float16) * 2, x[::-1] + x),
-             lambda x, v, i: fg.lax.scan(lambda c, r: (c * 0.5 + fnp.sin(r), c + r), v, x)]
+             lambda x, v, i: fg.lax.scan(lambda c, r: (c * 0.5 + fnp.sin(r), c + r), v, x),
+             lambda x, v, i: (lambda w: fg.lax.scan(
+                 lambda c, r: (fnp.tanh(c @ w + r), x @ c), v, x))(x[:7] * 0.3)]
     for p in progs:
         f = fg.jit(p)
         out = f(x, v, i)
@@ -332,6 +334,7 @@ SANITIZED = textwrap.dedent("""
         for a, b in zip(fg.tree_util.tree_leaves(out), fg.tree_util.tree_leaves(ref)):
             np.testing.assert_allclose(np.asarray(a, 'f8'), np.asarray(b, 'f8'), rtol=1e-5)
         assert "C module" in f.lower(x, v, i).compile().as_text()
+    assert "dot_general 1x7 @ 7x7" in f.lower(x, v, i).compile().as_text()  # the last one
     print("sanitized ok")
 """)
 
@@ -373,6 +376,10 @@ def _rnn(xs, h0, w):
     return lax.scan(step, h0, xs)
 
 
+def _rnn_matmul(h, w, u, xs):  # small matmuls in the body: C loops too
+    return lax.scan(lambda h, x: (fnp.tanh(h @ w + x @ u), w @ h), h, xs)
+
+
 def _swap_loop(n):
     def f(x):
         def body(i, c):
@@ -393,7 +400,9 @@ def test_loops_whose_bodies_are_kernels_run_in_c():
     x = np.linspace(0.1, 1, 5).astype(np.float32)
     xs = rng.normal(size=(40, 5)).astype(np.float32)
     cases = [(_rnn, (xs, x, x), "scan loop"), (_swap_loop(9), (x,), "scan loop"),
-             (lax.cumsum, (xs,), None), (_while, (x,), "while loop")]
+             (lax.cumsum, (xs,), None), (_while, (x,), "while loop"),
+             (_rnn_matmul, (x, rng.normal(size=(5, 5)).astype(np.float32) * 0.4,
+                            rng.normal(size=(5, 5)).astype(np.float32) * 0.4, xs), "scan loop")]
     for fn, args, marker in cases:
         with native_mode():
             jitted = fg.jit(fn)

@@ -18,11 +18,12 @@ are printed again into the enclosing module (renamed) and called from a C loop:
         return 0;
     }
 
-The carry is written after the whole body ran (a body output that is one of its inputs
+A small `dot_general` in a body (an RNN's `h @ W`) is a C function of the loop too
+(`SmallDot`). The carry is written after the whole body ran (a body output that is one of its inputs
 passes through a staging buffer first, so a swap of two carries is right). Scan inputs are
-read at `p + i * slice` and its stacked outputs written the same way. Anything else (a
-library call in a body, a literal output, a kernel C cannot print) leaves the loop to the
-numpy renderer's Python loop around the compiled bodies.
+read at `p + i * slice` and its stacked outputs written the same way. Anything else (another
+library call in a body, a large matmul, a literal output, a kernel C cannot print) leaves
+the loop to the numpy renderer's Python loop around the compiled bodies.
 """
 
 import math
@@ -33,6 +34,59 @@ from funcgrad.backends.native import ops
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.compiler.fusion import KernelNode
 from funcgrad.core import Literal
+from funcgrad.lax.linalg import dot_general_p
+
+SMALL_DOT_MAX_FLOPS = 1 << 18  # larger products leave the loop to Python around BLAS
+
+
+class _Node:
+    def __init__(self, inputs, outputs):
+        self.inputs, self.outputs = list(inputs), list(outputs)
+
+
+class SmallDot:
+    """A small `dot_general` in a loop body as a C function: `[M, K] x [K, N]` (or `[N, K]`
+    contracted on its last axis; vectors are M = 1 or N = 1), no batch axes, float32 or
+    float64, accumulated in order in the operands' type (BLAS may round differently)."""
+
+    def __init__(self, eqn, cname):
+        self.cname, self.eqn = cname, eqn
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        a, b = (v.aval for v in eqn.invars)
+        out = eqn.outvars[0].aval
+        dt = np.dtype(out.dtype)
+        if (lb or rb or dt.name not in ("float32", "float64") or a.dtype != dt or b.dtype != dt
+                or a.ndim not in (1, 2) or b.ndim not in (1, 2) or tuple(lc) != (a.ndim - 1,)
+                or tuple(rc) not in ((0,), (b.ndim - 1,))):
+            raise NotNative("a dot_general this C loop does not compute")
+        self.m = a.shape[0] if a.ndim == 2 else 1
+        self.k = a.shape[-1]
+        self.n = (b.shape[1 - rc[0]] if b.ndim == 2 else 1)
+        self.b_rows = rc[0] == 0  # b is [K, N]
+        if self.m * self.n * self.k > SMALL_DOT_MAX_FLOPS:
+            raise NotNative("a dot_general too large for a C loop (BLAS does it)")
+        self.t = ops.storage(dt.name)
+
+    def source(self):
+        t, m, n, k = self.t, self.m, self.n, self.k
+        head = (f"/* dot_general {m}x{k} @ {k}x{n} */\nvoid {self.cname}(const {t} *restrict a, "
+                f"const {t} *restrict b, {t} *restrict out) {{")
+        if self.b_rows:  # out[i, :] += a[i, p] * b[p, :]: the inner loop vectorizes
+            body = [f"for (long long i = 0; i < {m}; ++i) {{",
+                    f"    for (long long j = 0; j < {n}; ++j) out[i * {n} + j] = 0;",
+                    f"    for (long long p = 0; p < {k}; ++p) {{",
+                    f"        const {t} x = a[i * {k} + p];",
+                    f"        for (long long j = 0; j < {n}; ++j) "
+                    f"out[i * {n} + j] += x * b[p * {n} + j];",
+                    "    }", "}"]
+        else:
+            body = [f"for (long long i = 0; i < {m}; ++i)",
+                    f"    for (long long j = 0; j < {n}; ++j) {{",
+                    f"        {t} acc = 0;",
+                    f"        for (long long p = 0; p < {k}; ++p) "
+                    f"acc += a[i * {k} + p] * b[j * {k} + p];",
+                    f"        out[i * {n} + j] = acc;", "    }"]
+        return "\n".join([head] + ["    " + ln for ln in body] + ["}"]) + "\n"
 
 
 class NotNative(Exception):
@@ -57,10 +111,14 @@ class _Body:
             raise NotNative("the body did not compile natively")
         self.program, self.prefix, self.temps, self.kernels = program, prefix, [], []
         for k, node in enumerate(program.nodes):
-            if not isinstance(node, KernelNode):
+            if isinstance(node, KernelNode):
+                ck = CKernel(node.spec, f"{prefix}_k{k}", node.eqns, openmp)
+                self.kernels.append((ck, _Node(node.inputs, node.outputs)))
+            elif node.eqn.prim is dot_general_p:
+                dot = SmallDot(node.eqn, f"{prefix}_k{k}")
+                self.kernels.append((dot, _Node(node.eqn.invars, node.eqn.outvars)))
+            else:
                 raise NotNative(f"the body calls {node.eqn.prim.name}")
-            self.kernels.append((CKernel(node.spec, f"{prefix}_k{k}", node.eqns, openmp),
-                                 node))
         if any(type(v) is Literal for v in program.jaxpr.outvars):
             raise NotNative("a body output is a literal")
         self.consts = list(zip(program.jaxpr.constvars, program.consts))
@@ -215,7 +273,7 @@ class CLoop:
         for k, (dt, _) in enumerate(self.operands):
             t = ops.storage(dt.name)
             params.append(f"const {t} *p_a{k}" if k < self.n_in else f"{t} *p_o{k - self.n_in}")
-        parts = [ck.source() for ck, _ in self.kernels]
+        parts = [ck.source() for ck, _ in self.kernels]  # kernels and small dots
         head = f"/* {self.eqn.prim.name} loop */\nint {self.cname}({', '.join(params)}) {{"
         parts.append("\n".join([head] + ["    " + ln for ln in self.body_lines] + ["}"]))
         return "\n".join(parts) + "\n"
