@@ -7,7 +7,8 @@ when importable (one thread, then all cores: set OMP_NUM_THREADS before starting
 Workloads: the fused chain gelu(x * a + b) (tanh form) on x f32[4096, 1024] (4M elements)
 with a, b f32[1024]; one Adam update over 670k float32 parameters (params, both moments
 donated); a loop-heavy scan (1000 steps of h = tanh(h * w + x_t), h f32[256]), whose body
-the native backend runs as one C loop. Each row: median ms (25th-75th percentile) over
+the native backend runs as one C loop; an RNN scan with two 64x64 matmuls per step (small
+matmuls run in the C loop too). Each row: median ms (25th-75th percentile) over
 interleaved runs, the ratio to the native backend, and the effective bandwidth (bytes the
 kernel must move / time) as a fraction of this machine's copy bandwidth (np.copyto of
 256 MiB, measured at start).
@@ -176,6 +177,32 @@ def scan_runs(steps=1000, n=256):
     return fns, xs.nbytes * 2
 
 
+def rnn_runs(steps=200, n=64):
+    from funcgrad import lax
+    rng = np.random.default_rng(3)
+    xs = rng.normal(size=(steps, n)).astype(np.float32)
+    h0 = rng.normal(size=n).astype(np.float32)
+    w, u = (rng.normal(size=(n, n)).astype(np.float32) / np.sqrt(n) for _ in range(2))
+
+    def rnn(m, scan, h0, w, u, xs):
+        return scan(lambda h, x: (m.tanh(h @ w + x @ u), h), h0, xs)
+    fns = {}
+    for backend in ("numpy", "cpu"):
+        j = _jit(lambda *a: rnn(fnp, lax.scan, *a), backend)
+        fg.block_until_ready(j(h0, w, u, xs))
+        fns[f"funcgrad {'native' if backend == 'cpu' else 'numpy backend'}"] = (
+            lambda j=j: j(h0, w, u, xs))
+    try:
+        import jax
+        import jax.numpy as jnp
+        jf = jax.jit(lambda *a: rnn(jnp, jax.lax.scan, *a))
+        jax.block_until_ready(jf(h0, w, u, xs))
+        fns["JAX jit"] = lambda: jax.block_until_ready(jf(h0, w, u, xs))
+    except ImportError:
+        pass
+    return fns, xs.nbytes * 2
+
+
 def report(title, fns, nbytes, bw, repeat):
     t = interleaved(fns, repeat)
     ref = np.median(t["funcgrad native"])
@@ -199,6 +226,8 @@ def main():
     report(f"gelu(x * a + b), {args.n} float32", *gelu_runs(args.n), bw, args.repeat)
     report("Adam update, 670k float32 parameters (donated)", *adam_runs(), bw, args.repeat)
     report("scan: 1000 steps of h = tanh(h * w + x_t), h f32[256]", *scan_runs(), bw,
+           args.repeat)
+    report("RNN scan: 200 steps of h = tanh(h @ W + x_t @ U), h f32[64]", *rnn_runs(), bw,
            args.repeat)
 
 
