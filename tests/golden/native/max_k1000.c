@@ -1,0 +1,11 @@
+/* kernel k0_max: [50, 1000], reduces axes [1] */
+void fg_k0(const float *restrict p_in0, float *restrict p_out0) {
+    for (long long i0 = 0; i0 < 50; ++i0) {
+        float acc0 = (-fg_inff());
+        for (long long k0 = 0; k0 < 1000; ++k0) {
+            const float v_in0 = p_in0[i0 * 1000 + k0];
+            acc0 = fg_max(acc0, v_in0);
+        }
+        p_out0[i0] = (float)acc0;
+    }
+}
