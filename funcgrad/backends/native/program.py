@@ -176,9 +176,10 @@ def _caller(fn, operands, n_in, what, status=False):
     fn.argtypes = [ctypes.c_void_p] * len(operands)
     fn.restype = ctypes.c_int if status else None
 
-    def call(*arrays):
-        ptrs = []
-        keep = []
+    operands = [(np.dtype(dt), size) for dt, size in operands]
+
+    def checked(arrays):
+        ptrs, keep = [], []
         for k, (a, (dt, size)) in enumerate(zip(arrays, operands)):
             if type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous:
                 if k >= n_in:
@@ -191,7 +192,17 @@ def _caller(fn, operands, n_in, what, status=False):
                     f"native {what}: operand {k} has {a.size} elements, the C function was "
                     f"compiled for {size}")
             ptrs.append(a.ctypes.data)
-        if fn(*ptrs):
+        return fn(*ptrs)
+
+    def call(*arrays):
+        ptrs = []
+        for a, (dt, size) in zip(arrays, operands):  # the common case, checked cheaply
+            if (type(a) is not np.ndarray or a.dtype is not dt or a.size != size
+                    or not a.flags.c_contiguous):
+                ptrs = None
+                break
+            ptrs.append(a.ctypes.data)
+        if (checked(arrays) if ptrs is None else fn(*ptrs)):
             raise MemoryError(f"native {what}: could not allocate its temporaries")
     return call
 
