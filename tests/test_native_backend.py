@@ -463,3 +463,18 @@ def test_background_builds_keep_no_dead_program_alive():
         tiers.drain()
     gc.collect()
     assert sources() - before == set()
+
+
+@needs_cc
+def test_no_wrong_pointer_reaches_c():
+    from funcgrad import errors
+    closed = fg.make_jaxpr(lambda x: fnp.sin(x) * 2.0)(np.ones(4, np.float32))
+    with native_mode():
+        exe = pipeline.compile_jaxpr(closed)
+    assert isinstance(exe, native.NativeExecutable)
+    wide = np.linspace(0, 1, 4)  # float64 and strided: converted, not reinterpreted
+    np.testing.assert_allclose(exe(wide)[0], np.sin(wide) * 2, rtol=1e-6)
+    np.testing.assert_allclose(exe(np.linspace(0, 1, 8, dtype="f")[::2])[0],
+                               np.sin(np.linspace(0, 1, 8)[::2]) * 2, rtol=1e-6)
+    with pytest.raises(errors.FuncgradInternalError, match="compiled for 4"):
+        exe(np.ones(3, np.float32))
