@@ -380,6 +380,14 @@ def _rnn_matmul(h, w, u, xs):  # small matmuls in the body: C loops too
     return lax.scan(lambda h, x: (fnp.tanh(h @ w + x @ u), w @ h), h, xs)
 
 
+def _branchy(x):  # cond and switch (clamped index) inside a loop: C if/else
+    def body(i, c):
+        c = lax.cond(i % 2 == 0, lambda c: c * 2.0, lambda c: fnp.tanh(c) - 1.0, c)
+        return lax.switch(i % 4 - 1, [lambda c: c * 0.5, lambda c: c + fnp.sum(c),
+                                      lambda c: -c], c)
+    return lax.fori_loop(0, 11, body, x)
+
+
 def _swap_loop(n):
     def f(x):
         def body(i, c):
@@ -401,6 +409,7 @@ def test_loops_whose_bodies_are_kernels_run_in_c():
     xs = rng.normal(size=(40, 5)).astype(np.float32)
     cases = [(_rnn, (xs, x, x), "scan loop"), (_swap_loop(9), (x,), "scan loop"),
              (lax.cumsum, (xs,), None), (_while, (x,), "while loop"),
+             (_branchy, (x,), "scan loop"),
              (_rnn_matmul, (x, rng.normal(size=(5, 5)).astype(np.float32) * 0.4,
                             rng.normal(size=(5, 5)).astype(np.float32) * 0.4, xs), "scan loop")]
     for fn, args, marker in cases:

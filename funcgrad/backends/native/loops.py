@@ -19,7 +19,8 @@ are printed again into the enclosing module (renamed) and called from a C loop:
     }
 
 A small `dot_general` in a body (an RNN's `h @ W`) is a C function of the loop too
-(`SmallDot`). The carry is written after the whole body ran (a body output that is one of its inputs
+(`SmallDot`), and a `cond`/`switch` in a body a C `if`/`else` around its branches' kernels
+(`_Cond`; the index clamps as `lax.switch` does). The carry is written after the whole body ran (a body output that is one of its inputs
 passes through a staging buffer first, so a swap of two carries is right). Scan inputs are
 read at `p + i * slice` and its stacked outputs written the same way. Anything else (another
 library call in a body, a large matmul, a literal output, a kernel C cannot print) leaves
@@ -34,6 +35,7 @@ from funcgrad.backends.native import ops
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.compiler.fusion import KernelNode
 from funcgrad.core import Literal
+from funcgrad.lax.control_flow import cond_p
 from funcgrad.lax.linalg import dot_general_p
 
 SMALL_DOT_MAX_FLOPS = 1 << 18  # larger products leave the loop to Python around BLAS
@@ -105,7 +107,7 @@ class _Body:
     """One body program printed as calls of its kernels; `args` maps its invars and consts
     to C pointer expressions (consts: names of extra loop parameters)."""
 
-    def __init__(self, exe, prefix, openmp):
+    def __init__(self, exe, prefix, openmp, compile_executable=None):
         program = getattr(exe, "program", None)
         if program is None:
             raise NotNative("the body did not compile natively")
@@ -117,6 +119,9 @@ class _Body:
             elif node.eqn.prim is dot_general_p:
                 dot = SmallDot(node.eqn, f"{prefix}_k{k}")
                 self.kernels.append((dot, _Node(node.eqn.invars, node.eqn.outvars)))
+            elif node.eqn.prim is cond_p and compile_executable is not None:
+                br = _Cond(node.eqn, f"{prefix}_k{k}", openmp, compile_executable)
+                self.kernels.append((br, _Node(node.eqn.invars, node.eqn.outvars)))
             else:
                 raise NotNative(f"the body calls {node.eqn.prim.name}")
         if any(type(v) is Literal for v in program.jaxpr.outvars):
@@ -127,6 +132,9 @@ class _Body:
         """Kernel calls; `where` (var -> C pointer expression) is extended with temps."""
         lines = []
         for ck, node in self.kernels:
+            if isinstance(ck, _Cond):
+                lines += ck.statements(self, node, where)
+                continue
             args = []
             for v in node.inputs:
                 if type(v) is Literal:
@@ -147,6 +155,52 @@ class _Body:
         if dt == "float16":
             raise NotNative("a float16 literal operand")
         return f"(const {ops.storage(dt)}[]){{{value}}}"
+
+
+class _Cond:
+    """A `cond` in a loop body: C `if`/`else` around each branch's kernels, every branch
+    copying its results into the same temporaries."""
+
+    def __init__(self, eqn, prefix, openmp, compile_executable):
+        self.eqn = eqn
+        self.branches = [_Body(compile_executable(b), f"{prefix}_br{k}", openmp,
+                               compile_executable)
+                         for k, b in enumerate(eqn.params["branches"])]
+        if any(b.consts for b in self.branches):
+            raise NotNative("a branch with bound constants")
+
+    def source(self):
+        return "\n".join(ck.source() for b in self.branches for ck, _ in b.kernels)
+
+    def statements(self, body, node, where):
+        index, args = node.inputs[0], node.inputs[1:]
+        if any(type(a) is Literal for a in node.inputs):
+            raise NotNative("a cond with a literal operand")
+        outs = []
+        for v in node.outputs:
+            name = f"{body.prefix}_t{len(body.temps)}"
+            body.temps.append((name, v.aval))
+            where[v] = name
+            outs.append(name)
+        lines = []
+        for k, b in enumerate(self.branches):
+            bj = b.program.jaxpr
+            inner = dict(zip(bj.invars, [where[a] for a in args]))
+            stmts = b.statements(inner)
+            body.temps += b.temps
+            b.temps = []
+            stmts += [f"memcpy({o}, {inner[v]}, {_nbytes(v.aval)});"
+                      for o, v in zip(outs, bj.outvars)]
+            if len(self.branches) == 1:
+                return stmts
+            head = (f"if ({where[index]}[0] <= 0) {{" if k == 0 else "} else {"
+                    if k == len(self.branches) - 1 else f"}} else if ({where[index]}[0] == {k}) {{")
+            lines += [head] + ["    " + ln for ln in stmts]
+        return lines + ["}"]
+
+    @property
+    def kernels(self):
+        return [kn for b in self.branches for kn in b.kernels]
 
 
 def _alloc(temps):
@@ -179,8 +233,10 @@ class CLoop:
     def _while(self, compile_executable, openmp):
         p, eqn = self.eqn.params, self.eqn
         ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
-        cond = _Body(compile_executable(p["cond_jaxpr"]), f"{self.cname}_c", openmp)
-        body = _Body(compile_executable(p["body_jaxpr"]), f"{self.cname}_b", openmp)
+        cond = _Body(compile_executable(p["cond_jaxpr"]), f"{self.cname}_c", openmp,
+                     compile_executable)
+        body = _Body(compile_executable(p["body_jaxpr"]), f"{self.cname}_b", openmp,
+                     compile_executable)
         ins = [f"p_a{i}" for i in range(len(eqn.invars))]
         outs = [f"p_o{j}" for j in range(len(eqn.outvars))]
         cj, bj = cond.program.jaxpr, body.program.jaxpr
@@ -204,7 +260,8 @@ class CLoop:
     def _scan(self, compile_executable, openmp):
         p, eqn = self.eqn.params, self.eqn
         nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
-        body = _Body(compile_executable(p["jaxpr"]), f"{self.cname}_b", openmp)
+        body = _Body(compile_executable(p["jaxpr"]), f"{self.cname}_b", openmp,
+                     compile_executable)
         ins = [f"p_a{i}" for i in range(len(eqn.invars))]
         outs = [f"p_o{j}" for j in range(len(eqn.outvars))]
         bj = body.program.jaxpr
