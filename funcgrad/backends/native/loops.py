@@ -20,8 +20,9 @@ are printed again into the enclosing module (renamed) and called from a C loop:
 
 A small `dot_general` in a body (an RNN's `h @ W`) is a C function of the loop too
 (`SmallDot`), and a `cond`/`switch` in a body a C `if`/`else` around its branches' kernels
-(`_Cond`; the index clamps as `lax.switch` does). The carry is written after the whole body ran (a body output that is one of its inputs
-passes through a staging buffer first, so a swap of two carries is right). Scan inputs are
+(`_Cond`; the index clamps as `lax.switch` does). The carry is written after the whole
+body ran (a body output that is one of its inputs passes through a staging buffer first,
+so a swap of two carries is right). Scan inputs are
 read at `p + i * slice` and its stacked outputs written the same way. Anything else (another
 library call in a body, a large matmul, a literal output, a kernel C cannot print) leaves
 the loop to the numpy renderer's Python loop around the compiled bodies.
