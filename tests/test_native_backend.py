@@ -321,7 +321,8 @@ SANITIZED = textwrap.dedent("""
     x = rng.normal(size=(9, 7)).astype(np.float32)
     v = rng.normal(size=(7,)).astype(np.float32)
     i = rng.integers(-100, 100, size=(9, 7)).astype(np.int8)
-    progs = [lambda x, v, i: (fnp.exp(x * v), fnp.sum(x.T, axis=0), fnp.max(x, axis=1)),
+    progs = [lambda x, v, i: (fnp.exp(x * v), fnp.sum(x.T, axis=0), fnp.max(x, axis=1),
+                              fnp.sum(x * v, axis=0), fnp.min(x, axis=0)),
              lambda x, v, i: (i * i + i // 3, i << 9, (i.astype(np.int32) * 70000) ** 2),
              lambda x, v, i: (x.astype(np.int32), x.astype(np.float16) * 2, x[::-1] + x),
              lambda x, v, i: fg.lax.scan(lambda c, r: (c * 0.5 + fnp.sin(r), c + r), v, x),

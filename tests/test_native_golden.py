@@ -1,6 +1,6 @@
 """The native backend on the canonical kernels (`cuda_canonical.py`: every strategy, index
 pattern and dtype family of the fused kernels): each runs in C with the eager results
-(`tolerance_ok`, exact for integers and bools), and the C source of a few is a golden file
+(`tolerance_ok`, exact for integers and bools), and the C source of seven is a golden file
 (`tests/golden/native/*.c`; regenerate with FUNCGRAD_REGEN_GOLDEN=1 after reviewing a
 codegen change).
 """
@@ -53,7 +53,7 @@ def test_canonical_kernels_run_in_c_as_eager(case):
 
 
 GOLDEN_CASES = ["ew_row_col_broadcast", "ew_vec_relu_bias", "sum_k5", "max_k1000",
-                "float16_sum"]
+                "float16_sum", "sum_columns", "min_columns"]
 
 
 @pytest.mark.parametrize("name", GOLDEN_CASES)

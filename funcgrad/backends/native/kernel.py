@@ -36,6 +36,7 @@ from funcgrad.compiler import escape
 
 PARALLEL_MIN_ELEMENTS = 1 << 17  # below this, starting threads costs more than it saves
 PARALLEL_BLOCK = 1 << 14  # elements per thread task of a one-dimensional kernel
+COLUMN_BLOCK = 256  # rows a column reduction accumulates side by side (on the stack)
 
 
 class CKernel:
@@ -133,28 +134,75 @@ class CKernel:
 
     def reduction(self):
         p = self.plan
+        if len(p.outer) == 1 and p.rows > 1 and not self._rows_contiguous():
+            return self.column_reduction()
         no, ni = len(p.outer), len(p.inner)
         parallel = self.openmp and p.n >= PARALLEL_MIN_ELEMENTS and p.rows > 1 and no
         outer = [f"i{d}" for d in range(no)]
         counters = outer + [f"k{d}" for d in range(ni)]
         row = _offset(outer, _row_major(p.outer)) if no else "0"
-        init, inner, write = [], [], []
-        for inp in p.inputs:
-            inner.append(self.load(inp, _offset(counters, inp.strides)))
-        inner += self.body
-        inner += [self.store(o.name, o.dtype, _offset(counters, o.strides), f"v_{v}")
-                  for o, v in self.out_values()]
+        init, inner, write = [], self.element(counters), []
         for j, r in enumerate(p.reductions):
-            acc = _acc_dtype(r)
-            at = ops.ctype(acc)
-            init.append(f"{at} acc{j} = {ops.cstyle.identity(r.op, r.dtype, acc)};")
-            value = f"v_{r.value}"
-            if ops.ctype(self.dtypes[r.value]) != at:
-                value = f"({at}){value}"
-            inner.append(f"acc{j} = {ops.cstyle.combine(r.op, f'acc{j}', value, acc)};")
+            at, ident, update = self.accumulator(j, r, f"acc{j}")
+            init.append(f"{at} acc{j} = {ident};")
+            inner.append(update)
             write.append(self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)})acc{j}"))
-        rows_body = init + _nest(self.loops(p.inner, "k", False, False), inner) + write
+        heads = self.loops(p.inner, "k", False, False)
+        if heads and all(_acc_dtype(r) == "float64" and r.op == "sum" for r in p.reductions):
+            # float sums in double: partial sums in SIMD lanes (deterministic per shape)
+            accs = ", ".join(f"acc{j}" for j in range(len(p.reductions)))
+            heads.insert(len(heads) - 1, f"#pragma omp simd reduction(+:{accs})")
+        rows_body = init + _nest(heads, inner) + write
         return _nest(self.loops(p.outer, "i", False, parallel), rows_body)
+
+    def column_reduction(self):
+        """Rows not contiguous in memory (column sums): blocks of `COLUMN_BLOCK` rows
+        accumulate side by side, the reduced axes outside, the rows innermost (SIMD)."""
+        p, b = self.plan, COLUMN_BLOCK
+        rows = p.rows
+        counters = ["i0"] + [f"k{d}" for d in range(len(p.inner))]
+        init, inner, write = [], self.element(counters), []
+        for j, r in enumerate(p.reductions):
+            at, ident, update = self.accumulator(j, r, f"acc{j}[i0 - _r]")
+            init += [f"{at} acc{j}[{b}];",
+                     f"for (long long i0 = _r; i0 < _e; ++i0) acc{j}[i0 - _r] = {ident};"]
+            inner.append(update)
+            write.append("for (long long i0 = _r; i0 < _e; ++i0) " + self.store(
+                r.out, r.dtype, "i0", f"({ops.ctype(r.dtype)})acc{j}[i0 - _r]"))
+        rows_loop = ["#pragma omp simd", "for (long long i0 = _r; i0 < _e; ++i0) {"]
+        body = init + _nest(self.loops(p.inner, "k", False, False) + rows_loop, inner) + write
+        head = ["#pragma omp parallel for"] if self.openmp and p.n >= PARALLEL_MIN_ELEMENTS else []
+        head += [f"for (long long _r = 0; _r < {rows}; _r += {b}) {{",
+                 f"const long long _e = _r + {b} < {rows} ? _r + {b} : {rows};"]
+        return _nest(head, body)
+
+    def _rows_contiguous(self):
+        """Whether the largest input reads each row's reduced elements contiguously."""
+        p = self.plan
+        if not p.inputs:
+            return True
+        extent = lambda o: sum((d - 1) * abs(s) for d, s in zip(p.outer + p.inner, o.strides))
+        main = max(p.inputs, key=extent)
+        return main.strides[-1] == 1 or not any(main.strides[len(p.outer):])
+
+    def element(self, counters):
+        """Loads, the body and the elementwise stores of one iteration."""
+        p = self.plan
+        lines = [self.load(inp, _offset(counters, inp.strides)) for inp in p.inputs]
+        lines += self.body
+        lines += [self.store(o.name, o.dtype, _offset(counters, o.strides), f"v_{v}")
+                  for o, v in self.out_values()]
+        return lines
+
+    def accumulator(self, j, r, acc):
+        """(C type, identity, update statement) of reduction `r` accumulated in `acc`."""
+        dt = _acc_dtype(r)
+        at = ops.ctype(dt)
+        value = f"v_{r.value}"
+        if ops.ctype(self.dtypes[r.value]) != at:
+            value = f"({at}){value}"
+        return (at, ops.cstyle.identity(r.op, r.dtype, dt),
+                f"{acc} = {ops.cstyle.combine(r.op, acc, value, dt)};")
 
 
 def _acc_dtype(r):

@@ -2,6 +2,7 @@
 void fg_k0(const float *restrict p_in0, float *restrict p_out0) {
     for (long long i0 = 0; i0 < 2000; ++i0) {
         double acc0 = 0.0;
+        #pragma omp simd reduction(+:acc0)
         for (long long k0 = 0; k0 < 5; ++k0) {
             const float v_in0 = p_in0[i0 * 5 + k0];
             const float v_t0 = (v_in0 * 2.0f);
