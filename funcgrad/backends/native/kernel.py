@@ -30,6 +30,8 @@ as numpy does.
 
 import math
 
+import numpy as np
+
 from funcgrad.backends.cuda.plan import plan_kernel
 from funcgrad.backends.native import ops
 from funcgrad.compiler import escape
@@ -142,16 +144,30 @@ class CKernel:
         counters = outer + [f"k{d}" for d in range(ni)]
         row = _offset(outer, _row_major(p.outer)) if no else "0"
         init, inner, write = [], self.element(counters), []
+        clauses = []
         for j, r in enumerate(p.reductions):
             at, ident, update = self.accumulator(j, r, f"acc{j}")
             init.append(f"{at} acc{j} = {ident};")
+            result = f"acc{j}"
+            kind = np.dtype(_acc_dtype(r)).kind
+            if r.op == "sum" and _acc_dtype(r) == "float64":
+                clauses.append(f"reduction(+:acc{j})")
+            elif r.op in ("max", "min") and kind == "f":
+                # NaN apart (a flag), so that the lanes combine with plain max/min
+                v, cmp = f"v_{r.value}", ">" if r.op == "max" else "<"
+                update = f"acc{j} = {v} {cmp} acc{j} ? {v} : acc{j}; nan{j} |= {v} != {v};"
+                init.append(f"int nan{j} = 0;")
+                result = f"(nan{j} ? {ops.literal(float('nan'), _acc_dtype(r))} : acc{j})"
+                clauses += [f"reduction({r.op}:acc{j})", f"reduction(|:nan{j})"]
+            elif r.op in ("max", "min") and kind in "iu":
+                clauses.append(f"reduction({r.op}:acc{j})")
+            else:
+                clauses.append(None)
             inner.append(update)
-            write.append(self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)})acc{j}"))
+            write.append(self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)}){result}"))
         heads = self.loops(p.inner, "k", False, False)
-        if heads and all(_acc_dtype(r) == "float64" and r.op == "sum" for r in p.reductions):
-            # float sums in double: partial sums in SIMD lanes (deterministic per shape)
-            accs = ", ".join(f"acc{j}" for j in range(len(p.reductions)))
-            heads.insert(len(heads) - 1, f"#pragma omp simd reduction(+:{accs})")
+        if heads and None not in clauses:  # partial results in SIMD lanes (deterministic)
+            heads.insert(len(heads) - 1, f"#pragma omp simd {' '.join(clauses)}")
         rows_body = init + _nest(heads, inner) + write
         return _nest(self.loops(p.outer, "i", False, parallel), rows_body)
 
