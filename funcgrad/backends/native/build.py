@@ -110,6 +110,8 @@ def _probe(path, sanitize):
                                                "{ return omp_get_max_threads(); }\n")
     if omp:
         flags.append("-fopenmp")
+    elif _builds(path, flags + ["-fopenmp-simd"]):  # no threads, but `omp simd` pragmas
+        flags.append("-fopenmp-simd")
     libs = ("-lmvec",)
     if _builds(path, flags + ["-DFG_VECTOR_MATH"], _vector_math_probe(), True, libs):
         return Compiler(path, version, tuple(flags + ["-DFG_VECTOR_MATH"]), omp, libs)
