@@ -488,3 +488,22 @@ def test_no_wrong_pointer_reaches_c():
                                np.sin(np.linspace(0, 1, 8)[::2]) * 2, rtol=1e-6)
     with pytest.raises(errors.FuncgradInternalError, match="compiled for 4"):
         exe(np.ones(3, np.float32))
+
+
+@needs_cc
+def test_negative_constants_print_as_valid_c():
+    import ctypes
+
+    from funcgrad.backends.native import ops
+    from funcgrad.backends.native.kernel import CKernel
+    from funcgrad.compiler.fusion import Const, Instr, KernelInput, KernelOutput, KernelSpec
+    body = (Instr("t0", "neg", (Const(-0.5, "float32"),), "float32"),
+            Instr("t1", "logistic", (Const(-2.0, "float32"),), "float32"),
+            Instr("t2", "mul", ("in0", "t0"), "float32"),
+            Instr("t3", "add", ("t2", "t1"), "float32"))
+    spec = KernelSpec("k", (3,), (KernelInput("in0", "float32", (3,), (0,)),), body,
+                      (KernelOutput("out0", "t3", "float32", (3,)),))
+    lib = build.load(ops.PRELUDE + CKernel(spec, "fg_k0").source())
+    x, out = np.array([1, 2, 3], np.float32), np.empty(3, np.float32)
+    lib.fg_k0(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data))
+    np.testing.assert_allclose(out, x * 0.5 + 1 / (1 + np.exp(2.0)), rtol=1e-6)

@@ -147,11 +147,17 @@ def _rem(a, d, p):
     return f"(({ctype(t)})({bad} ? 0 : {a[0]} % {a[1]}))"
 
 
+def negated(x):
+    """`-x` as C source; `-(x)` when `x` itself starts with a minus (a negative literal:
+    `--0.5f` would be a decrement)."""
+    return f"-({x})" if x.startswith("-") else f"-{x}"
+
+
 def _neg(a, d, p):
     t = d[0]
     if _kind(t) == "i":
         return f"(({ctype(t)})(-({_UNSIGNED[t]}){a[0]}))"
-    return f"(({ctype(t)})(-{a[0]}))"
+    return f"(({ctype(t)})({negated(a[0])}))"
 
 
 def _abs(a, d, p):
@@ -242,7 +248,7 @@ def _round(a, d, p):
 
 def _logistic(a, d, p):
     one = literal(1, d[0])
-    return f"({one} / ({one} + {math('exp')(['(-' + a[0] + ')'], d, p)}))"
+    return f"({one} / ({one} + {math('exp')([f'({negated(a[0])})'], d, p)}))"
 
 
 def _convert(a, d, p):
