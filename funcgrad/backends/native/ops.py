@@ -25,8 +25,19 @@ def _tanh(a, d, p):
     return f"fg_tanhf({a[0]})" if ctype(d[0]) == "float" else f"tanh({a[0]})"
 
 
+def _via_double(name):
+    """`name` in double precision, rounded: as the eager implementation (Python's math
+    module in double) computes float32 erf, erfc and lgamma."""
+    def rule(a, d, p):
+        if ctype(d[0]) == "float":
+            return f"((float){name}((double){a[0]}))"
+        return f"{name}({a[0]})"
+    return rule
+
+
 OVERRIDES = {lax.population_count_p: _popcount, lax.erf_inv_p: cstyle.math("fg_erfinv"),
-             lax.tanh_p: _tanh}
+             lax.tanh_p: _tanh, lax.erf_p: _via_double("erf"),
+             lax.erfc_p: _via_double("erfc"), lax.lgamma_p: _via_double("lgamma")}
 EXPR = collections.ChainMap(OVERRIDES, cstyle.CODE_FOR_OP)
 
 _COMPLEX = "complex numbers have no C kernel type in the native backend"
@@ -157,5 +168,17 @@ static inline double fg_erfinv(double y) {
     for (int i = 0; i < 3; ++i) x -= (erf(x) - y) / (1.1283791670955126 * exp(-x * x));
     return x;
 }
-static inline float fg_erfinvf(float y) { return (float)fg_erfinv((double)y); }
+/* float32: Giles' single-precision polynomial alone, operation for operation as the eager
+   implementation (and XLA) computes it, so random.normal gives the same numbers. */
+static inline float fg_erfinvf(float y) {
+    const float w = -log1pf(-y * y), v = w - 2.5f, u = sqrtf(w) - 3.0f;
+    float p = 2.81022636e-08f, q = -0.000200214257f;
+    p = p * v + 3.43273939e-07f; p = p * v - 3.5233877e-06f; p = p * v - 4.39150654e-06f;
+    p = p * v + 0.00021858087f; p = p * v - 0.00125372503f; p = p * v - 0.00417768164f;
+    p = p * v + 0.246640727f; p = p * v + 1.50140941f;
+    q = q * u + 0.000100950558f; q = q * u + 0.00134934322f; q = q * u - 0.00367342844f;
+    q = q * u + 0.00573950773f; q = q * u - 0.0076224613f; q = q * u + 0.00943887047f;
+    q = q * u + 1.00167406f; q = q * u + 2.83297682f;
+    return fabsf(y) == 1.0f ? y * INFINITY : y * (w < 5.0f ? p : q);
+}
 """
