@@ -507,3 +507,17 @@ def test_negative_constants_print_as_valid_c():
     x, out = np.array([1, 2, 3], np.float32), np.empty(3, np.float32)
     lib.fg_k0(ctypes.c_void_p(x.ctypes.data), ctypes.c_void_p(out.ctypes.data))
     np.testing.assert_allclose(out, x * 0.5 + 1 / (1 + np.exp(2.0)), rtol=1e-6)
+
+
+@needs_cc
+def test_random_normal_under_native_jit_is_eager_bit_for_bit():
+    key = fg.random.PRNGKey(3)
+    with native_mode():
+        f = fg.jit(lambda k: (fg.random.normal(k, (500,)), fg.random.truncated_normal(
+            k, -1.5, 2.0, (300,)), fg.random.uniform(k, (200,))))
+        got = f(key)
+        assert "C module" in f.lower(key).compile().as_text()
+    want = (fg.random.normal(key, (500,)), fg.random.truncated_normal(key, -1.5, 2.0, (300,)),
+            fg.random.uniform(key, (200,)))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
