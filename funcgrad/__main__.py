@@ -125,7 +125,7 @@ def _native(fixes):
         fixes.append(tiers.no_compiler_message())
         return
     _line("C compiler", f"{cc.path} ({cc.version})")
-    _line("C flags", " ".join(cc.flags))
+    _line("C flags", " ".join(cc.flags + cc.libs))
     _line("OpenMP", "yes" if cc.openmp else "no (kernels run on one thread)")
     _line("native mode", f"{fg.config.native!r} (config.update('native', ...))")
     files, size = build.cache_size()
