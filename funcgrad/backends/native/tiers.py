@@ -137,6 +137,9 @@ class TieredExecutable:
         return self
 
     def as_text(self):
+        """The source of the native tier (waiting up to a minute for its build), so what is
+        shown is what will run; the numpy tier's source if the build failed or took longer."""
+        self.wait(timeout=60)
         return self._exe.as_text()
 
     def ir_text(self):
