@@ -203,6 +203,29 @@ def rnn_runs(steps=200, n=64):
     return fns, xs.nbytes * 2
 
 
+FIRST_CALL = """
+import sys, time, numpy as np, funcgrad as fg, funcgrad.numpy as fnp
+fg.config.update("native", sys.argv[1]); fg.config.update("native_cache_dir", sys.argv[2])
+x, a = np.ones((64, 1024), np.float32), np.ones(1024, np.float32)
+fg.jit(lambda x: x + 1)(x)  # imports and the compiler probe, outside the measurement
+f = lambda x, a, b: 0.5 * (x * a + b) * (1.0 + fnp.tanh(0.7978845608028654 * (x * a + b)))
+t = time.perf_counter(); fg.jit(f)(x, a, a); print((time.perf_counter() - t) * 1e3)
+"""
+
+
+def first_calls():
+    """ms of a fresh process's first call of a jitted gelu: per tier, cold and warm cache."""
+    import subprocess
+    import sys
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        run = lambda mode: float(subprocess.run(
+            [sys.executable, "-c", FIRST_CALL, mode, d], capture_output=True, text=True,
+            check=True).stdout)
+        return {"numpy only (off)": run("off"), "background": run("background"),
+                "sync, empty cache": run("sync"), "sync, module on disk": run("sync")}
+
+
 def report(title, fns, nbytes, bw, repeat):
     t = interleaved(fns, repeat)
     ref = np.median(t["funcgrad native"])
@@ -229,6 +252,9 @@ def main():
            args.repeat)
     report("RNN scan: 200 steps of h = tanh(h @ W + x_t @ U), h f32[64]", *rnn_runs(), bw,
            args.repeat)
+    print("\nfirst call of a jitted gelu in a fresh process (trace + compile + run), ms")
+    for k, v in first_calls().items():
+        print(f"| {k} | {v:.0f} |")
 
 
 if __name__ == "__main__":
