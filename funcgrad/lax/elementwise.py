@@ -188,6 +188,9 @@ def _pow_impl(x, y):
     # NumPy's loops for a rank-0 or broadcast operand take fast paths (sqrt for y = 0.5, ...)
     # that break C99's special cases (pow(-0, 0.5) = +0, pow(-inf, 0.5) = +inf): give it
     # full arrays
+    host = all(isinstance(v, (np.ndarray, np.generic)) for v in (x, y))  # not CuPy arrays
+    if not host:
+        return np.power(x, y)
     shape = np.broadcast_shapes(x.shape, y.shape)
     if x.shape != y.shape or not shape:
         x, y = (np.array(np.broadcast_to(v, shape or (1,))) for v in (x, y))
@@ -402,10 +405,15 @@ def expm1(x):
     return expm1_p.bind(x)
 
 
+def _is_complex(x):
+    # device arrays (CuPy) carry a dtype: never convert them to look at it
+    return (x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype).kind == "c"
+
+
 def _expm1_impl(x):
-    x = np.asarray(x)
-    if x.dtype.kind != "c":
+    if not _is_complex(x):
         return np.expm1(x)
+    x = np.asarray(x)
     # numpy's complex expm1 misses the Array API's special cases (expm1(inf+0j) = inf+0j):
     # exp(a)cos(b) - 1 = expm1(a)cos(b) - 2sin(b/2)^2, accurate near 0; exp(x) - 1 elsewhere
     a, b, e = x.real, x.imag, np.exp(x)
@@ -426,9 +434,9 @@ def tanh(x):
 
 
 def _tanh_impl(x):
-    x = np.asarray(x)
-    if x.dtype.kind != "c":
+    if not _is_complex(x):
         return np.tanh(x)
+    x = np.asarray(x)
     out = np.array(np.tanh(x))  # the Array API: tanh(+-inf + bj) = +-1 + copysign(0, b)j
     out.imag = np.where(np.isinf(x.real) & np.isfinite(x.imag), np.copysign(0.0, x.imag),
                         out.imag)
