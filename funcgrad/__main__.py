@@ -9,6 +9,7 @@ Exit status: 0 when the report is complete (with or without a GPU), 1 when a GPU
 present but the smoke kernel fails.
 """
 
+import os
 import platform
 import sys
 
@@ -126,7 +127,8 @@ def _native(fixes):
         return
     _line("C compiler", f"{cc.path} ({cc.version})")
     _line("C flags", " ".join(cc.flags + cc.libs))
-    _line("OpenMP", "yes" if cc.openmp else "no (kernels run on one thread)")
+    _line("OpenMP", "yes, OMP_WAIT_POLICY=" + os.environ.get("OMP_WAIT_POLICY", "unset")
+          if cc.openmp else "no (kernels run on one thread)")
     _line("native mode", f"{fg.config.native!r} (config.update('native', ...))")
     files, size = build.cache_size()
     _line("native cache", f"{build.cache_dir()}: {files} modules, {size / 2**20:.1f} MiB")

@@ -91,6 +91,10 @@ def _builds(path, flags, text="int fg_probe(void) { return 0; }\n", load=False, 
 
 @functools.cache
 def _probe(path, sanitize):
+    # libgomp's idle threads spin after each parallel region by default, starving numpy's
+    # OpenBLAS threads and Python (a transformer step ran 4.5x slower on 2 cores). libgomp
+    # reads this once, when the first OpenMP module (a probe below) loads; a user's value wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         version = subprocess.run([path, "--version"], capture_output=True, text=True,
                                  timeout=60).stdout.splitlines()[0].strip()
