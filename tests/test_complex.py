@@ -307,3 +307,46 @@ def test_maximum_minimum_of_complex_follow_numpy():
             np.testing.assert_array_equal(fg.jit(getattr(fnp, name))(a, b), want)
     check_grads(lambda z, w: fnp.maximum(z, w) * fnp.minimum(z, w),
                 (_z(8, (4,)), _z(9, (4,))), order=2)
+
+
+# --- ordering reductions and ranges ---------------------------------------------------------
+
+@pytest.mark.parametrize("axis", [None, 0, 2, -1, (0, 2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_max_min_argmax_argmin_order_by_real_then_imag(axis, keepdims):
+    _x64()
+    rng = np.random.default_rng(3)
+    # small integer parts make ties in the real part common; NaNs in either part win
+    z = (rng.integers(0, 3, (4, 5, 3)) + 1j * rng.integers(0, 3, (4, 5, 3))).astype(C128)
+    z[1, 2, 1], z[2, 0, 2] = np.nan, 1 + 1j * np.nan
+    for f in ("max", "min"):
+        got = getattr(fnp, f)(fnp.asarray(z), axis=axis, keepdims=keepdims)
+        want = getattr(np, f)(z, axis=axis, keepdims=keepdims)
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(np.asarray(got), want)
+        jitted = fg.jit(lambda v, f=f: getattr(fnp, f)(v, axis=axis, keepdims=keepdims))
+        np.testing.assert_array_equal(np.asarray(jitted(fnp.asarray(z))), want)
+    if not isinstance(axis, tuple):
+        for f in ("argmax", "argmin"):
+            np.testing.assert_array_equal(np.asarray(getattr(fnp, f)(fnp.asarray(z), axis=axis)),
+                                          getattr(np, f)(z, axis=axis))
+
+
+def test_complex_max_gradient_goes_to_the_first_maximum():
+    _x64()
+    g = fg.grad(lambda z: fnp.real(fnp.max(z)))(fnp.asarray([1 + 2j, 3 + 1j, 3 + 0.5j, 3 + 1j]))
+    np.testing.assert_array_equal(np.asarray(g), [0, 1, 0, 0])
+    with pytest.raises(errors.FuncgradValueError, match="max"):
+        fnp.max(fnp.zeros((0, 2), fnp.complex64), axis=0)
+
+
+def test_linspace_with_complex_endpoints():
+    _x64()
+    for args in ((0, 1 + 1j, 3), (1j, 2, 4, False), (np.array([0, 1j]), 2 - 1j, 5)):
+        np.testing.assert_allclose(np.asarray(fnp.linspace(*args)), np.linspace(*args),
+                                   rtol=1e-15, atol=1e-15)
+
+
+def test_linspace_broadcasts_an_array_endpoint_against_a_scalar():
+    np.testing.assert_allclose(np.asarray(fnp.linspace(np.array([0.0, 1.0]), 2.0, 3)),
+                               np.linspace(np.array([0.0, 1.0]), 2.0, 3), rtol=1e-6)

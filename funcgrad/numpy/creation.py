@@ -16,6 +16,7 @@ from funcgrad.core import Array, ArrayBase, is_concrete, to_array
 from funcgrad.lax.elementwise import float_to_int
 from funcgrad.numpy._util import (
     asarray_operand,
+    broadcast_shapes,
     broadcast_to_shape,
     convert,
     dtype_of,
@@ -284,13 +285,17 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
         raise errors.op_error("linspace", f"number of samples {num} must be non-negative",
                               cls=errors.FuncgradValueError)
     start, stop = promote("linspace", (start, stop), inexact=True)
+    both = broadcast_shapes("linspace", shape_of(start), shape_of(stop))
+    start, stop = broadcast_to_shape(start, both), broadcast_to_shape(stop, both)
     comp = dtype_of(start)
     dt = comp if dtype is None else dtypes.canonicalize(dtype)
     bshape = shape_of(start)
     div = (num - 1) if endpoint else num
     step = lax.div(lax.sub(stop, start), Array(np.asarray(max(div, 1), comp)))
     shape = (num,) + bshape
-    iota = lax.broadcasted_iota(comp, shape, 0)
+    real = np.empty(0, comp).real.dtype  # iota is real: a complex range steps from 0, 1, ...
+    iota = lax.broadcasted_iota(real, shape, 0)
+    iota = iota if real == comp else lax.convert_element_type(iota, comp)
     if bshape:
         start_b = lax.broadcast_in_dim(start, shape, tuple(range(1, len(shape))))
         step_b = lax.broadcast_in_dim(step, shape, tuple(range(1, len(shape))))

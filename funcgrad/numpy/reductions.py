@@ -192,16 +192,59 @@ def _extremum(name, reduce, bool_reduce, combine, a, axis, out, keepdims, initia
     return _finish(r, shape, axes, keepdims, initial, combine)
 
 
+def _complex_first_extremum(a, ax, largest):
+    """Index along `ax` of the first largest (smallest) complex element in NumPy's order,
+    (real, imag) lexicographically; the first NaN (in either part) wins, as in NumPy/JAX."""
+    from funcgrad.numpy.math import imag, real
+    extremum = max if largest else min
+    r, i = real(a), imag(a)
+    on_r = r == extremum(r, axis=ax, keepdims=True)
+    fill = _scalar_like(i, -np.inf if largest else np.inf)
+    hit = on_r & (i == extremum(select(on_r, fill, i), axis=ax, keepdims=True))
+    nan = isnan(r) | isnan(i)
+    hit = select(any(nan, axis=ax, keepdims=True), hit, nan)
+    return lax.argmax(hit, ax, dtypes.default_int())
+
+
+def _complex_extremum(name, a, axis, out, keepdims, initial, where, largest):
+    from funcgrad.numpy.indexing import take_along_axis
+    check_no_out(name, out)
+    if initial is not None or where is not None:
+        raise errors.op_error(name, "initial= and where= are not supported for complex input",
+                              cls=errors.FuncgradValueError)
+    shape = shape_of(a)
+    axes = canonical_axes(name, axis, len(shape))
+    if builtins.any(shape[d] == 0 for d in axes):
+        raise errors.op_error(name, f"zero-size array (shape {shape}) to reduction operation "
+                                    f"{name} over axis {axis}", cls=errors.FuncgradValueError)
+    kept = [d for d in range(len(shape)) if d not in axes]
+    flat = lax.reshape(lax.transpose(a, tuple(kept) + axes),
+                       tuple(shape[d] for d in kept) + (int(np.prod([shape[d] for d in axes],
+                                                                       dtype=np.int64)),))
+    idx = _complex_first_extremum(flat, len(kept), largest)
+    r = take_along_axis(flat, lax.expand_dims(idx, (len(kept),)), axis=-1)
+    r = lax.reshape(r, tuple(shape[d] for d in kept))
+    return _keep(r, shape, axes) if keepdims else r
+
+
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    """Maximum over `axis` (NaN-propagating); empty reductions need `initial`."""
+    """Maximum over `axis` (NaN-propagating); empty reductions need `initial`. Complex
+    numbers are ordered by (real, imag), as in NumPy and JAX."""
     from funcgrad.numpy.math import maximum
+    a = asarray_operand("max", a)
+    if dtype_of(a).kind == "c":
+        return _complex_extremum("max", a, axis, out, keepdims, initial, where, True)
     return _extremum("max", lax.reduce_max_p.bind, lax.reduce_or_p.bind, maximum, a, axis, out,
                      keepdims, initial, where)
 
 
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
-    """Minimum over `axis` (NaN-propagating); empty reductions need `initial`."""
+    """Minimum over `axis` (NaN-propagating); empty reductions need `initial`. Complex
+    numbers are ordered by (real, imag), as in NumPy and JAX."""
     from funcgrad.numpy.math import minimum
+    a = asarray_operand("min", a)
+    if dtype_of(a).kind == "c":
+        return _complex_extremum("min", a, axis, out, keepdims, initial, where, False)
     return _extremum("min", lax.reduce_min_p.bind, lax.reduce_and_p.bind, minimum, a, axis, out,
                      keepdims, initial, where)
 
@@ -457,7 +500,10 @@ def _arg_extremum(name, fn, a, axis, out, keepdims):
     if shape_of(a)[ax] == 0:
         raise errors.op_error(name, f"attempt to get {name} of an empty sequence (shape "
                                     f"{shape}, axis {axis})", cls=errors.FuncgradValueError)
-    r = fn(a, ax, dtypes.default_int())
+    if dtype_of(a).kind == "c":  # (real, imag) order, as NumPy and JAX
+        r = _complex_first_extremum(a, ax, fn is lax.argmax)
+    else:
+        r = fn(a, ax, dtypes.default_int())
     if not keepdims:
         return r
     axes = all_axes(len(shape)) if axis is None else (ax,)
