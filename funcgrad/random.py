@@ -48,11 +48,8 @@ def _u32(v):
 
 
 def _rotate_left(x, r):
-    # (x << r) | (x >> (32 - r)) on uint32, written as a wrapping multiply and an unsigned
-    # divide by powers of two (bit-identical): the numpy jit backend currently fails on
-    # `shift_left`/`shift_right_logical` with a literal shift amount (the fused kernel passes
-    # a Python int where the impl expects an array).
-    return lax.bitwise_or(lax.mul(x, _u32(1 << r)), lax.div(x, _u32(1 << (32 - r))))
+    # (x << r) | (x >> (32 - r)) on uint32: constant in-range shifts, which fuse on every tier
+    return lax.bitwise_or(lax.shift_left(x, _u32(r)), lax.shift_right_logical(x, _u32(32 - r)))
 
 
 def _apply_round(a, b, r):
@@ -287,10 +284,9 @@ def _uniform(key, shape, dtype, minval, maxval):
     finfo = np.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     rbits = _random_bits(key, nbits, shape)
-    # Keep the top `nmant` bits as the mantissa of a float in [1, 2): a right shift, as an
-    # unsigned divide (see `_rotate_left`).
+    # Keep the top `nmant` bits as the mantissa of a float in [1, 2): a right shift.
     uint = _UINT[nbits]
-    mant = lax.div(rbits, uint.type(1 << (nbits - nmant)))
+    mant = lax.shift_right_logical(rbits, uint.type(nbits - nmant))
     one_bits = uint.type(np.array(1.0, dtype).view(uint))
     floats = lax.sub(lax.bitcast_convert_type(lax.bitwise_or(mant, one_bits), dtype),
                      dtype.type(1.0))

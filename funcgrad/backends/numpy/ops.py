@@ -182,7 +182,21 @@ def _population_count(args, dts, p, consts=None):
     return f"np.bitwise_count({args[0]}.view({u}){{out}})", "ufunc!"
 
 
+def _shift(fn):
+    """A shift of unsigned operands by a constant amount in [0, bits): the plain ufunc (XLA's
+    rule for amounts past the bit width needs the eager implementation's mask)."""
+    rule = ufunc(fn)
+
+    def shift(args, dts, p, consts=None):
+        amount = consts[1] if consts else None
+        if dts[0].kind != "u" or amount is None or not 0 <= int(amount) < dts[0].itemsize * 8:
+            return None
+        return rule(args, dts, p)
+    return shift
+
+
 ELEMENTWISE = {
+    lax.shift_left_p: _shift(np.left_shift), lax.shift_right_logical_p: _shift(np.right_shift),
     lax.div_p: _float_ufunc(np.divide), lax.rem_p: _float_ufunc(np.fmod),
     lax.integer_pow_p: _integer_pow, lax.rsqrt_p: _rsqrt, lax.select_n_p: _select_n,
     lax.clamp_p: _clamp, lax.convert_element_type_p: _convert, lax.conj_p: _conj,
@@ -197,7 +211,6 @@ UNFUSED = {
     lax.erf_p: _NO_UFUNC, lax.erfc_p: _NO_UFUNC, lax.erf_inv_p: _NO_UFUNC,
     lax.lgamma_p: _NO_UFUNC, lax.digamma_p: _NO_UFUNC,
     lax.logistic_p: "the overflow-free form picks one of two expressions per element",
-    lax.shift_left_p: _MASKED, lax.shift_right_logical_p: _MASKED,
     lax.shift_right_arithmetic_p: _MASKED,
 }
 
