@@ -24,6 +24,7 @@ import numpy as np
 from funcgrad import errors
 from funcgrad.compiler import escape
 from funcgrad.core import ClosedJaxpr, Jaxpr, Literal, Var
+from funcgrad.core.ir import _name  # the printer's variable names: a, b, ..., z, aa, ...
 
 __all__ = ["render_svg", "save", "to_dot", "to_graphviz", "to_svg"]
 
@@ -38,15 +39,6 @@ def _quote(*lines):
     backslashes or control characters survive), `"` quoted, lines joined by DOT's `\\n`."""
     parts = [escape.comment(line, _LABEL_LIMIT).replace('"', '\\"') for line in lines]
     return '"' + "\\n".join(parts) + '"'
-
-
-def _name(i):
-    s = ""
-    while True:
-        s = chr(ord("a") + i % 26) + s
-        i = i // 26 - 1
-        if i < 0:
-            return s
 
 
 def _size(n):

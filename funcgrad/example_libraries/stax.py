@@ -40,29 +40,35 @@ def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):
     return init_fun, apply_fun
 
 
-def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
-                W_init=None, b_init=normal(1e-6)):
-    """A convolution with the layouts `dimension_numbers = (lhs_spec, rhs_spec, out_spec)`."""
+def _conv_layer(shape_tuple, conv, dimension_numbers, out_chan, filter_shape, strides,
+                padding, W_init, b_init):
     lhs_spec, rhs_spec, out_spec = dimension_numbers
-    one = (1,) * len(filter_shape)
-    strides = strides or one
+    strides = strides or (1,) * len(filter_shape)
     W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
 
     def init_fun(rng, input_shape):
         it = iter(filter_shape)
         kernel_shape = [out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I"
                         else next(it) for c in rhs_spec]
-        out_shape = lax.conv_general_shape_tuple(input_shape, kernel_shape, strides, padding,
-                                                 dimension_numbers)
+        out_shape = shape_tuple(input_shape, kernel_shape, strides, padding, dimension_numbers)
         bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
         k1, k2 = random.split(rng)
         return out_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
 
     def apply_fun(params, inputs, **kwargs):
         w, b = params
-        return lax.conv_general_dilated(inputs, w, strides, padding, one, one,
-                                        dimension_numbers=dimension_numbers) + b
+        return conv(inputs, w, strides, padding, dimension_numbers) + b
     return init_fun, apply_fun
+
+
+def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
+                W_init=None, b_init=normal(1e-6)):
+    """A convolution with the layouts `dimension_numbers = (lhs_spec, rhs_spec, out_spec)`."""
+    one = (1,) * len(filter_shape)
+    conv = lambda x, w, strides, padding, dn: lax.conv_general_dilated(
+        x, w, strides, padding, one, one, dimension_numbers=dn)
+    return _conv_layer(lax.conv_general_shape_tuple, conv, dimension_numbers, out_chan,
+                       filter_shape, strides, padding, W_init, b_init)
 
 
 Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
@@ -71,26 +77,10 @@ Conv = functools.partial(GeneralConv, ("NHWC", "HWIO", "NHWC"))
 def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,
                          padding="VALID", W_init=None, b_init=normal(1e-6)):
     """A transposed convolution (`lax.conv_transpose`) with the given layouts."""
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    one = (1,) * len(filter_shape)
-    strides = strides or one
-    W_init = W_init or glorot_normal(rhs_spec.index("I"), rhs_spec.index("O"))
-
-    def init_fun(rng, input_shape):
-        it = iter(filter_shape)
-        kernel_shape = [out_chan if c == "O" else input_shape[lhs_spec.index("C")] if c == "I"
-                        else next(it) for c in rhs_spec]
-        out_shape = lax.conv_transpose_shape_tuple(input_shape, kernel_shape, strides, padding,
-                                                   dimension_numbers)
-        bias_shape = [out_chan if c == "C" else 1 for c in out_spec]
-        k1, k2 = random.split(rng)
-        return out_shape, (W_init(k1, kernel_shape), b_init(k2, bias_shape))
-
-    def apply_fun(params, inputs, **kwargs):
-        w, b = params
-        return lax.conv_transpose(inputs, w, strides, padding,
-                                  dimension_numbers=dimension_numbers) + b
-    return init_fun, apply_fun
+    conv = lambda x, w, strides, padding, dn: lax.conv_transpose(
+        x, w, strides, padding, dimension_numbers=dn)
+    return _conv_layer(lax.conv_transpose_shape_tuple, conv, dimension_numbers, out_chan,
+                       filter_shape, strides, padding, W_init, b_init)
 
 
 Conv1DTranspose = functools.partial(GeneralConvTranspose, ("NHC", "HIO", "NHC"))
