@@ -376,7 +376,9 @@ def first_calls(args):
     import funcgrad as fg
     fg.config.update("native_cache_dir", args.first_calls)
     fg.jit(lambda x: x + 1, backend="numpy")(np.ones(3, np.float32))  # imports, outside
-    out = {}
+    t0 = time.perf_counter()  # the compiler probe (OpenMP, libmvec): once per process
+    funcgrad_jit(lambda x: x + 1, "native")(np.ones(3, np.float32))
+    out = {"probe native": (time.perf_counter() - t0) * 1e3}
     for name in args.only:
         built, _ = builders(name)
         for b in FIRST:
@@ -407,6 +409,8 @@ def parent(args):
           "first step (trace, compile, native build, run), ms\n")
     print("| program | numpy backend | native, empty cache (gcc) | native, 2nd process "
           "(disk cache) |\n| --- | ---: | ---: | ---: |")
+    print(f"| compiler probe + x + 1 (once per process) | - | {runs[0]['probe native']:.0f} | "
+          f"{runs[1]['probe native']:.0f} |")
     for name in args.only:
         print(f"| {name} | {runs[0][name + ' numpy']:.0f} | {runs[0][name + ' native']:.0f} | "
               f"{runs[1][name + ' native']:.0f} |")
