@@ -11,7 +11,9 @@ calling its C function, compiled with all the program's kernels into one shared 
 function (inputs made C-contiguous first). A kernel output is a planned buffer; an
 elementwise output may take the buffer of an input it reads at the same index that dies
 there (donated optimizer states update in place), then its pointers lose `restrict`.
-Kernels C cannot print (complex numbers) stay numpy statements.
+Kernels C cannot print (complex numbers) stay numpy statements. A small `lu`,
+`triangular_solve` or `cholesky` (at most `linalg.SMALL_MAX` rows) is a call of a C routine
+too; larger ones stay LAPACK through numpy.
 """
 
 import ctypes
@@ -20,7 +22,7 @@ import math
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.backends.native import build, loops, ops
+from funcgrad.backends.native import build, linalg, loops, ops
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.backends.numpy import render as numpy_render
 from funcgrad.backends.numpy.runtime import Executable, Workspace, register_source
@@ -64,6 +66,20 @@ class _Loop:
             return fn
         n = len(self.c.eqn.invars)
         return lambda *arrays: fn(*arrays[:n], *consts, *arrays[n:])
+
+
+class _Routine:
+    """A small linear algebra routine of the module (`linalg.py`), called at top level."""
+
+    def __init__(self, routine, pyname):
+        self.c, self.pyname = routine, pyname
+
+    def source(self):
+        return self.c.source()
+
+    def bind(self, lib):
+        return _caller(getattr(lib, self.c.cname), self.c.operands, self.c.n_in,
+                       self.c.eqn.prim.name)
 
 
 class NativeRenderer(numpy_render.Renderer):
@@ -118,11 +134,18 @@ class NativeRenderer(numpy_render.Renderer):
             except (loops.NotNative, ops.Unsupported):
                 loop = None
             if loop is not None:
-                return self._loop(loop, eqn)
+                return self._c_call(_Loop(loop, self.fresh_name("_nl")), eqn)
+        if eqn.prim in linalg.ROUTINES:
+            try:
+                routine = linalg.ROUTINES[eqn.prim](eqn, f"fg_la{len(self.c_kernels)}")
+            except ops.Unsupported:
+                routine = None
+            if routine is not None:
+                return self._c_call(_Routine(routine, self.fresh_name("_nla")), eqn)
         return super()._call(eqn)
 
-    def _loop(self, loop, eqn):
-        k = _Loop(loop, self.fresh_name("_nl"))
+    def _c_call(self, k, eqn):
+        """`eqn` as one call of the C function of `k` (a loop or a linalg routine)."""
         self.ns[k.pyname] = None  # bound once the module is loaded
         self.c_kernels.append(k)
         defs = [self.value(v, v.aval.shape, v.aval.dtype, memory.FREE_BUFFER)

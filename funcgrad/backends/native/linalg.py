@@ -1,0 +1,179 @@
+"""Small linear algebra as C routines: `lu`, `triangular_solve`, `cholesky` (and the
+`reshape` of a contiguous array) for matrices of at most `SMALL_MAX` rows and columns,
+batched over the leading axes, row-major, float32/float64.
+
+They let a loop body holding `fnp.linalg.solve` run as one C loop (`loops.py`), and replace
+the numpy implementation's per-column Python loop for small matrices at top level
+(`program.py`); larger matrices keep LAPACK through numpy. Each routine is a class with
+`cname`, `source()`, `operands` ((dtype, size) per pointer, inputs first) and `n_in`:
+
+    /* lu 4x4 */
+    void fg_lu0(const float *restrict x, float *restrict lu, int *restrict piv,
+                int *restrict perm) { ... }
+
+`lu` is the numpy implementation's algorithm step for step (the first largest |a_ij| is the
+pivot, as argmax, a NaN winning; whole rows swap; the column divides by the pivot, a zero
+pivot by 1; the trailing update is a product then a difference), so for m >= n it gives the
+same pivots and the same bits. `triangular_solve` substitutes (numpy calls LAPACK's general
+solver on the triangle: results agree within a few ulp times n). `cholesky` is
+Cholesky-Banachiewicz on the lower triangle; a matrix that is not positive definite (a
+pivot <= 0) is all NaN, as the numpy implementation makes it, and a NaN entry propagates
+into the factor as in the OpenBLAS `potrf` numpy ships (its upper triangle stays 0).
+Imports lax and the native tables only.
+"""
+
+import math
+
+import numpy as np
+
+from funcgrad.backends.native import ops
+from funcgrad.lax import linalg_decomp as decomp
+from funcgrad.lax.shape import reshape_p
+
+SMALL_MAX = 32  # rows and columns at most: above, LAPACK through numpy is faster
+
+
+class _Routine:
+    """Shared: the operand table and the batch loop of a routine over `eqn`'s avals."""
+
+    def __init__(self, eqn, cname):
+        self.eqn, self.cname = eqn, cname
+        dts = {np.dtype(v.aval.dtype).name for v in eqn.invars}
+        if len(dts) != 1 or not dts <= {"float32", "float64"}:
+            raise ops.Unsupported(f"{eqn.prim.name} in C takes float32/float64 operands")
+        self.dt = dts.pop()
+        self.t = ops.storage(self.dt)
+        self.f = "f" if self.dt == "float32" else ""  # fabsf / sqrtf
+        x = eqn.invars[0].aval
+        if x.ndim < 2 or max(x.shape[-2:]) > SMALL_MAX:
+            raise ops.Unsupported(f"{eqn.prim.name} of a matrix over {SMALL_MAX} rows")
+        self.batch = math.prod(x.shape[:-2])
+
+    @property
+    def operands(self):
+        avals = [v.aval for v in self.eqn.invars] + [v.aval for v in self.eqn.outvars]
+        return [(np.dtype(a.dtype), math.prod(a.shape)) for a in avals]
+
+    @property
+    def n_in(self):
+        return len(self.eqn.invars)
+
+    def _function(self, title, params, per_matrix):
+        """`void cname(params) { for each matrix of the batch: per_matrix }`; `params` are
+        (C type, name, elements per matrix) and each name is offset to the matrix."""
+        sig = ", ".join(f"{'const ' if k < self.n_in else ''}{t} *restrict {n}"
+                        for k, (t, n, _) in enumerate(params))
+        lines = [f"/* {title} */", f"void {self.cname}({sig}) {{",
+                 f"    for (long long _b = 0; _b < {self.batch}; ++_b) {{"]
+        for k, (t, n, size) in enumerate(params):
+            const = "const " if k < self.n_in else ""
+            lines.append(f"        {const}{t} *{n}_m = {n} + _b * {size};")
+        lines += ["        " + ln for ln in per_matrix] + ["    }", "}"]
+        return "\n".join(lines) + "\n"
+
+
+class Lu(_Routine):
+    """`lu_p`: (lu, pivots, permutation) of (..., m, n), as `linalg_decomp._lu_impl`."""
+
+    def source(self):
+        m, n = self.eqn.invars[0].aval.shape[-2:]
+        k, t, f = min(m, n), self.t, self.f
+        body = [f"memcpy(a_m, x_m, {m * n * np.dtype(self.dt).itemsize});",
+                f"for (int i = 0; i < {m}; ++i) pm_m[i] = i;",
+                f"for (int j = 0; j < {k}; ++j) {{",
+                f"    int p = j; {t} best = fabs{f}(a_m[j * {n} + j]);",
+                f"    for (int i = j + 1; i < {m}; ++i) {{  /* argmax: first max, NaN wins */",
+                f"        const {t} v = fabs{f}(a_m[i * {n} + j]);",
+                "        if (v > best || (v != v && best == best)) { best = v; p = i; }",
+                "    }",
+                "    pv_m[j] = p;",
+                "    if (p != j) {",
+                f"        for (int c = 0; c < {n}; ++c) {{",
+                f"            const {t} s = a_m[j * {n} + c];",
+                f"            a_m[j * {n} + c] = a_m[p * {n} + c]; a_m[p * {n} + c] = s;",
+                "        }",
+                "        const int s = pm_m[j]; pm_m[j] = pm_m[p]; pm_m[p] = s;",
+                "    }",
+                f"    const {t} d = a_m[j * {n} + j] == 0 ? 1 : a_m[j * {n} + j];",
+                f"    for (int i = j + 1; i < {m}; ++i) a_m[i * {n} + j] /= d;",
+                f"    for (int i = j + 1; i < {m}; ++i) {{",
+                f"        const {t} l = a_m[i * {n} + j];",
+                f"        for (int c = j + 1; c < {n}; ++c) "
+                f"a_m[i * {n} + c] -= l * a_m[j * {n} + c];",
+                "    }", "}"]
+        params = [(t, "x", m * n), (t, "a", m * n), ("int", "pv", k), ("int", "pm", m)]
+        return self._function(f"lu {m}x{n}", params, body)
+
+
+class TriangularSolve(_Routine):
+    """`triangular_solve_p` by substitution, every flag (`conjugate_a` is a no-op on reals)."""
+
+    def source(self):
+        p = self.eqn.params
+        a_aval, b_aval = (v.aval for v in self.eqn.invars)
+        m, rows, cols = a_aval.shape[-1], *b_aval.shape[-2:]
+        left = p["left_side"]
+        r = cols if left else rows  # right-hand sides
+        # the system E x = b on one right-hand side: E = op(a) (left) or op(a)^T (right)
+        direct = left != p["transpose_a"]
+        lower = (p["lower"] != p["transpose_a"]) == left
+
+        def e(i, j):
+            return f"a_m[{i} * {m} + {j}]" if direct else f"a_m[{j} * {m} + {i}]"
+
+        def x(i):  # element i of right-hand side c
+            return f"x_m[{i} * {cols} + c]" if left else f"x_m[c * {cols} + {i}]"
+        order = (f"int i = 0; i < {m}; ++i" if lower else f"int i = {m - 1}; i >= 0; --i")
+        done = ("int j = 0; j < i; ++j" if lower else f"int j = i + 1; j < {m}; ++j")
+        div = "" if p["unit_diagonal"] else f" / {e('i', 'i')}"
+        body = [f"memcpy(x_m, b_m, {rows * cols * np.dtype(self.dt).itemsize});",
+                f"for (int c = 0; c < {r}; ++c)",
+                f"    for ({order}) {{",
+                f"        {self.t} s = {x('i')};",
+                f"        for ({done}) s -= {e('i', 'j')} * {x('j')};",
+                f"        {x('i')} = s{div};",
+                "    }"]
+        params = [(self.t, "a", m * m), (self.t, "b", rows * cols), (self.t, "x", rows * cols)]
+        return self._function(f"triangular_solve {m}x{m}, b {rows}x{cols}", params, body)
+
+
+class Cholesky(_Routine):
+    """`cholesky_p`: the lower factor; all NaN where a pivot is <= 0."""
+
+    def source(self):
+        n, t, f = self.eqn.invars[0].aval.shape[-1], self.t, self.f
+        body = [f"for (int e = 0; e < {n * n}; ++e) l_m[e] = 0;",
+                f"for (int j = 0; j < {n}; ++j) {{",
+                f"    {t} s = x_m[j * {n} + j];",
+                f"    for (int k = 0; k < j; ++k) s -= l_m[j * {n} + k] * l_m[j * {n} + k];",
+                "    if (s <= 0) {  /* not positive definite: all NaN (NaN propagates) */",
+                f"        for (int e = 0; e < {n * n}; ++e) l_m[e] = NAN;",
+                "        break;",
+                "    }",
+                f"    const {t} d = sqrt{f}(s);",
+                f"    l_m[j * {n} + j] = d;",
+                f"    for (int i = j + 1; i < {n}; ++i) {{",
+                f"        {t} v = x_m[i * {n} + j];",
+                f"        for (int k = 0; k < j; ++k) v -= l_m[i * {n} + k] * l_m[j * {n} + k];",
+                f"        l_m[i * {n} + j] = v / d;",
+                "    }", "}"]
+        return self._function(f"cholesky {n}x{n}", [(t, "x", n * n), (t, "l", n * n)], body)
+
+
+class Copy:
+    """A `reshape` in a loop body: the contiguous data copied to the new shape's buffer."""
+
+    def __init__(self, eqn, cname):
+        self.eqn, self.cname = eqn, cname
+        aval = eqn.invars[0].aval
+        self.t = ops.storage(np.dtype(aval.dtype).name)
+        self.nbytes = math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
+
+    def source(self):
+        return (f"/* reshape */\nvoid {self.cname}(const {self.t} *restrict x, "
+                f"{self.t} *restrict o) {{\n    memcpy(o, x, {self.nbytes});\n}}\n")
+
+
+ROUTINES = {decomp.lu_p: Lu, decomp.triangular_solve_p: TriangularSolve,
+            decomp.cholesky_p: Cholesky}
+IN_LOOPS = {**ROUTINES, reshape_p: Copy}

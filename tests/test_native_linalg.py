@@ -1,0 +1,160 @@
+"""Small linear algebra in the native backend's C (`backends/native/linalg.py`): `lu` gives
+the numpy implementation's pivots and bits (square and tall matrices), `triangular_solve`
+and `cholesky` agree within a few ulp times n, a matrix that is not positive definite is
+NaN as in the numpy implementation, and a `fori_loop` of 4x4 `fnp.linalg.solve` runs as one
+C loop with no Python per iteration. The sanitizer run is in test_native_backend.py.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import lax
+from funcgrad.backends.native import build
+from funcgrad.compiler import pipeline
+from funcgrad.lax import linalg_decomp as decomp
+from tests.test_native_backend import _python_calls, native_mode
+
+needs_cc = pytest.mark.skipif(build.find_compiler() is None, reason="no C compiler (checked "
+                              "by test_native_backend.test_a_compiler_means_...)")
+DTYPES = [np.float32, np.float64]
+
+
+def _native(fn, *args):
+    """`fn` jitted by the native backend (built now): (results as numpy, the C source)."""
+    fg.config.update("enable_x64", True)  # float64 stays float64 (reset by conftest)
+    with native_mode():
+        exe = pipeline.compile_jaxpr(fg.make_jaxpr(fn)(*args), backend="cpu")
+        out = exe(*args)
+    return [np.asarray(o) for o in fg.tree_util.tree_leaves(out)], exe.as_text()
+
+
+def _close(got, want, dtype, n):
+    """Within a few ulp times n of the numpy implementation (relative to the result's size)."""
+    eps = np.finfo(dtype).eps
+    scale = max(1.0, float(np.max(np.abs(want))))
+    np.testing.assert_allclose(got, want, rtol=0, atol=8 * n * eps * scale)
+
+
+def _well_conditioned(rng, shape, dtype):
+    n = shape[-1]
+    return (rng.normal(size=shape) + 2 * np.sqrt(n) * np.eye(n)).astype(dtype)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", range(1, 9))
+def test_lu_cholesky_and_solves_match_the_numpy_implementation(n, dtype):
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=(3, n, n)).astype(dtype)  # pivoting matters: no dominant diagonal
+    tall = rng.normal(size=(n + 2, n)).astype(dtype)
+    g = rng.normal(size=(2, n, n))
+    spd = (g @ np.swapaxes(g, -1, -2) + n * np.eye(n)).astype(dtype)
+    b = rng.normal(size=(3, n, 2)).astype(dtype)
+
+    def f(x, tall, spd, b):
+        return (lax.linalg.lu(x), lax.linalg.lu(tall), decomp.cholesky_p.bind(spd),
+                fnp.linalg.solve(x, b))
+    got, text = _native(f, x, tall, spd, b)
+    assert f"/* lu {n}x{n} */" in text and f"/* cholesky {n}x{n} */" in text
+    want = [*decomp._lu_impl(x), *decomp._lu_impl(tall), np.linalg.cholesky(spd),
+            np.linalg.solve(x, b)]
+    for k in range(6):  # lu: the same pivots, permutation and bits
+        np.testing.assert_array_equal(got[k], want[k])
+        assert got[k].dtype == want[k].dtype
+    _close(got[6], want[6], dtype, n)
+    cond = np.linalg.cond(x.astype(np.float64)).max()
+    _close(got[7], want[7], dtype, n * cond)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_triangular_solve_every_flag(dtype):
+    rng = np.random.default_rng(0)
+    a = _well_conditioned(rng, (2, 5, 5), dtype)  # both triangles set: only one is read
+    b_left, b_right = (rng.normal(size=s).astype(dtype) for s in [(2, 5, 3), (2, 3, 5)])
+    flags = list(itertools.product([False, True], repeat=5))
+
+    def f(a, bl, br):
+        return [decomp.triangular_solve(a, bl if left else br, left_side=left, lower=lower,
+                                        transpose_a=tr, conjugate_a=cj, unit_diagonal=ud)
+                for left, lower, tr, cj, ud in flags]
+    got, text = _native(f, a, b_left, b_right)
+    assert "/* triangular_solve 5x5, b 3x5 */" in text
+    for g, (left, lower, tr, cj, ud) in zip(got, flags):
+        want = decomp._triangular_solve_impl(a, b_left if left else b_right, left_side=left,
+                                             lower=lower, transpose_a=tr, conjugate_a=cj,
+                                             unit_diagonal=ud)
+        _close(g, want, dtype, 5 * 10)  # unit-diagonal solves grow up to ~10x here
+
+
+@needs_cc
+def test_cholesky_of_a_matrix_that_is_not_positive_definite_is_nan():
+    spd = np.array([[4.0, 2.0], [2.0, 5.0]])
+    batch = np.stack([spd, [[1.0, 2.0], [2.0, 1.0]], -spd, [[np.nan, 0], [0, 1]],
+                      [[1, np.nan], [np.nan, 1]]])  # NaN propagates, as in numpy's LAPACK
+    for dt in DTYPES:
+        (got,), text = _native(decomp.cholesky_p.bind, batch.astype(dt))
+        want = decomp._cholesky_impl(batch.astype(dt))
+        assert "/* cholesky 2x2 */" in text
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        assert np.isnan(got[1:3]).all() and np.isnan(got[3:]).any()
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+
+
+@needs_cc
+def test_large_matrices_stay_lapack():
+    x = np.eye(40, dtype=np.float32)
+    got, text = _native(lambda x: lax.linalg.lu(x), x)
+    assert "/* lu" not in text
+    np.testing.assert_array_equal(got[0], x)
+
+
+def _solves(n):
+    def step(i, x):
+        m = fnp.outer(fnp.tanh(x), x) * 0.1 + 4.0 * fnp.eye(4, dtype=x.dtype)
+        return x + 0.5 * fnp.linalg.solve(m, fnp.cos(x) + i.astype(x.dtype))
+    return lambda x: lax.fori_loop(0, n, step, x)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_fori_loop_of_solves_is_one_c_loop(dtype):
+    fg.config.update("enable_x64", True)
+    x = np.linspace(0.1, 1, 4).astype(dtype)
+    calls = {}
+    for n in (8, 64):
+        closed = fg.make_jaxpr(_solves(n))(x)
+        with native_mode():
+            exe = pipeline.compile_jaxpr(closed, backend="cpu")
+        text = exe.as_text()
+        assert "/* scan loop */" in text and "/* lu 4x4 */" in text
+        want = pipeline.compile_jaxpr(closed, backend="numpy")(x)[0]
+        _close(np.asarray(exe(x)[0]), np.asarray(want), dtype, 4 * n)
+        calls[n] = _python_calls(exe, x)
+    assert calls[8] == calls[64] < 50, calls
+
+
+@needs_cc
+def test_a_loop_with_solve_and_jacfwd_like_ilqr_runs_in_c():
+    a = (np.eye(4) + 0.05 * np.arange(16).reshape(4, 4)).astype(np.float32)
+
+    def dyn(x, u):
+        return fnp.tanh(a @ x) + 0.1 * u
+
+    def step(i, x):
+        jac = fg.jacfwd(dyn)(x, x)
+        return x - 0.1 * fnp.linalg.solve(jac + 2.0 * fnp.eye(4), x)
+    def loop(x):
+        return lax.fori_loop(0, 16, step, x)
+    x = np.linspace(-1, 1, 4).astype(np.float32)
+    with native_mode():
+        fn = fg.jit(loop)
+        got = fn(x)
+        text = fn.lower(x).compile().as_text()
+    assert "/* scan loop */" in text and "/* triangular_solve 4x4, b 4x1 */" in text
+    want = fg.jit(loop, backend="numpy")(x)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
