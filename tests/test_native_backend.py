@@ -326,6 +326,11 @@ SANITIZED = textwrap.dedent("""
              lambda x, v, i: (i * i + i // 3, i << 9, (i.astype(np.int32) * 70000) ** 2),
              lambda x, v, i: (x.astype(np.int32), x.astype(np.float16) * 2, x[::-1] + x),
              lambda x, v, i: fg.lax.scan(lambda c, r: (c * 0.5 + fnp.sin(r), c + r), v, x),
+             lambda x, v, i: (lambda m: (  # small linear algebra: C routines
+                 fnp.linalg.solve(m, v), fg.lax.linalg.lu(x), fg.lax.linalg.cholesky(m @ m.T),
+                 fg.lax.linalg.triangular_solve(m, x[:3], lower=True, transpose_a=True),
+                 fg.lax.fori_loop(0, 5, lambda k, c: c + fnp.linalg.solve(m, fnp.tanh(c)), v)
+             ))(x[:7] + 8 * fnp.eye(7)),
              lambda x, v, i: (lambda w: fg.lax.scan(
                  lambda c, r: (fnp.tanh(c @ w + r), x @ c), v, x))(x[:7] * 0.3)]
     for p in progs:
@@ -336,6 +341,7 @@ SANITIZED = textwrap.dedent("""
             np.testing.assert_allclose(np.asarray(a, 'f8'), np.asarray(b, 'f8'), rtol=1e-5)
         assert "C module" in f.lower(x, v, i).compile().as_text()
     assert "dot_general 1x7 @ 7x7" in f.lower(x, v, i).compile().as_text()  # the last one
+    assert "/* lu 7x7 */" in fg.jit(progs[-2]).lower(x, v, i).compile().as_text()
     print("sanitized ok")
 """)
 
