@@ -158,3 +158,17 @@ def test_a_loop_with_solve_and_jacfwd_like_ilqr_runs_in_c():
     assert "/* scan loop */" in text and "/* triangular_solve 4x4, b 4x1 */" in text
     want = fg.jit(loop, backend="numpy")(x)
     np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+@needs_cc
+def test_transposes_and_reshapes_in_a_loop_body_are_c_copies():
+    x = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+
+    def f(x):
+        def body(i, c):
+            t = fnp.transpose(c, (2, 0, 1)) * 1.5 + 1.0
+            return fnp.transpose(t, (1, 2, 0)) - fnp.reshape(c.T, (2, 3, 4)) * 0.25
+        return lax.fori_loop(0, 3, body, x)
+    (got,), text = _native(f, x)
+    assert "/* scan loop */" in text and "/* transpose (2, 1, 0) */" in text
+    np.testing.assert_array_equal(got, np.asarray(fg.jit(f, backend="numpy")(x)))

@@ -1,6 +1,6 @@
-"""Small linear algebra as C routines: `lu`, `triangular_solve`, `cholesky` (and the
-`reshape` of a contiguous array) for matrices of at most `SMALL_MAX` rows and columns,
-batched over the leading axes, row-major, float32/float64.
+"""Small linear algebra as C routines: `lu`, `triangular_solve`, `cholesky` for matrices of
+at most `SMALL_MAX` rows and columns, batched over the leading axes, row-major,
+float32/float64; and, for loop bodies, `reshape`/`squeeze`/`transpose` as C copies.
 
 They let a loop body holding `fnp.linalg.solve` run as one C loop (`loops.py`), and replace
 the numpy implementation's per-column Python loop for small matrices at top level
@@ -28,7 +28,7 @@ import numpy as np
 
 from funcgrad.backends.native import ops
 from funcgrad.lax import linalg_decomp as decomp
-from funcgrad.lax.shape import reshape_p
+from funcgrad.lax.shape import reshape_p, squeeze_p, transpose_p
 
 SMALL_MAX = 32  # rows and columns at most: above, LAPACK through numpy is faster
 
@@ -161,7 +161,7 @@ class Cholesky(_Routine):
 
 
 class Copy:
-    """A `reshape` in a loop body: the contiguous data copied to the new shape's buffer."""
+    """A `reshape` or `squeeze` in a loop body: the data copied to the new shape's buffer."""
 
     def __init__(self, eqn, cname):
         self.eqn, self.cname = eqn, cname
@@ -174,6 +174,23 @@ class Copy:
                 f"{self.t} *restrict o) {{\n    memcpy(o, x, {self.nbytes});\n}}\n")
 
 
+class Transpose(Copy):
+    """A `transpose` in a loop body: nested loops over the output, reading the permuted
+    input (row-major both)."""
+
+    def source(self):
+        shape, perm = self.eqn.invars[0].aval.shape, self.eqn.params["permutation"]
+        strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+        head = (f"/* transpose {perm} */\nvoid {self.cname}(const {self.t} *restrict x, "
+                f"{self.t} *restrict o) {{")
+        lines, src = ["long long _o = 0;"], []
+        for k, axis in enumerate(perm):
+            lines.append("    " * k + f"for (long long i{k} = 0; i{k} < {shape[axis]}; ++i{k})")
+            src.append(f"i{k} * {strides[axis]}")
+        lines.append("    " * len(perm) + f"o[_o++] = x[{' + '.join(src) or '0'}];")
+        return "\n".join([head] + ["    " + ln for ln in lines] + ["}"]) + "\n"
+
+
 ROUTINES = {decomp.lu_p: Lu, decomp.triangular_solve_p: TriangularSolve,
             decomp.cholesky_p: Cholesky}
-IN_LOOPS = {**ROUTINES, reshape_p: Copy}
+IN_LOOPS = {**ROUTINES, reshape_p: Copy, squeeze_p: Copy, transpose_p: Transpose}
