@@ -18,8 +18,11 @@ numpy backend / JAX, GB/s and share of the copy bandwidth (np.copyto of 256 MiB)
 program is memory-bound, and the issue's target with met / not met.
 
 `--threads 1` re-executes this script with OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1,
-XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" set before any
-import, and torch.set_num_threads(1); `all` leaves every library its defaults. First calls run
+XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" and NPROC=1 (XLA's
+CPU thread pool; the flags alone leave JAX on two threads) set before any import, and
+torch.set_num_threads(1); `all` leaves every library its defaults. The "CPU / wall" column
+(process CPU time over wall time, per implementation in column order) shows the threads each
+one actually used. First calls run
 in fresh processes sharing one temporary native cache: the numpy backend's first call
 (trace + compile + run), the native first call with an empty cache (the gcc build), and a
 second process's native first call from the disk cache. `--profile` prints
@@ -47,6 +50,9 @@ PROGRAMS = ("gelu", "adam", "mlp128", "mlp1024", "gpt", "rnn", "ilqr", "gp")
 TARGETS = {"gelu": (1.0, None, 0.7), "adam": (1.0, 1.0, 0.7), "mlp128": (0.8, None, None),
            "mlp1024": (1.0, None, None), "gpt": (1.0, None, None), "rnn": (1.5, None, None),
            "ilqr": (1.5, None, None), "gp": (1.5, None, None)}
+# XLA's CPU client sizes its thread pool from NPROC: without it, XLA_FLAGS alone still leaves
+# JAX 0.10 on two threads (process CPU time 1.85x wall on gelu).
+ONE_THREAD = dict(ONE_THREAD, NPROC="1")
 NATIVE, NUMPY, JAX = "funcgrad native", "funcgrad numpy backend", "JAX jit"
 
 
@@ -309,8 +315,10 @@ def time_program(name, repeat, bw, profile):
     for fn in fns.values():  # warm-up: builds, first-call caches, allocator
         fn()
         fn()
-    t = interleaved(fns, repeat)
+    cpu = dict.fromkeys(fns, 0.0)
+    t = interleaved({k: _cpu_timed(fn, cpu, k) for k, fn in fns.items()}, repeat)
     med = {k: float(np.median(v)) for k, v in t.items()}
+    par = {k: cpu[k] / (v.sum() * 1e-3) for k, v in t.items()}
     ratio = lambda a, b: f"{med[a] / med[b]:.2f}" if a in med and b in med else "-"
     torch_keys = [k for k in t if k.startswith("PyTorch")]
     gbs = "-"
@@ -320,12 +328,13 @@ def time_program(name, repeat, bw, profile):
     target, met = _verdict(name, med, bw, nbytes)
     diff = _diff(fns.get(NATIVE), fns.get(JAX))
     torch_cell = f"{_cell(t[torch_keys[0]])} {torch_keys[0][8:]}" if torch_keys else "-"
+    cores = " / ".join(f"{par[k]:.1f}" for k in t)
     print(f"| {name} | {_cell(t[NUMPY])} | {_cell(t[NATIVE])} | "
-          f"{_cell(t[JAX]) if JAX in t else '-'} | {torch_cell} | {ratio(NATIVE, JAX)} | "
+          f"{_cell(t[JAX]) if JAX in t else '-'} | {torch_cell} | {cores} | {ratio(NATIVE, JAX)} | "
           f"{ratio(NUMPY, JAX)} | {ratio(NATIVE, torch_keys[0]) if torch_keys else '-'} | "
           f"{gbs} | {diff} | {target} | {met} |", flush=True)
     for k in torch_keys[1:]:
-        print(f"|  | | | | {_cell(t[k])} {k[8:]} | | | {ratio(NATIVE, k)} | | | | |",
+        print(f"|  | | | | {_cell(t[k])} {k[8:]} | | | | {ratio(NATIVE, k)} | | | | |",
               flush=True)
     if profile:
         import funcgrad as fg
@@ -345,6 +354,15 @@ def _diff(a, b):
     return f"{max(rel(np.asarray(x), np.asarray(y)) for x, y in pairs):.0e}"
 
 
+def _cpu_timed(fn, acc, key):
+    """fn, adding the process CPU time it takes (all threads) to acc[key]."""
+    def run():
+        c0 = time.process_time()
+        fn()
+        acc[key] += time.process_time() - c0
+    return run
+
+
 def uptime():
     with open("/proc/loadavg") as f:
         return "load average " + ", ".join(f.read().split()[:3])
@@ -360,9 +378,10 @@ def child(args):
           f", {os.cpu_count()} CPUs); copy bandwidth {bw / 1e9:.1f} GB/s; {uptime()} at start; "
           f"{time.strftime('%H:%M UTC', time.gmtime())}; medians of {args.repeat} interleaved "
           "steps, ms (p25-p75)\n", flush=True)
-    print("| program | numpy backend | native | JAX jit | PyTorch | native / JAX | "
+    print("| program | numpy backend | native | JAX jit | PyTorch | CPU / wall (each column) | "
+          "native / JAX | "
           "numpy / JAX | native / PyTorch | native GB/s (of copy) | vs JAX (rel) | target | |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
+    print("| --- " + "| ---: " * 10 + "| --- | --- |")
     for name in args.only:
         time_program(name, args.repeat, bw, args.profile)
     print(f"\n{uptime()} at the end", flush=True)
