@@ -327,7 +327,8 @@ SANITIZED = textwrap.dedent("""
              lambda x, v, i: (x.astype(np.int32), x.astype(np.float16) * 2, x[::-1] + x),
              lambda x, v, i: fg.lax.scan(lambda c, r: (c * 0.5 + fnp.sin(r), c + r), v, x),
              lambda x, v, i: (lambda m: (  # small linear algebra: C routines
-                 fnp.linalg.solve(m, v), fg.lax.linalg.lu(x), fg.lax.linalg.cholesky(m @ m.T),
+                 fnp.linalg.solve(m, v), fg.lax.linalg.lu(x),
+                 fg.lax.linalg.cholesky(fnp.stack([m @ m.T, -m, m @ m.T])),
                  fg.lax.linalg.triangular_solve(m, x[:3], lower=True, transpose_a=True),
                  fg.lax.fori_loop(0, 5, lambda k, c: c + fnp.linalg.solve(m, fnp.tanh(c)), v)
              ))(x[:7] + 8 * fnp.eye(7)),

@@ -172,3 +172,31 @@ def test_transposes_and_reshapes_in_a_loop_body_are_c_copies():
     (got,), text = _native(f, x)
     assert "/* scan loop */" in text and "/* transpose (2, 1, 0) */" in text
     np.testing.assert_array_equal(got, np.asarray(fg.jit(f, backend="numpy")(x)))
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gp_sized_cholesky_and_solves_run_in_c(dtype):
+    rng = np.random.default_rng(1)
+    n = 100
+    g = rng.normal(size=(n, n)) / np.sqrt(n)
+    spd = np.stack([g @ g.T + np.eye(n), -np.eye(n)]).astype(dtype)  # the second is not PD
+    tri = _well_conditioned(rng, (n, n), dtype)
+    b = rng.normal(size=(n, 3)).astype(dtype)
+    flags = [dict(left_side=True, lower=True), dict(left_side=False, lower=True),
+             dict(left_side=True, lower=False, transpose_a=True),
+             dict(left_side=False, lower=False, transpose_a=True, unit_diagonal=True)]
+
+    def f(spd, tri, b):
+        return [decomp.cholesky_p.bind(spd)] + [
+            decomp.triangular_solve(tri, b if p["left_side"] else b.T, **p) for p in flags]
+    got, text = _native(f, spd, tri, b)
+    assert f"/* cholesky {n}x{n} */" in text and f"/* triangular_solve {n}x{n}, b 3x{n} */" in text
+    want = decomp._cholesky_impl(spd)
+    _close(got[0][0], want[0], dtype, n)
+    assert np.isnan(got[0][1]).all() and np.isnan(want[1]).all()
+    for g_, p in zip(got[1:], flags):
+        rhs = b if p["left_side"] else b.T
+        _close(g_, decomp._triangular_solve_impl(tri, rhs, **dict(
+            dict(transpose_a=False, conjugate_a=False, unit_diagonal=False), **p)), dtype,
+            n * (20 if p.get("unit_diagonal") else 1))

@@ -1,11 +1,12 @@
-"""Small linear algebra as C routines: `lu`, `triangular_solve`, `cholesky` for matrices of
-at most `SMALL_MAX` rows and columns, batched over the leading axes, row-major,
-float32/float64; and, for loop bodies, `reshape`/`squeeze`/`transpose` as C copies.
+"""Small linear algebra as C routines: `lu` (at most `SMALL_MAX` rows and columns),
+`triangular_solve` and `cholesky` (at most `LARGE_MAX`), batched over the leading axes,
+row-major, float32/float64; and, for loop bodies, `reshape`/`squeeze`/`transpose` as copies.
 
 They let a loop body holding `fnp.linalg.solve` run as one C loop (`loops.py`), and replace
-the numpy implementation's per-column Python loop for small matrices at top level
-(`program.py`); larger matrices keep LAPACK through numpy. Each routine is a class with
-`cname`, `source()`, `operands` ((dtype, size) per pointer, inputs first) and `n_in`:
+the numpy implementation's per-column Python loop (lu) and LAPACK's call overhead for small
+matrices at top level (`program.py`); larger matrices keep LAPACK through numpy. Each
+routine is a class with `cname`, `source()`, `operands` ((dtype, size) per pointer, inputs
+first) and `n_in`:
 
     /* lu 4x4 */
     void fg_lu0(const float *restrict x, float *restrict lu, int *restrict piv,
@@ -15,10 +16,11 @@ the numpy implementation's per-column Python loop for small matrices at top leve
 pivot, as argmax, a NaN winning; whole rows swap; the column divides by the pivot, a zero
 pivot by 1; the trailing update is a product then a difference), so for m >= n it gives the
 same pivots and the same bits. `triangular_solve` substitutes (numpy calls LAPACK's general
-solver on the triangle: results agree within a few ulp times n). `cholesky` is
-Cholesky-Banachiewicz on the lower triangle; a matrix that is not positive definite (a
-pivot <= 0) is all NaN, as the numpy implementation makes it, and a NaN entry propagates
-into the factor as in the OpenBLAS `potrf` numpy ships (its upper triangle stays 0).
+solver on the triangle: results agree within a few ulp times n). `cholesky` is the
+right-looking algorithm reading the lower triangle, float32 computed in double (within a
+few ulp times n, often closer to the exact factor than float32 LAPACK); a matrix that is not
+positive definite (a pivot <= 0) is all NaN, as the numpy implementation makes it, and a NaN
+entry propagates into the factor as in the OpenBLAS `potrf` numpy ships (upper triangle 0).
 Imports lax and the native tables only.
 """
 
@@ -30,11 +32,14 @@ from funcgrad.backends.native import ops
 from funcgrad.lax import linalg_decomp as decomp
 from funcgrad.lax.shape import reshape_p, squeeze_p, transpose_p
 
-SMALL_MAX = 32  # rows and columns at most: above, LAPACK through numpy is faster
+SMALL_MAX = 32  # lu: rows and columns at most (the numpy implementation's unblocked part)
+LARGE_MAX = 128  # cholesky, triangular_solve: above, LAPACK through numpy is faster
 
 
 class _Routine:
     """Shared: the operand table and the batch loop of a routine over `eqn`'s avals."""
+
+    MAX = SMALL_MAX
 
     def __init__(self, eqn, cname):
         self.eqn, self.cname = eqn, cname
@@ -45,8 +50,8 @@ class _Routine:
         self.t = ops.storage(self.dt)
         self.f = "f" if self.dt == "float32" else ""  # fabsf / sqrtf
         x = eqn.invars[0].aval
-        if x.ndim < 2 or max(x.shape[-2:]) > SMALL_MAX:
-            raise ops.Unsupported(f"{eqn.prim.name} of a matrix over {SMALL_MAX} rows")
+        if x.ndim < 2 or max(x.shape[-2:]) > self.MAX:
+            raise ops.Unsupported(f"{eqn.prim.name} of a matrix over {self.MAX} rows")
         self.batch = math.prod(x.shape[:-2])
 
     @property
@@ -106,57 +111,84 @@ class Lu(_Routine):
 
 
 class TriangularSolve(_Routine):
-    """`triangular_solve_p` by substitution, every flag (`conjugate_a` is a no-op on reals)."""
+    """`triangular_solve_p` by substitution, every flag (`conjugate_a` is a no-op on reals).
+    Each solved entry updates the rest at once (`x_r -= e_ri x_i`), the inner loop running
+    along contiguous memory where the layout allows, so it vectorizes."""
+
+    MAX = LARGE_MAX
 
     def source(self):
         p = self.eqn.params
         a_aval, b_aval = (v.aval for v in self.eqn.invars)
         m, rows, cols = a_aval.shape[-1], *b_aval.shape[-2:]
         left = p["left_side"]
-        r = cols if left else rows  # right-hand sides
-        # the system E x = b on one right-hand side: E = op(a) (left) or op(a)^T (right)
+        # the system E x = b on each right-hand side: E = op(a) (left) or op(a)^T (right)
         direct = left != p["transpose_a"]
         lower = (p["lower"] != p["transpose_a"]) == left
 
         def e(i, j):
             return f"a_m[{i} * {m} + {j}]" if direct else f"a_m[{j} * {m} + {i}]"
 
-        def x(i):  # element i of right-hand side c
-            return f"x_m[{i} * {cols} + c]" if left else f"x_m[c * {cols} + {i}]"
-        order = (f"int i = 0; i < {m}; ++i" if lower else f"int i = {m - 1}; i >= 0; --i")
-        done = ("int j = 0; j < i; ++j" if lower else f"int j = i + 1; j < {m}; ++j")
-        div = "" if p["unit_diagonal"] else f" / {e('i', 'i')}"
-        body = [f"memcpy(x_m, b_m, {rows * cols * np.dtype(self.dt).itemsize});",
-                f"for (int c = 0; c < {r}; ++c)",
-                f"    for ({order}) {{",
-                f"        {self.t} s = {x('i')};",
-                f"        for ({done}) s -= {e('i', 'j')} * {x('j')};",
-                f"        {x('i')} = s{div};",
-                "    }"]
-        params = [(self.t, "a", m * m), (self.t, "b", rows * cols), (self.t, "x", rows * cols)]
+        def x(i, c):  # entry i of right-hand side c
+            return f"x_m[{i} * {cols} + {c}]" if left else f"x_m[{c} * {cols} + {i}]"
+        order = f"int i = 0; i < {m}; ++i" if lower else f"int i = {m - 1}; i >= 0; --i"
+        rest = f"int r = i + 1; r < {m}; ++r" if lower else "int r = 0; r < i; ++r"
+        t, nrhs = self.t, cols if left else rows
+        body = [f"memcpy(x_m, b_m, {rows * cols * np.dtype(self.dt).itemsize});"]
+        if left:  # rows of x: the inner loop runs along the right-hand sides
+            body += [f"for ({order}) {{"]
+            if not p["unit_diagonal"]:
+                body += [f"    const {t} d = {e('i', 'i')};",
+                         f"    for (int c = 0; c < {nrhs}; ++c) {x('i', 'c')} /= d;"]
+            body += [f"    for ({rest}) {{", f"        const {t} f = {e('r', 'i')};",
+                     f"        for (int c = 0; c < {nrhs}; ++c) "
+                     f"{x('r', 'c')} -= f * {x('i', 'c')};", "    }", "}"]
+        else:  # one right-hand side (a row of x) at a time: the inner loop runs along it
+            body += [f"for (int c = 0; c < {nrhs}; ++c)", f"    for ({order}) {{"]
+            if not p["unit_diagonal"]:
+                body += [f"        {x('i', 'c')} /= {e('i', 'i')};"]
+            body += [f"        const {t} v = {x('i', 'c')};",
+                     f"        for ({rest}) {x('r', 'c')} -= {e('r', 'i')} * v;", "    }"]
+        params = [(t, "a", m * m), (t, "b", rows * cols), (t, "x", rows * cols)]
         return self._function(f"triangular_solve {m}x{m}, b {rows}x{cols}", params, body)
 
 
 class Cholesky(_Routine):
-    """`cholesky_p`: the lower factor; all NaN where a pivot is <= 0."""
+    """`cholesky_p`: right-looking on an upper factor `U` (rows contiguous, so the trailing
+    update vectorizes), transposed into the lower factor at the end; float32 is computed in
+    double (as accurate as LAPACK's blocked float32, or more); all NaN where a pivot <= 0."""
+
+    MAX = LARGE_MAX
 
     def source(self):
-        n, t, f = self.eqn.invars[0].aval.shape[-1], self.t, self.f
-        body = [f"for (int e = 0; e < {n * n}; ++e) l_m[e] = 0;",
-                f"for (int j = 0; j < {n}; ++j) {{",
-                f"    {t} s = x_m[j * {n} + j];",
-                f"    for (int k = 0; k < j; ++k) s -= l_m[j * {n} + k] * l_m[j * {n} + k];",
-                "    if (s <= 0) {  /* not positive definite: all NaN (NaN propagates) */",
-                f"        for (int e = 0; e < {n * n}; ++e) l_m[e] = NAN;",
-                "        break;",
-                "    }",
-                f"    const {t} d = sqrt{f}(s);",
-                f"    l_m[j * {n} + j] = d;",
-                f"    for (int i = j + 1; i < {n}; ++i) {{",
-                f"        {t} v = x_m[i * {n} + j];",
-                f"        for (int k = 0; k < j; ++k) v -= l_m[i * {n} + k] * l_m[j * {n} + k];",
-                f"        l_m[i * {n} + j] = v / d;",
-                "    }", "}"]
+        n, t = self.eqn.invars[0].aval.shape[-1], self.t
+        u = lambda i, j: f"w[{i} * {n} + {j}]"  # noqa: E731
+        wide = t == "float"
+        body = ([f"double w[{n * n}];  /* U in double */"] if wide else ["double *w = l_m;"])
+        body += [f"for (int i = 0; i < {n}; ++i)  /* U = the lower triangle of x, transposed */",
+                 f"    for (int j = 0; j < {n}; ++j) {u('i', 'j')} = j < i ? 0 : x_m[j * {n} + i];",
+                 f"for (int j = 0; j < {n}; ++j) {{",
+                 f"    const double s = {u('j', 'j')};",
+                 "    if (s <= 0) {  /* not positive definite: all NaN (NaN propagates) */",
+                 f"        for (int e = 0; e < {n * n}; ++e) l_m[e] = NAN;",
+                 "        goto next;",
+                 "    }",
+                 "    const double d = sqrt(s);",
+                 f"    {u('j', 'j')} = d;",
+                 f"    for (int k = j + 1; k < {n}; ++k) {u('j', 'k')} /= d;",
+                 f"    for (int i = j + 1; i < {n}; ++i) {{",
+                 f"        const double g = {u('j', 'i')};",
+                 f"        for (int k = i; k < {n}; ++k) {u('i', 'k')} -= g * {u('j', 'k')};",
+                 "    }", "}"]
+        if wide:
+            body += [f"for (int i = 0; i < {n}; ++i)  /* L = U^T, rounded */",
+                     f"    for (int j = 0; j < {n}; ++j) "
+                     f"l_m[i * {n} + j] = j > i ? 0 : (float){u('j', 'i')};"]
+        else:
+            body += [f"for (int i = 0; i < {n}; ++i)  /* L = U^T */",
+                     f"    for (int j = i + 1; j < {n}; ++j) {{",
+                     f"        {u('j', 'i')} = {u('i', 'j')}; {u('i', 'j')} = 0;", "    }"]
+        body.append("next:;")
         return self._function(f"cholesky {n}x{n}", [(t, "x", n * n), (t, "l", n * n)], body)
 
 

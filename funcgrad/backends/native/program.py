@@ -12,8 +12,8 @@ function (inputs made C-contiguous first). A kernel output is a planned buffer; 
 elementwise output may take the buffer of an input it reads at the same index that dies
 there (donated optimizer states update in place), then its pointers lose `restrict`.
 Kernels C cannot print (complex numbers) stay numpy statements. A small `lu`,
-`triangular_solve` or `cholesky` (at most `linalg.SMALL_MAX` rows) is a call of a C routine
-too; larger ones stay LAPACK through numpy.
+`triangular_solve` or `cholesky` (`linalg.SMALL_MAX`, `linalg.LARGE_MAX`) is a call of a C
+routine too; larger ones stay LAPACK through numpy.
 """
 
 import ctypes
