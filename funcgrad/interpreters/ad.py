@@ -20,16 +20,21 @@ partial evaluation). Imports core and the other interpreters only: the lax opera
 needs (`full`) come from the `funcgrad.core.ops` registry.
 """
 
+import weakref
+
 import numpy as np
 
 from funcgrad import dtypes, errors
 from funcgrad.core import (
     ClosedJaxpr,
+    Eqn,
     Jaxpr,
     Literal,
     Primitive,
     ShapedArray,
     Tracer,
+    Var,
+    current_source,
     current_trace,
     eval_jaxpr,
     get_aval,
@@ -242,9 +247,15 @@ def tangent_aval(aval):
 
 # --- linearize and transpose -----------------------------------------------------------------
 
-def trace_known(fun, primals, name):
-    """Trace `fun` (flat) define-by-run at `primals`: (jaxpr, known values, primal outs)."""
+def trace_known(fun, primals, name, kept=None):
+    """Trace `fun` (flat) define-by-run at `primals`: (jaxpr, known values, primal outs).
+
+    With `kept` (a dict), the trace is one that `linearizing` recognizes: higher-order
+    primitives bound in it may keep residuals there for their jvp rules (`keep_residuals`).
+    """
     with new_builder(name, compute_known=True) as b:
+        if kept is not None:
+            _linearizing[b] = kept
         ins = [b.new_input(get_aval(p), p) for p in primals]
         outs = fun(*ins)
         outs = [b.lift(o) for o in outs]
@@ -255,15 +266,66 @@ def trace_known(fun, primals, name):
 def linearize_flat(fun, primals):
     """(primal outs, linear jaxpr, its known values, tangent-out mask) at `primals`."""
     parent = current_trace()
-    jaxpr, known, outs = trace_known(fun, primals, "linearize")
+    kept = {}
+    jaxpr, known, outs = trace_known(fun, primals, "linearize", kept)
     with new_builder("linearize", compute_known=True, parent=parent) as b:
         t_ins = [b.new_input(tangent_aval(v.aval)) if differentiable(v.aval) else Zero(v.aval)
                  for v in jaxpr.invars]
-        _, t_outs = jvp_eval(jaxpr, [], [known[v] for v in jaxpr.invars], t_ins, known)
+        _replaying.append(kept)
+        try:
+            _, t_outs = jvp_eval(jaxpr, [], [known[v] for v in jaxpr.invars], t_ins, known)
+        finally:
+            _replaying.pop()
+            kept.clear()  # residuals no jvp rule took (their outputs had zero tangents)
         nonzero = [type(t) is not Zero for t in t_outs]
         lin, _ = b.to_jaxpr([b.lift(t) for t, nz in zip(t_outs, nonzero) if nz])
         lin_invars = [t.var if type(t) is Tracer else None for t in t_ins]
     return outs, Linearized(lin, b.known, lin_invars, nonzero, [v.aval for v in jaxpr.outvars])
+
+
+# --- one forward pass for value and residuals ----------------------------------------------------
+# A loop bound in the define-by-run trace of `linearize_flat` would run twice: once for its value
+# there, once more when its transpose recomputes the residuals. Instead it runs the known half
+# of its own jvp now (values and residuals in one pass, as JAX's linearize does by partial
+# evaluation), records itself with `record_known` and keeps the linear half's inputs with
+# `keep_residuals`; its jvp rule then takes them (`take_residuals`) and binds only the linear
+# half. Entries live while `linearize_flat` replays the trace.
+_linearizing = weakref.WeakKeyDictionary()  # builder -> {id(first output): (output, kept)}
+_replaying = []  # those dicts, while `linearize_flat` replays their traces
+
+
+def linearizing(trace):
+    """Whether `trace` is the define-by-run trace of `linearize_flat` (grad, vjp, linearize,
+    jacrev) with known values, where a loop may keep residuals (see `keep_residuals`)."""
+    return trace is not None and trace in _linearizing and not trace.typed
+
+
+def record_known(b, prim, args, params, out_vals):
+    """Record in the define-by-run trace `b` one `prim` equation of `args` whose outputs were
+    already computed one level up (`out_vals`); returns its output tracers."""
+    atoms = [b.lift(a).var for a in args]
+    out_avals = prim.abstract_eval(*[get_aval(a) for a in args], **params)
+    outvars = [Var(a) for a in (out_avals if prim.multiple_results else [out_avals])]
+    b.eqns.append(Eqn(prim, atoms, outvars, params, current_source()))
+    outs = []
+    for v, val in zip(outvars, out_vals):
+        b.known[v] = val
+        outs.append(Tracer(b, v.aval, v, val))
+    return outs if prim.multiple_results else outs[0]
+
+
+def keep_residuals(b, out, kept):
+    """Keep `kept` for the jvp rule that will see `out` (an output value) under `linearize`."""
+    _linearizing[b][id(out)] = (out, kept)
+
+
+def take_residuals(out):
+    """What `keep_residuals` kept for the output value `out`, removed (None if nothing)."""
+    for store in reversed(_replaying):
+        hit = store.pop(id(out), None)
+        if hit is not None and hit[0] is out:
+            return hit[1]
+    return None
 
 
 class Linearized:
@@ -468,6 +530,7 @@ def vjp_flat(fun, primals):
 __all__ = [
     "ClosedJaxpr", "MixedTranspose", "UndefinedPrimal", "Zero", "add_any_p", "add_tangents",
     "backward_pass", "defjvp", "defjvp_zero", "deflinear", "instantiate", "is_undefined",
-    "jvp_eval", "jvp_jaxpr", "jvp_rules", "linearize_flat", "transpose_jaxpr", "transpose_mixed",
-    "transpose_rules", "vjp_flat",
+    "jvp_eval", "jvp_jaxpr", "jvp_rules", "keep_residuals", "linearize_flat", "linearizing",
+    "record_known", "take_residuals", "transpose_jaxpr", "transpose_mixed", "transpose_rules",
+    "vjp_flat",
 ]

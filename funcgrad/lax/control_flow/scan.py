@@ -27,7 +27,9 @@ from funcgrad.core import (
     Eqn,
     Jaxpr,
     Primitive,
+    Tracer,
     Var,
+    current_trace,
     eval_jaxpr,
     get_aval,
     set_trace,
@@ -208,10 +210,17 @@ def _check_carry(init_tree, in_avals, out_avals):
 
 
 def _bind(consts, carry, xs, body, **params):
-    """Bind `scan_p` after hoisting the body's loop-invariant equations out of the loop."""
+    """Bind `scan_p` after hoisting the body's loop-invariant equations out of the loop. In
+    linearize's define-by-run trace the loop runs once for its value and its residuals."""
     body, consts = hoist_invariants(body, consts, len(consts))
-    return scan_p.bind(*consts, *carry, *xs, jaxpr=body, num_consts=len(consts),
-                       num_carry=len(carry), **params)
+    args = [*consts, *carry, *xs]
+    params = dict(params, jaxpr=body, num_consts=len(consts), num_carry=len(carry))
+    trace = current_trace()
+    if ad.linearizing(trace):
+        outs = _OnePass.run(trace, args, params)
+        if outs is not None:
+            return outs
+    return scan_p.bind(*args, **params)
 
 
 # --- the primitive ------------------------------------------------------------------------------
@@ -244,11 +253,13 @@ def _scan_impl(*args, jaxpr, num_consts, num_carry, length, reverse, unroll):
     return carry + [Array(y, a.weak_type) for y, a in zip(ys, y_avals)]
 
 
-def _scan_jvp(primals, outs, tangents, *, jaxpr, num_consts, num_carry, length, reverse,
-              unroll):
-    nc, nk = num_consts, num_carry
+def _jvp_body(jaxpr, nc, nk, nonzeros):
+    """The body of the jvp scan for operand tangents `nonzeros`: (jvp consts, consts, const
+    tangents; carry, carry tangents; xs, xs tangents) -> (carry, carry tangents, ys, ys
+    tangents). Returns it, its consts, the mask with carry tangents grown to a fixpoint and
+    the ys tangent mask."""
     ny = len(jaxpr.out_avals) - nk
-    const_nz, carry_nz, xs_nz = split(nonzero_mask(tangents), nc, nk)
+    const_nz, carry_nz, xs_nz = split(nonzeros, nc, nk)
     for _ in range(nk + 1):
         jvp, out_nz = ad.jvp_jaxpr(jaxpr, const_nz + carry_nz + xs_nz, carry_nz + [False] * ny)
         grown = [a or b for a, b in zip(carry_nz, out_nz[:nk])]
@@ -257,19 +268,102 @@ def _scan_jvp(primals, outs, tangents, *, jaxpr, num_consts, num_carry, length, 
         carry_nz = grown
     prog, jconsts = pe.closure_convert(jvp)
     ys_nz = out_nz[nk:]
-    nx = len(primals) - nc - nk
-    sizes = [len(jconsts), nc, nk, nx, sum(const_nz), sum(carry_nz), sum(xs_nz)]
+    sizes = [len(jconsts), nc, nk, len(xs_nz), sum(const_nz), sum(carry_nz), sum(xs_nz)]
     j, pc, pk, px, tc, tk, tx = _ranges(sizes)
     p_carry, p_ys, t_carry, t_ys = _ranges([nk, ny, sum(carry_nz), sum(ys_nz)])
     body = permute(prog, j + pc + tc + pk + tk + px + tx, p_carry + t_carry + p_ys + t_ys)
-    (c, k, x), (t_c, t_k, t_x) = split(primals, nc, nk), split(tangents, nc, nk)
-    res = _bind(jconsts + c + tangent_operands(t_c, const_nz),
-                k + tangent_operands(t_k, carry_nz), x + tangent_operands(t_x, xs_nz), body,
-                length=length, reverse=reverse, unroll=unroll)
+    return body, jconsts, const_nz + carry_nz + xs_nz, ys_nz
+
+
+def _jvp_operands(jconsts, primals, tangents, nz, nc, nk):
+    (c, k, x), (t_c, t_k, t_x), (m_c, m_k, m_x) = (split(v, nc, nk) for v in
+                                                   (primals, tangents, nz))
+    return (jconsts + c + tangent_operands(t_c, m_c), k + tangent_operands(t_k, m_k),
+            x + tangent_operands(t_x, m_x))
+
+
+def _scan_jvp(primals, outs, tangents, *, jaxpr, num_consts, num_carry, length, reverse,
+              unroll):
+    nc, nk = num_consts, num_carry
     out_avals = [get_aval(o) for o in outs]
-    n_tk = sum(carry_nz)
+    one_pass = ad.take_residuals(outs[0]) if outs else None
+    if one_pass is not None and one_pass.covers(nonzero_mask(tangents)):
+        return one_pass.tangents(tangents, out_avals)
+    body, jconsts, nz, ys_nz = _jvp_body(jaxpr, nc, nk, nonzero_mask(tangents))
+    res = _bind(*_jvp_operands(jconsts, primals, tangents, nz, nc, nk), body, length=length,
+                reverse=reverse, unroll=unroll)
+    carry_nz, n_tk, ny = split(nz, nc, nk)[1], sum(split(nz, nc, nk)[1]), len(ys_nz)
     return (tangents_out(res[nk:nk + n_tk], carry_nz, out_avals[:nk])
             + tangents_out(res[nk + n_tk + ny:], ys_nz, out_avals[nk:]))
+
+
+class _OnePass:
+    """A scan under linearize, run once: the known half of its jvp (split by `_Split`) runs
+    now and gives the primal outputs and the residuals together; `tangents` later binds the
+    linear half, a scan of the residuals and the tangents (as JAX's `_scan_partial_eval`)."""
+
+    @classmethod
+    def run(cls, b, args, params):
+        """The scan's outputs in the define-by-run trace `b`, or None (then bind it plainly)."""
+        if not params["jaxpr"].out_avals:
+            return None
+        mine = [isinstance(a, Tracer) and a._trace is b for a in args]
+        vals = [a.val if m else a for a, m in zip(args, mine)]
+        nz = [m and ad.differentiable(get_aval(a)) for a, m in zip(args, mine)]
+        if not any(nz) or any(v is None for v in vals):
+            return None
+        with set_trace(b.parent):  # one level up: hoisting and the known half run there
+            one = cls(params, nz, vals)
+            primal_outs = one.forward() if one.split is not None else None
+        if primal_outs is None:
+            return None
+        outs = ad.record_known(b, scan_p, args, params, primal_outs)
+        ad.keep_residuals(b, primal_outs[0], one)
+        return outs
+
+    def __init__(self, params, nz, vals):
+        p, self.vals = params, vals
+        nc, nk = self.nc, self.nk = p["num_consts"], p["num_carry"]
+        self.loop = dict(length=p["length"], reverse=p["reverse"], unroll=p["unroll"])
+        body, jconsts, self.nz, self.ys_nz = _jvp_body(p["jaxpr"], nc, nk, nz)
+        self.ny = len(self.ys_nz)
+        # Invariants of the known consts leave the loop first, so residuals computed from
+        # them alone are passed once (as consts), not stacked per iteration.
+        body, self.kconsts = hoist_invariants(body, jconsts + vals[:nc], len(jconsts) + nc)
+        m_c, m_k, m_x = split(self.nz, nc, nk)
+        n_k, n_x = nk, len(vals) - nc - nk
+        unknowns = ([False] * len(self.kconsts) + [True] * sum(m_c) + [False] * n_k
+                    + [True] * sum(m_k) + [False] * n_x + [True] * sum(m_x))
+        s = _Split(body, len(self.kconsts) + sum(m_c), n_k + sum(m_k), unknowns)
+        primal_known = not any(s.carry_u[:nk]) and not any(s.ys_u[:self.ny])
+        self.split = s if primal_known else None
+
+    def forward(self):
+        """Bind the known half: the scan's primal outputs (its residuals are kept)."""
+        s, nk, ny = self.split, self.nk, self.ny
+        _, k, x = split(self.vals, self.nc, nk)
+        outs = _bind(self.kconsts, k, x, s.known, **self.loop)
+        carry, ys, stacked = split(outs, s.n_known_carry, s.n_known_ys)
+        self.residuals = s.residuals(self.kconsts, stacked, x)
+        self.known_t_ys = ys[ny:]
+        return carry[:nk] + ys[:ny]
+
+    def covers(self, nonzeros):
+        return all(n <= m for n, m in zip(nonzeros, self.nz))
+
+    def tangents(self, tangents, out_avals):
+        """The scan's tangent outputs: the linear half bound on the residuals and tangents."""
+        s, nk, ny = self.split, self.nk, self.ny
+        (t_c, t_k, t_x), (m_c, m_k, m_x) = split(tangents, self.nc, nk), split(self.nz,
+                                                                              self.nc, nk)
+        u_c, u_k, u_x = (tangent_operands(t, m) for t, m in ((t_c, m_c), (t_k, m_k),
+                                                             (t_x, m_x)))
+        const_res, xs_res = self.residuals
+        outs = _bind(const_res + u_c, u_k, xs_res + u_x, s.unknown, **self.loop)
+        known, unknown = iter(self.known_t_ys), iter(outs[len(u_k):])
+        t_ys = [next(unknown) if u else next(known) for u in s.ys_u[ny:]]
+        return (tangents_out(outs[:len(u_k)], m_k, out_avals[:nk])
+                + tangents_out(t_ys, self.ys_nz, out_avals[nk:]))
 
 
 def _ranges(sizes):
