@@ -68,6 +68,13 @@ def test_lu_cholesky_and_solves_match_the_numpy_implementation(n, dtype):
     _close(got[6], want[6], dtype, n)
     cond = np.linalg.cond(x.astype(np.float64)).max()
     _close(got[7], want[7], dtype, n * cond)
+    wide = rng.normal(size=(2, n, n + 3)).astype(dtype)  # numpy's blocked step: rounding only
+    (lu_, piv, perm), text = _native(lambda w: lax.linalg.lu(w), wide)
+    want = decomp._lu_impl(wide)
+    assert f"/* lu {n}x{n + 3} */" in text
+    np.testing.assert_array_equal(piv, want[1])
+    np.testing.assert_array_equal(perm, want[2])
+    _close(lu_, want[0], dtype, n * n)
 
 
 @needs_cc

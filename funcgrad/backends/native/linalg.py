@@ -52,6 +52,8 @@ class _Routine:
         x = eqn.invars[0].aval
         if x.ndim < 2 or max(x.shape[-2:]) > self.MAX:
             raise ops.Unsupported(f"{eqn.prim.name} of a matrix over {self.MAX} rows")
+        if any(0 in v.aval.shape for v in eqn.invars):
+            raise ops.Unsupported(f"{eqn.prim.name} of an empty array (numpy does it)")
         self.batch = math.prod(x.shape[:-2])
 
     @property
@@ -130,7 +132,8 @@ class TriangularSolve(_Routine):
             return f"a_m[{i} * {m} + {j}]" if direct else f"a_m[{j} * {m} + {i}]"
 
         def x(i, c):  # entry i of right-hand side c
-            return f"x_m[{i} * {cols} + {c}]" if left else f"x_m[{c} * {cols} + {i}]"
+            return (f"x_m[(long long){i} * {cols} + {c}]" if left
+                    else f"x_m[{c} * {cols} + {i}]")
         order = f"int i = 0; i < {m}; ++i" if lower else f"int i = {m - 1}; i >= 0; --i"
         rest = f"int r = i + 1; r < {m}; ++r" if lower else "int r = 0; r < i; ++r"
         t, nrhs = self.t, cols if left else rows
@@ -139,12 +142,12 @@ class TriangularSolve(_Routine):
             body += [f"for ({order}) {{"]
             if not p["unit_diagonal"]:
                 body += [f"    const {t} d = {e('i', 'i')};",
-                         f"    for (int c = 0; c < {nrhs}; ++c) {x('i', 'c')} /= d;"]
+                         f"    for (long long c = 0; c < {nrhs}; ++c) {x('i', 'c')} /= d;"]
             body += [f"    for ({rest}) {{", f"        const {t} f = {e('r', 'i')};",
-                     f"        for (int c = 0; c < {nrhs}; ++c) "
+                     f"        for (long long c = 0; c < {nrhs}; ++c) "
                      f"{x('r', 'c')} -= f * {x('i', 'c')};", "    }", "}"]
         else:  # one right-hand side (a row of x) at a time: the inner loop runs along it
-            body += [f"for (int c = 0; c < {nrhs}; ++c)", f"    for ({order}) {{"]
+            body += [f"for (long long c = 0; c < {nrhs}; ++c)", f"    for ({order}) {{"]
             if not p["unit_diagonal"]:
                 body += [f"        {x('i', 'c')} /= {e('i', 'i')};"]
             body += [f"        const {t} v = {x('i', 'c')};",
@@ -198,6 +201,8 @@ class Copy:
     def __init__(self, eqn, cname):
         self.eqn, self.cname = eqn, cname
         aval = eqn.invars[0].aval
+        if 0 in aval.shape:
+            raise ops.Unsupported(f"{eqn.prim.name} of an empty array")
         self.t = ops.storage(np.dtype(aval.dtype).name)
         self.nbytes = math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
 
