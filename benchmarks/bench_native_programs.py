@@ -315,10 +315,11 @@ def time_program(name, repeat, bw, profile):
     for fn in fns.values():  # warm-up: builds, first-call caches, allocator
         fn()
         fn()
-    cpu = dict.fromkeys(fns, 0.0)
-    t = interleaved({k: _cpu_timed(fn, cpu, k) for k, fn in fns.items()}, repeat)
+    acc = dict.fromkeys(fns, (0.0, 0))
+    t = interleaved({k: _cpu_timed(fn, acc, k) for k, fn in fns.items()}, repeat)
     med = {k: float(np.median(v)) for k, v in t.items()}
-    par = {k: cpu[k] / (v.sum() * 1e-3) for k, v in t.items()}
+    par = {k: acc[k][0] / (v.sum() * 1e-3) for k, v in t.items()}
+    faults = " / ".join(f"{acc[k][1] / repeat:.0f}" for k in t)
     ratio = lambda a, b: f"{med[a] / med[b]:.2f}" if a in med and b in med else "-"
     torch_keys = [k for k in t if k.startswith("PyTorch")]
     gbs = "-"
@@ -330,11 +331,12 @@ def time_program(name, repeat, bw, profile):
     torch_cell = f"{_cell(t[torch_keys[0]])} {torch_keys[0][8:]}" if torch_keys else "-"
     cores = " / ".join(f"{par[k]:.1f}" for k in t)
     print(f"| {name} | {_cell(t[NUMPY])} | {_cell(t[NATIVE])} | "
-          f"{_cell(t[JAX]) if JAX in t else '-'} | {torch_cell} | {cores} | {ratio(NATIVE, JAX)} | "
+          f"{_cell(t[JAX]) if JAX in t else '-'} | {torch_cell} | {cores} | {faults} | "
+          f"{ratio(NATIVE, JAX)} | "
           f"{ratio(NUMPY, JAX)} | {ratio(NATIVE, torch_keys[0]) if torch_keys else '-'} | "
           f"{gbs} | {diff} | {target} | {met} |", flush=True)
     for k in torch_keys[1:]:
-        print(f"|  | | | | {_cell(t[k])} {k[8:]} | | | | {ratio(NATIVE, k)} | | | | |",
+        print(f"|  | | | | {_cell(t[k])} {k[8:]} | | | | | {ratio(NATIVE, k)} | | | | |",
               flush=True)
     if profile:
         import funcgrad as fg
@@ -355,11 +357,16 @@ def _diff(a, b):
 
 
 def _cpu_timed(fn, acc, key):
-    """fn, adding the process CPU time it takes (all threads) to acc[key]."""
+    """fn, adding the process CPU time (all threads) and minor page faults it takes to
+    acc[key] (fresh output buffers fault in page by page: 4096 faults per 16 MiB)."""
+    import resource
+
     def run():
-        c0 = time.process_time()
+        f0, c0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt, time.process_time()
         fn()
-        acc[key] += time.process_time() - c0
+        cpu, faults = acc[key]
+        acc[key] = (cpu + time.process_time() - c0,
+                    faults + resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
     return run
 
 
@@ -379,9 +386,9 @@ def child(args):
           f"{time.strftime('%H:%M UTC', time.gmtime())}; medians of {args.repeat} interleaved "
           "steps, ms (p25-p75)\n", flush=True)
     print("| program | numpy backend | native | JAX jit | PyTorch | CPU / wall (each column) | "
-          "native / JAX | "
+          "page faults / step (each) | native / JAX | "
           "numpy / JAX | native / PyTorch | native GB/s (of copy) | vs JAX (rel) | target | |")
-    print("| --- " + "| ---: " * 10 + "| --- | --- |")
+    print("| --- " + "| ---: " * 11 + "| --- | --- |")
     for name in args.only:
         time_program(name, args.repeat, bw, args.profile)
     print(f"\n{uptime()} at the end", flush=True)
