@@ -17,6 +17,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, concrete_value, get_aval
 from funcgrad.interpreters import ad, batching
+from funcgrad.lax import pooling
 from funcgrad.lax.precision import canonicalize_precision
 from funcgrad.lax.utils import static_ints
 
@@ -530,7 +531,7 @@ def _window_batch(prim):
     return rule
 
 
-def _reduce_window_prim(kind, reducer, kinds):
+def _reduce_window_prim(kind, reducer, kinds, ufunc=None):
     name = f"reduce_window_{kind}"
     p = Primitive(name)
 
@@ -544,6 +545,9 @@ def _reduce_window_prim(kind, reducer, kinds):
         ident = _identity(kind, x.dtype)
         if 0 in out_shape or 0 in params["window_dimensions"]:
             return np.full(out_shape, ident, x.dtype)
+        layout = ufunc and pooling.blocked(x.shape, **params)
+        if layout:  # windows tiling the operand: one ufunc call per window offset
+            return pooling.reduce_blocks(x, ufunc, layout, out_shape)
         v = _window_view(x, ident, **params)
         return reducer(v, axis=tuple(range(x.ndim, 2 * x.ndim)))
     p.def_impl(impl)
@@ -612,17 +616,21 @@ def reduce_window_min(operand, window_dimensions, window_strides=None, padding="
 
 
 def _chooser_jvp(kind):
-    # the tangent of the selected (first extremal) element of every window
+    # the tangent of the selected (first extremal) element of every window: a masked block
+    # sum when the windows tile the operand (pooling.py), else select_and_gather_add
     def rule(primals, out, tangents, **params):
+        layout = pooling.blocked(get_aval(primals[0]).shape, **params)
+        if layout and pooling.unrolled(layout) and get_aval(primals[0]).dtype.kind == "f":
+            return pooling.chooser_jvp(tangents[0], primals[0], out, layout)
         return select_and_gather_add_p.bind(tangents[0], primals[0], select_prim=kind,
                                             **params)
     return rule
 
 
-reduce_window_max_p = _reduce_window_prim("max", np.max, "biuf")
+reduce_window_max_p = _reduce_window_prim("max", np.max, "biuf", np.maximum)
 ad.jvp_rules[reduce_window_max_p] = _chooser_jvp("max")
 
-reduce_window_min_p = _reduce_window_prim("min", np.min, "biuf")
+reduce_window_min_p = _reduce_window_prim("min", np.min, "biuf", np.minimum)
 ad.jvp_rules[reduce_window_min_p] = _chooser_jvp("min")
 
 

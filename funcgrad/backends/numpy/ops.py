@@ -189,7 +189,9 @@ def _shift(fn):
 
     def shift(args, dts, p, consts=None):
         amount = consts[1] if consts else None
-        if dts[0].kind != "u" or amount is None or not 0 <= int(amount) < dts[0].itemsize * 8:
+        if dts[0].kind != "u" or amount is None or np.ndim(amount) != 0:
+            return None
+        if not 0 <= int(amount) < dts[0].itemsize * 8:
             return None
         return rule(args, dts, p)
     return shift

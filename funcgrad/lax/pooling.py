@@ -1,0 +1,120 @@
+"""Max/min pooling over non-overlapping windows as block reshapes (no gather, no scatter).
+
+When every window is its own block of the operand (strides equal to the window, no padding,
+no dilation: the common `MaxPool2d(k)`), a window reduction is a reduction over the window
+axes of the operand reshaped into blocks `(o0, w0, o1, w1, ...)`, and the derivative of
+`reduce_window_max`/`min` (JAX's `select_and_gather_add`, transposed to
+`select_and_scatter_add`) is a product with the one-hot mask of each window's first extremal
+element: elementwise ops and one reduction, which the fusion pass makes one kernel each way.
+`convolution.py` uses it for its eager implementation and its jvp; it imports only lax.
+"""
+
+import numpy as np
+
+from funcgrad import lax
+
+__all__ = []
+
+
+def blocked(shape, window_dimensions, window_strides, padding, base_dilation,
+            window_dilation):
+    """`(crop, block shape, window axes)` when the windows tile the operand without overlap,
+    else None. `crop` is the covered part of each axis (a VALID tail is left out)."""
+    if any(p != (0, 0) for p in padding) or any(d != 1 for d in base_dilation +
+                                               window_dilation):
+        return None
+    if window_strides != window_dimensions or 0 in window_dimensions:
+        return None
+    outs = [n // w for n, w in zip(shape, window_dimensions)]
+    if 0 in outs:
+        return None
+    block, axes = [], []
+    for o, w in zip(outs, window_dimensions):
+        block.append(o)
+        if w != 1:
+            axes.append(len(block))
+            block.append(w)
+    crop = tuple(o * w for o, w in zip(outs, window_dimensions))
+    return crop, tuple(block), tuple(axes)
+
+
+def to_blocks(x, crop, block):
+    """The lax value `x` cropped to the windows and reshaped into blocks."""
+    if tuple(x.shape) != crop:
+        x = lax.slice(x, (0,) * len(crop), crop)
+    return lax.reshape(x, block)
+
+
+MAX_UNROLLED = 16  # windows of more elements keep select_and_gather_add
+
+
+def _axis_blocks(block, axes):
+    """Per operand axis, the block position of its window axis (or of its only axis)."""
+    out, d = [], 0
+    while d < len(block):
+        out.append(d + 1 if d + 1 in axes else d)
+        d += 2 if d + 1 in axes else 1
+    return out
+
+
+def _windows(layout):
+    crop, block, axes = layout
+    return tuple(block[a] if a in axes else 1 for a in _axis_blocks(block, axes))
+
+
+def _strided(x, k, window, out_shape):
+    """The elements at offset `k` of every window (shape `out_shape`)."""
+    if isinstance(x, np.ndarray):
+        return x[tuple(slice(o, o + n * w, w) for o, n, w in zip(k, out_shape, window))]
+    return lax.slice(x, k, tuple(o + (n - 1) * w + 1 for o, n, w in zip(k, out_shape, window)),
+                     window)
+
+
+def reduce_blocks(x, ufunc, layout, out_shape):
+    """The eager window reduction (`np.maximum`/`np.minimum`) of the numpy array `x`: the
+    windows' elements combined offset by offset, in row-major window order."""
+    window = _windows(layout)
+    ks = list(np.ndindex(*window))
+    out = np.array(_strided(x, ks[0], window, out_shape))
+    for k in ks[1:]:
+        ufunc(out, _strided(x, k, window, out_shape), out=out)
+    return out
+
+
+def _interleave(pieces, window):
+    """The inverse of `_strided` for all offsets at once, as block-shaped data: `pieces[k]`
+    (row-major over the window offsets) placed at offset k of every window, in the block
+    layout `(o0, w0, o1, w1, ...)` (unit windows have no block axis)."""
+    for d in reversed(range(len(window))):  # axes before d are not expanded yet: o_d is at d
+        if window[d] != 1:
+            w = window[d]
+            pieces = [lax.concatenate([lax.expand_dims(p, (d + 1,)) for p in pieces[i:i + w]],
+                                      d + 1) for i in range(0, len(pieces), w)]
+    return pieces[0]
+
+
+def first_choice_mask(x, out, layout):
+    """The boolean mask, in the block shape, of each window's selected element: the first
+    (row-major in the window) element equal to the window's extremum `out`, or its first NaN
+    when it has one (numpy's argmax/argmin, which `select_and_gather_add` uses)."""
+    window, out_shape = _windows(layout), tuple(out.shape)
+    taken, chosen = None, []
+    for k in np.ndindex(*window):
+        xk = _strided(x, k, window, out_shape)
+        hit = lax.bitwise_or(lax.eq(xk, out), lax.ne(xk, xk))
+        chosen.append(hit if taken is None else lax.bitwise_and(hit, lax.bitwise_not(taken)))
+        taken = hit if taken is None else lax.bitwise_or(taken, hit)
+    return _interleave(chosen, window)
+
+
+def unrolled(layout):
+    """Whether the window is small enough for `chooser_jvp`."""
+    return int(np.prod(_windows(layout))) <= MAX_UNROLLED
+
+
+def chooser_jvp(t, x, out, layout):
+    """The tangent of the selected element of every window: `sum(t_blocks * mask)` (its
+    transpose, the gradient, is `ct` broadcast over the blocks times the mask)."""
+    crop, block, axes = layout
+    mask = lax.convert_element_type(first_choice_mask(x, out, layout), t.dtype)
+    return lax.reduce_sum(lax.mul(to_blocks(t, crop, block), mask), axes)
