@@ -9,6 +9,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
@@ -16,6 +18,7 @@ from funcgrad import lax
 from funcgrad.backends.native import build
 from funcgrad.compiler import pipeline
 from funcgrad.lax import linalg_decomp as decomp
+from funcgrad.test_util import check_grads
 from tests.test_native_backend import _python_calls, native_mode
 
 needs_cc = pytest.mark.skipif(build.find_compiler() is None, reason="no C compiler (checked "
@@ -207,3 +210,56 @@ def test_gp_sized_cholesky_and_solves_run_in_c(dtype):
         _close(g_, decomp._triangular_solve_impl(tri, rhs, **dict(
             dict(transpose_a=False, conjugate_a=False, unit_diagonal=False), **p)), dtype,
             n * (20 if p.get("unit_diagonal") else 1))
+
+
+@needs_cc
+@settings(max_examples=8)
+@given(batch=st.lists(st.integers(1, 3), max_size=2), m=st.integers(1, 6),
+       k=st.integers(1, 4), flags=st.tuples(*[st.booleans()] * 4))
+def test_batched_shapes_agree_with_the_numpy_implementation(batch, m, k, flags):
+    left, lower, tr, ud = flags
+    rng = np.random.default_rng(m * 10 + k)
+    a = _well_conditioned(rng, (*batch, m, m), np.float32)
+    b = rng.normal(size=(*batch, m, k) if left else (*batch, k, m)).astype(np.float32)
+    params = dict(left_side=left, lower=lower, transpose_a=tr, conjugate_a=False,
+                  unit_diagonal=ud)
+    (x, lu_, piv, perm), _ = _native(
+        lambda a, b: (decomp.triangular_solve(a, b, **params), *lax.linalg.lu(a)), a, b)
+    _close(x, decomp._triangular_solve_impl(a, b, **params), np.float32, m * 10)
+    for g, w in zip((lu_, piv, perm), decomp._lu_impl(a)):
+        np.testing.assert_array_equal(g, w)
+
+
+@needs_cc
+def test_grad_of_a_loop_of_solves_runs_in_c_and_matches_numpy():
+    fg.config.update("enable_x64", True)
+    x = np.linspace(0.1, 1, 4)
+    loss = lambda x: fnp.sum(_solves(6)(x) ** 2)  # noqa: E731
+    with native_mode():
+        g = fg.jit(fg.grad(loss))
+        got = g(x)
+        text = g.lower(x).compile().as_text()
+    assert text.count("/* scan loop */") == 2 and "transpose_a" not in text
+    np.testing.assert_allclose(np.asarray(got), np.asarray(fg.jit(fg.grad(loss),
+                                                                  backend="numpy")(x)),
+                               rtol=1e-12, atol=1e-12)
+    check_grads(loss, (x,), order=1)
+
+
+@needs_cc
+def test_slices_pads_broadcasts_and_transposed_products_in_a_loop_body():
+    x = np.arange(24.0, dtype=np.float32).reshape(4, 6) / 10
+
+    def f(x):
+        def body(i, c):
+            s = lax.slice(c, (1, 0), (4, 6), (2, 3))  # [2, 2]
+            p = lax.pad(s, 0.5, ((1, 1, 1), (0, 2, 2)))  # [5, 6]
+            b = lax.broadcast_in_dim(c[:1, :], (3, 4, 6), (1, 2))
+            d = lax.dot_general(c, c, (((0,), (0,)), ((), ())))  # c^T c
+            return c * 0.9 + p[:4] * 0.1 + b[1] * 0.01 + d[:4] * 1e-3
+        return lax.fori_loop(0, 3, body, x)
+    (got,), text = _native(f, x)
+    for marker in ("scan loop", "slice (1, 0)", "pad ((1, 1, 1), (0, 2, 2))",
+                   "broadcast_in_dim (1, 6) -> (3, 4, 6)", "dot_general 6x4 @ 4x6"):
+        assert f"/* {marker} */" in text, marker
+    np.testing.assert_array_equal(got, np.asarray(fg.jit(f, backend="numpy")(x)))

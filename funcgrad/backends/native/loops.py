@@ -49,8 +49,9 @@ class _Node:
 
 
 class SmallDot:
-    """A small `dot_general` in a loop body as a C function: `[M, K] x [K, N]` (or `[N, K]`
-    contracted on its last axis; vectors are M = 1 or N = 1), no batch axes, float32 or
+    """A small `dot_general` in a loop body as a C function: `[M, K] x [K, N]` (a may be
+    `[K, M]`, b `[N, K]`: each contracted on either axis; vectors are M = 1 or N = 1), no
+    batch axes, float32 or
     float64, accumulated in order in the operands' type (BLAS may round differently)."""
 
     def __init__(self, eqn, cname):
@@ -60,11 +61,12 @@ class SmallDot:
         out = eqn.outvars[0].aval
         dt = np.dtype(out.dtype)
         if (lb or rb or dt.name not in ("float32", "float64") or a.dtype != dt or b.dtype != dt
-                or a.ndim not in (1, 2) or b.ndim not in (1, 2) or tuple(lc) != (a.ndim - 1,)
-                or tuple(rc) not in ((0,), (b.ndim - 1,))):
+                or a.ndim not in (1, 2) or b.ndim not in (1, 2) or tuple(lc) not in ((0,), (1,))
+                or tuple(rc) not in ((0,), (b.ndim - 1,)) or lc[0] >= a.ndim):
             raise NotNative("a dot_general this C loop does not compute")
-        self.m = a.shape[0] if a.ndim == 2 else 1
-        self.k = a.shape[-1]
+        self.a_cols = a.ndim == 2 and lc[0] == 0  # a is [K, M]: contracted on its rows
+        self.m = a.shape[1 - lc[0]] if a.ndim == 2 else 1
+        self.k = a.shape[lc[0]]
         self.n = (b.shape[1 - rc[0]] if b.ndim == 2 else 1)
         self.b_rows = rc[0] == 0  # b is [K, N]
         if self.m * self.n * self.k > SMALL_DOT_MAX_FLOPS:
@@ -73,13 +75,14 @@ class SmallDot:
 
     def source(self):
         t, m, n, k = self.t, self.m, self.n, self.k
+        a_ip = f"a[p * {m} + i]" if self.a_cols else f"a[i * {k} + p]"
         head = (f"/* dot_general {m}x{k} @ {k}x{n} */\nvoid {self.cname}(const {t} *restrict a, "
                 f"const {t} *restrict b, {t} *restrict out) {{")
         if self.b_rows:  # out[i, :] += a[i, p] * b[p, :]: the inner loop vectorizes
             body = [f"for (long long i = 0; i < {m}; ++i) {{",
                     f"    for (long long j = 0; j < {n}; ++j) out[i * {n} + j] = 0;",
                     f"    for (long long p = 0; p < {k}; ++p) {{",
-                    f"        const {t} x = a[i * {k} + p];",
+                    f"        const {t} x = {a_ip};",
                     f"        for (long long j = 0; j < {n}; ++j) "
                     f"out[i * {n} + j] += x * b[p * {n} + j];",
                     "    }", "}"]
@@ -88,7 +91,7 @@ class SmallDot:
                     f"    for (long long j = 0; j < {n}; ++j) {{",
                     f"        {t} acc = 0;",
                     f"        for (long long p = 0; p < {k}; ++p) "
-                    f"acc += a[i * {k} + p] * b[j * {k} + p];",
+                    f"acc += {a_ip} * b[j * {k} + p];",
                     f"        out[i * {n} + j] = acc;", "    }"]
         return "\n".join([head] + ["    " + ln for ln in body] + ["}"]) + "\n"
 
