@@ -11,6 +11,9 @@ so the same code runs eagerly, under jit, and under another grad.
 Rule tables owned here:
   jvp_rules[p](primals, outs, tangents, **params) -> tangent out (list if multi-result);
       `outs` are the already-computed primal outputs, tangents may be `Zero`.
+  jvp_primal_rules[p](primals, tangents, **params) -> (outs, tangent outs), optional, for
+      multiple-result primitives whose jvp computes the primal outputs too (loops): used
+      where those are not known yet, so the loop is bound once, not once more for them.
   transpose_rules[p](ct, *args, **params) -> list with one cotangent (or None) per arg;
       linear args arrive as `UndefinedPrimal(aval)`, ct may be `Zero` for multi-results.
 Sub-program transforms, the one home for every higher-order primitive's rules:
@@ -46,6 +49,7 @@ from funcgrad.core import (
 from funcgrad.interpreters import partial_eval as pe
 
 jvp_rules = {}
+jvp_primal_rules = {}
 transpose_rules = {}
 
 
@@ -191,17 +195,21 @@ def jvp_eval(jaxpr, consts, primals, tangents, known=None):
         if not eqn.outvars and known:
             continue  # an effect already performed by the define-by-run trace
         with source_context(eqn.source):
+            t_out = None
             if eqn.outvars and eqn.outvars[0] in known:
                 outs = [known[v] for v in eqn.outvars]
+            elif eqn.prim in jvp_primal_rules and any(type(t) is not Zero for t in ts):
+                outs, t_out = jvp_primal_rules[eqn.prim](ps, ts, **eqn.params)
             else:
                 outs = eqn.prim.bind(*ps, **eqn.params)
                 outs = outs if multi else [outs]
             for v, o in zip(eqn.outvars, outs):
                 penv[v] = o
-            if all(type(t) is Zero for t in ts):
-                continue
-            rule = jvp_rules.get(eqn.prim) or _missing("jvp_rules", eqn.prim, "jvp")
-            t_out = rule(ps, outs if multi else outs[0], ts, **eqn.params)
+            if t_out is None:
+                if all(type(t) is Zero for t in ts):
+                    continue
+                rule = jvp_rules.get(eqn.prim) or _missing("jvp_rules", eqn.prim, "jvp")
+                t_out = rule(ps, outs if multi else outs[0], ts, **eqn.params)
         for v, t in zip(eqn.outvars, t_out if multi else [t_out]):
             if type(t) is not Zero:
                 tenv[v] = t
@@ -530,7 +538,7 @@ def vjp_flat(fun, primals):
 __all__ = [
     "ClosedJaxpr", "MixedTranspose", "UndefinedPrimal", "Zero", "add_any_p", "add_tangents",
     "backward_pass", "defjvp", "defjvp_zero", "deflinear", "instantiate", "is_undefined",
-    "jvp_eval", "jvp_jaxpr", "jvp_rules", "keep_residuals", "linearize_flat", "linearizing",
-    "record_known", "take_residuals", "transpose_jaxpr", "transpose_mixed", "transpose_rules",
-    "vjp_flat",
+    "jvp_eval", "jvp_jaxpr", "jvp_primal_rules", "jvp_rules", "keep_residuals",
+    "linearize_flat", "linearizing", "record_known", "take_residuals", "transpose_jaxpr",
+    "transpose_mixed", "transpose_rules", "vjp_flat",
 ]

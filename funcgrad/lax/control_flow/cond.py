@@ -272,47 +272,68 @@ def _cond_partial_eval(eqn, in_unknowns):
         return None, eqn, [True] * n_out
     unk = list(in_unknowns[1:])
     out_u = [any(m) for m in zip(*[pe.partial_eval_jaxpr(b, unk, False)[2] for b in branches])]
-    splits = [pe.partial_eval_jaxpr(b, unk, out_u) for b in branches]
-    res_avals = [s[1].in_avals[:s[3]] for s in splits]
-    known_programs = [_known_branch(s, k, res_avals) for k, s in enumerate(splits)]
-    args = eqn.invars[1:]
-    index = eqn.invars[0]
+    splits = [_BranchSplit(b, unk, out_u) for b in branches]
+    res_avals = [s.computed_avals for s in splits]
+    args, index = eqn.invars[1:], eqn.invars[0]
+    known_args = [x for x, u in zip(args, unk) if not u]
+    forwarded = sorted({i for s in splits for i in s.forwarded})
     res_vars = [Var(a) for avals in res_avals for a in avals]
     known_outs = [v for v, u in zip(eqn.outvars, out_u) if not u] + res_vars
-    known_eqn = Eqn(cond_p, [index] + [x for x, u in zip(args, unk) if not u], known_outs,
-                    dict(branches=tuple(known_programs)), eqn.source) if known_outs else None
+    known_eqn = None
+    if known_outs:
+        programs = tuple(s.known_branch(k, res_avals) for k, s in enumerate(splits))
+        known_eqn = Eqn(cond_p, [index] + known_args, known_outs, dict(branches=programs),
+                        eqn.source)
     unknown_outs = [v for v, u in zip(eqn.outvars, out_u) if u]
     unknown_eqn = None
     if unknown_outs:
-        programs = tuple(_unknown_branch(s, k, res_avals) for k, s in enumerate(splits))
-        unknown_eqn = Eqn(cond_p, [index] + res_vars + [x for x, u in zip(args, unk) if u],
-                          unknown_outs, dict(branches=programs), eqn.source)
+        programs = tuple(s.unknown_branch(k, res_avals, forwarded) for k, s in enumerate(splits))
+        unknown_eqn = Eqn(cond_p, [index] + [known_args[i] for i in forwarded] + res_vars
+                          + [x for x, u in zip(args, unk) if u], unknown_outs,
+                          dict(branches=programs), eqn.source)
     return known_eqn, unknown_eqn, out_u
 
 
-def _known_branch(split, k, res_avals):
-    known, _, out_u, num_res = split
-    n_known = len(known.jaxpr.outvars) - num_res
+class _BranchSplit:
+    """One branch split by partial evaluation. Residuals that are known inputs of the branch
+    are `forwarded` (by index among the known inputs): the unknown cond reads those operands
+    itself, so the known cond outputs only the residuals it computes (`computed_avals`); a
+    cond whose residuals are all operands needs no known cond (a scan then stacks nothing)."""
 
-    def fun(*ins):
-        outs = eval_jaxpr(known.jaxpr, known.consts, *ins)
-        res = []
-        for j, avals in enumerate(res_avals):
-            res += outs[n_known:] if j == k else [zeros(a) for a in avals]
-        return list(outs[:n_known]) + res
-    program, consts = pe.closure_convert(fun, known.in_avals, "cond")
-    if consts:
-        raise errors.FuncgradInternalError("cond: partial evaluation captured constants")
-    return program
+    def __init__(self, branch, unk, out_u):
+        self.known, self.unknown, _, num_res = pe.partial_eval_jaxpr(branch, unk, out_u)
+        kj = self.known.jaxpr
+        self.n_known = len(kj.outvars) - num_res
+        self.res = kj.outvars[self.n_known:]
+        self.forwarded = [kj.invars.index(r) for r in self.res if r in kj.invars]
+        self.computed = [i for i, r in enumerate(self.res) if r not in kj.invars]
+        self.computed_avals = [self.res[i].aval for i in self.computed]
 
+    def known_branch(self, k, res_avals):
+        known, n_known, computed = self.known, self.n_known, self.computed
 
-def _unknown_branch(split, k, res_avals):
-    unknown, num_res = split[1], split[3]
-    j = unknown.jaxpr
-    invars = []
-    for i, avals in enumerate(res_avals):
-        invars += j.invars[:num_res] if i == k else [Var(a) for a in avals]
-    return ClosedJaxpr(Jaxpr([], invars + list(j.invars[num_res:]), j.outvars, j.eqns), [])
+        def fun(*ins):
+            outs = eval_jaxpr(known.jaxpr, known.consts, *ins)
+            res = []
+            for j, avals in enumerate(res_avals):
+                res += ([outs[n_known + i] for i in computed] if j == k
+                        else [zeros(a) for a in avals])
+            return list(outs[:n_known]) + res
+        program, consts = pe.closure_convert(fun, known.in_avals, "cond")
+        if consts:
+            raise errors.FuncgradInternalError("cond: partial evaluation captured constants")
+        return program
+
+    def unknown_branch(self, k, res_avals, forwarded):
+        j, kj = self.unknown.jaxpr, self.known.jaxpr
+        res_in = dict(zip(self.res, j.invars[:len(self.res)]))  # residual -> unknown's input
+        invars = [res_in[kj.invars[i]] if kj.invars[i] in res_in else Var(kj.invars[i].aval)
+                  for i in forwarded]
+        for i, avals in enumerate(res_avals):
+            invars += ([res_in[self.res[c]] for c in self.computed] if i == k
+                       else [Var(a) for a in avals])
+        return ClosedJaxpr(Jaxpr([], invars + list(j.invars[len(self.res):]), j.outvars,
+                                 j.eqns), [])
 
 
 cond_p = Primitive("cond", multiple_results=True)

@@ -237,8 +237,12 @@ def _while_impl(*args, cond_jaxpr, body_jaxpr, cond_nconsts, body_nconsts):
     return carry
 
 
-def _while_jvp(primals, outs, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts,
-               body_nconsts):
+def _while_jvp(primals, outs, tangents, **params):
+    return _while_jvp_primal(primals, tangents, **params)[1]
+
+
+def _while_jvp_primal(primals, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts,
+                      body_nconsts):
     ncc, nbc = cond_nconsts, body_nconsts
     c_consts, b_consts, carry = split(primals, ncc, nbc)
     _, t_bc, t_k = split(tangents, ncc, nbc)
@@ -264,7 +268,7 @@ def _while_jvp(primals, outs, tangents, *, cond_jaxpr, body_jaxpr, cond_nconsts,
                        *carry, *tangent_operands(t_k, carry_nz), cond_jaxpr=cond,
                        body_jaxpr=body, cond_nconsts=ncc,
                        body_nconsts=len(jconsts) + nbc + n_tc)
-    return tangents_out(res[nk:], carry_nz, [get_aval(o) for o in outs])
+    return res[:nk], tangents_out(res[nk:], carry_nz, [get_aval(o) for o in res[:nk]])
 
 
 def _while_transpose(cts, *args, **params):
@@ -346,6 +350,7 @@ while_p = Primitive("while", multiple_results=True)
 while_p.def_impl(_while_impl, raw=False)
 while_p.def_abstract_eval(_while_abstract)
 ad.jvp_rules[while_p] = _while_jvp
+ad.jvp_primal_rules[while_p] = _while_jvp_primal
 ad.transpose_rules[while_p] = _while_transpose
 batching.batch_rules[while_p] = _while_batch
 vma_rules[while_p] = lambda builder, args, avals, *, body_jaxpr, body_nconsts, **_: (

@@ -284,17 +284,25 @@ def _jvp_operands(jconsts, primals, tangents, nz, nc, nk):
 
 def _scan_jvp(primals, outs, tangents, *, jaxpr, num_consts, num_carry, length, reverse,
               unroll):
-    nc, nk = num_consts, num_carry
-    out_avals = [get_aval(o) for o in outs]
     one_pass = ad.take_residuals(outs[0]) if outs else None
     if one_pass is not None and one_pass.covers(nonzero_mask(tangents)):
-        return one_pass.tangents(tangents, out_avals)
+        return one_pass.tangents(tangents, [get_aval(o) for o in outs])
+    return _scan_jvp_primal(primals, tangents, jaxpr=jaxpr, num_consts=num_consts,
+                            num_carry=num_carry, length=length, reverse=reverse,
+                            unroll=unroll)[1]
+
+
+def _scan_jvp_primal(primals, tangents, *, jaxpr, num_consts, num_carry, length, reverse,
+                     unroll):
+    nc, nk = num_consts, num_carry
     body, jconsts, nz, ys_nz = _jvp_body(jaxpr, nc, nk, nonzero_mask(tangents))
     res = _bind(*_jvp_operands(jconsts, primals, tangents, nz, nc, nk), body, length=length,
                 reverse=reverse, unroll=unroll)
-    carry_nz, n_tk, ny = split(nz, nc, nk)[1], sum(split(nz, nc, nk)[1]), len(ys_nz)
-    return (tangents_out(res[nk:nk + n_tk], carry_nz, out_avals[:nk])
-            + tangents_out(res[nk + n_tk + ny:], ys_nz, out_avals[nk:]))
+    carry_nz = split(nz, nc, nk)[1]
+    carry, t_carry, ys, t_ys = split(res, nk, sum(carry_nz), len(ys_nz))
+    avals = [get_aval(o) for o in carry + ys]
+    return carry + ys, (tangents_out(t_carry, carry_nz, avals[:nk])
+                        + tangents_out(t_ys, ys_nz, avals[nk:]))
 
 
 class _OnePass:
@@ -543,6 +551,7 @@ scan_p = Primitive("scan", multiple_results=True)
 scan_p.def_impl(_scan_impl, raw=False)
 scan_p.def_abstract_eval(_scan_abstract)
 ad.jvp_rules[scan_p] = _scan_jvp
+ad.jvp_primal_rules[scan_p] = _scan_jvp_primal
 ad.transpose_rules[scan_p] = _scan_transpose
 batching.batch_rules[scan_p] = _scan_batch
 pe.partial_eval_rules[scan_p] = _scan_partial_eval
