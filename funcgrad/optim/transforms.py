@@ -186,12 +186,15 @@ class ScaleByAdamState(NamedTuple):
     nu: Any  # second moment, like params
 
 
+# optax's `(1 - decay) * g + decay * t` with the sum's operands swapped (the same bits: a
+# float addition is commutative): the old moment, dying, is the first operand, so the memory
+# plan writes the new moment into its (donated) buffer instead of a fresh array.
 def _moment(updates, moments, decay):
-    return tree_map(lambda g, t: (1 - decay) * g + decay * t, updates, moments)
+    return tree_map(lambda g, t: decay * t + (1 - decay) * g, updates, moments)
 
 
 def _moment_sq(updates, moments, decay):
-    return tree_map(lambda g, t: (1 - decay) * (g * g) + decay * t, updates, moments)
+    return tree_map(lambda g, t: decay * t + (1 - decay) * (g * g), updates, moments)
 
 
 def _debias(tree, decay, count):
@@ -298,7 +301,7 @@ def scale_by_rss(initial_accumulator_value: float = 0.1,
 
     def update(updates, state, params=None):
         _check_like_state("scale_by_rss update", state.sum_of_squares, updates)
-        sums = tree_map(lambda g, t: g * g + t, updates, state.sum_of_squares)
+        sums = tree_map(lambda g, t: t + g * g, updates, state.sum_of_squares)
         inv = tree_map(lambda t: fnp.where(t > 0, lax.rsqrt(t + eps), 0.0), sums)
         updates = tree_map(lambda s, g: s * g, inv, updates)
         return updates, ScaleByRssState(sums)
@@ -375,7 +378,7 @@ def trace(decay: float, nesterov: bool = False, accumulator_dtype=None) -> Gradi
 
     def update(updates, state, params=None):
         _check_like_state("trace update", state.trace, updates)
-        f = lambda g, t: g + decay * t
+        f = lambda g, t: decay * t + g  # the dying trace first: written in place (_moment)
         new_trace = tree_map(f, updates, state.trace)
         updates = tree_map(f, updates, new_trace) if nesterov else new_trace
         if accumulator_dtype is not None:
