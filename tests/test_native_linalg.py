@@ -263,3 +263,26 @@ def test_slices_pads_broadcasts_and_transposed_products_in_a_loop_body():
                    "broadcast_in_dim (1, 6) -> (3, 4, 6)", "dot_general 6x4 @ 4x6"):
         assert f"/* {marker} */" in text, marker
     np.testing.assert_array_equal(got, np.asarray(fg.jit(f, backend="numpy")(x)))
+
+
+@needs_cc
+def test_dynamic_indexing_in_a_loop_body_is_c_and_clamps_or_drops_like_numpy():
+    rng = np.random.default_rng(2)
+    xs = (rng.normal(size=(10, 3, 3)) * 0.3).astype(np.float32)
+
+    def f(xs, x):
+        def body(i, c):
+            x, out = c
+            x = fnp.tanh(xs[i] @ x) + lax.dynamic_slice(xs, (i + 5, 0, 1), (1, 3, 2))[0, :, 0]
+            up = lax.dynamic_update_slice(out, x[None, :] * 2.0, (i - 3, 0))  # clamps
+            up = up.at[i - 3].set(x).at[i + 8].add(1.0)  # wraps; drops beyond the end
+            return x, up
+        return lax.fori_loop(0, 10, body, (x, fnp.zeros((10, 3), x.dtype)))
+    x = np.ones(3, np.float32)
+    got, text = _native(f, xs, x)
+    for marker in ("scan loop", "dynamic_slice (1, 3, 3)", "dynamic_slice (1, 3, 2)",
+                   "dynamic_update_slice (1, 3)", "scatter one slice", "scatter-add one slice"):
+        assert f"/* {marker} */" in text, marker
+    want = fg.jit(f, backend="numpy")(xs, x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6, atol=1e-6)

@@ -1,7 +1,6 @@
 """Small linear algebra as C routines: `lu` (at most `SMALL_MAX` rows and columns),
 `triangular_solve` and `cholesky` (at most `LARGE_MAX`), batched over the leading axes,
-row-major, float32/float64; and, for loop bodies, the shape operations `reshape`, `squeeze`,
-`transpose`, `broadcast_in_dim`, `slice` and `pad` as C copies.
+row-major, float32/float64 (the shape operations of loop bodies are in `shapes.py`).
 
 They let a loop body holding `fnp.linalg.solve` run as one C loop (`loops.py`), and replace
 the numpy implementation's per-column Python loop (lu) and LAPACK's call overhead for small
@@ -31,8 +30,6 @@ import numpy as np
 
 from funcgrad.backends.native import ops
 from funcgrad.lax import linalg_decomp as decomp
-from funcgrad.lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
-from funcgrad.lax.slicing import pad_p, slice_p
 
 SMALL_MAX = 32  # lu: rows and columns at most (the numpy implementation's unblocked part)
 LARGE_MAX = 128  # cholesky, triangular_solve: above, LAPACK through numpy is faster
@@ -197,101 +194,5 @@ class Cholesky(_Routine):
         return self._function(f"cholesky {n}x{n}", [(t, "x", n * n), (t, "l", n * n)], body)
 
 
-class Copy:
-    """A `reshape` or `squeeze` in a loop body: the data copied to the new shape's buffer."""
-
-    def __init__(self, eqn, cname):
-        self.eqn, self.cname = eqn, cname
-        aval = eqn.invars[0].aval
-        if 0 in aval.shape:
-            raise ops.Unsupported(f"{eqn.prim.name} of an empty array")
-        self.t = ops.storage(np.dtype(aval.dtype).name)
-        self.nbytes = math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
-
-    def source(self):
-        return (f"/* reshape */\nvoid {self.cname}(const {self.t} *restrict x, "
-                f"{self.t} *restrict o) {{\n    memcpy(o, x, {self.nbytes});\n}}\n")
-
-
-class _Affine(Copy):
-    """A shape operation whose output element `(i0, i1, ...)` is input element
-    `offset + sum(i_k * strides[k])`: nested loops over the output."""
-
-    def affine(self, title, out_shape, strides, offset=0):
-        head = (f"/* {title} */\nvoid {self.cname}(const {self.t} *restrict x, "
-                f"{self.t} *restrict o) {{")
-        lines = ["long long _o = 0;"]
-        for k, size in enumerate(out_shape):
-            lines.append("    " * k + f"for (long long i{k} = 0; i{k} < {size}; ++i{k})")
-        src = " + ".join([str(offset)] * bool(offset) + [
-            f"i{k} * {st}" for k, st in enumerate(strides) if st]) or "0"
-        lines.append("    " * len(out_shape) + f"o[_o++] = x[{src}];")
-        return "\n".join([head] + ["    " + ln for ln in lines] + ["}"]) + "\n"
-
-    @property
-    def in_strides(self):
-        shape = self.eqn.invars[0].aval.shape
-        return [math.prod(shape[k + 1:]) for k in range(len(shape))]
-
-
-class Transpose(_Affine):
-    """A `transpose` in a loop body (row-major both)."""
-
-    def source(self):
-        shape, perm = self.eqn.invars[0].aval.shape, self.eqn.params["permutation"]
-        return self.affine(f"transpose {perm}", [shape[a] for a in perm],
-                           [self.in_strides[a] for a in perm])
-
-
-class Broadcast(_Affine):
-    """A `broadcast_in_dim` in a loop body: stride 0 along new and size-1 axes."""
-
-    def source(self):
-        shape, out = self.eqn.invars[0].aval.shape, self.eqn.outvars[0].aval.shape
-        strides = [0] * len(out)
-        for j, d in enumerate(self.eqn.params["broadcast_dimensions"]):
-            strides[d] = self.in_strides[j] if shape[j] != 1 else 0
-        return self.affine(f"broadcast_in_dim {shape} -> {out}", out, strides)
-
-
-class Slice(_Affine):
-    """A static `slice` (with strides) in a loop body."""
-
-    def source(self):
-        p, st = self.eqn.params, self.in_strides
-        steps = p["strides"] or (1,) * len(st)
-        offset = sum(s * k for s, k in zip(p["start_indices"], st))
-        return self.affine(f"slice {tuple(p['start_indices'])}", self.eqn.outvars[0].aval.shape,
-                           [k * d for k, d in zip(st, steps)], offset)
-
-
-class Pad(Copy):
-    """A `pad` in a loop body: the padding value everywhere, then the operand placed at
-    `lo + i * (interior + 1)`; negative padding (cropping) stays numpy."""
-
-    def __init__(self, eqn, cname):
-        super().__init__(eqn, cname)
-        if any(lo < 0 or hi < 0 for lo, hi, _ in eqn.params["padding_config"]):
-            raise ops.Unsupported("pad with negative padding")
-
-    def source(self):
-        shape, out = self.eqn.invars[0].aval.shape, self.eqn.outvars[0].aval.shape
-        cfg = self.eqn.params["padding_config"]
-        ost = [math.prod(out[k + 1:]) for k in range(len(out))]
-        offset = sum(lo * s for (lo, _, _), s in zip(cfg, ost))
-        dst = " + ".join([str(offset)] + [f"i{k} * {s * (it + 1)}"
-                                          for k, ((_, _, it), s) in enumerate(zip(cfg, ost))])
-        lines = [f"for (long long e = 0; e < {math.prod(out)}; ++e) o[e] = v[0];",
-                 "long long _i = 0;"]
-        for k, size in enumerate(shape):
-            lines.append("    " * k + f"for (long long i{k} = 0; i{k} < {size}; ++i{k})")
-        lines.append("    " * len(shape) + f"o[{dst}] = x[_i++];")
-        head = (f"/* pad {tuple(cfg)} */\nvoid {self.cname}(const {self.t} *restrict x, "
-                f"const {self.t} *restrict v, {self.t} *restrict o) {{")
-        return "\n".join([head] + ["    " + ln for ln in lines] + ["}"]) + "\n"
-
-
 ROUTINES = {decomp.lu_p: Lu, decomp.triangular_solve_p: TriangularSolve,
             decomp.cholesky_p: Cholesky}
-IN_LOOPS = {**ROUTINES, reshape_p: Copy, squeeze_p: Copy, transpose_p: Transpose,
-            broadcast_in_dim_p: Broadcast, slice_p: Slice, pad_p: Pad}

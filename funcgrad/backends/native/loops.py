@@ -21,19 +21,20 @@ are printed again into the enclosing module (renamed) and called from a C loop:
 A small `dot_general` in a body (an RNN's `h @ W`) is a C function of the loop too
 (`SmallDot`), and a `cond`/`switch` in a body a C `if`/`else` around its branches' kernels
 (`_Cond`; the index clamps as `lax.switch` does); a small `lu`, `triangular_solve` or
-`cholesky` (so `fnp.linalg.solve`) and a `reshape` are the C routines of `linalg.py`. The
-carry is written after the whole body ran (a body output that is one of its inputs passes
-through a staging buffer first, so a swap of two carries is right). Scan inputs are read at
-`p + i * slice` and its stacked outputs written the same way. Anything else (another library
-call in a body, a large matmul, a literal output, a kernel C cannot print) leaves the loop
-to the numpy renderer's Python loop around the compiled bodies.
+`cholesky` (so `fnp.linalg.solve`) is a C routine of `linalg.py`, and a shape or indexing
+operation (transpose, slices, pads, dynamic_slice, `x.at[i].set`) a copy of `shapes.py`.
+The carry is written after the whole body ran (a body output that is one of its inputs
+passes through a staging buffer first, so a swap of two carries is right). Scan inputs are
+read at `p + i * slice` and its stacked outputs written the same way. Anything else (another
+library call in a body, a large matmul, a literal output, a kernel C cannot print) leaves
+the loop to the numpy renderer's Python loop around the compiled bodies.
 """
 
 import math
 
 import numpy as np
 
-from funcgrad.backends.native import linalg, ops
+from funcgrad.backends.native import ops, shapes
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.compiler.fusion import KernelNode
 from funcgrad.core import Literal
@@ -124,9 +125,9 @@ class _Body:
             elif node.eqn.prim is dot_general_p:
                 dot = SmallDot(node.eqn, f"{prefix}_k{k}")
                 self.kernels.append((dot, _Node(node.eqn.invars, node.eqn.outvars)))
-            elif node.eqn.prim in linalg.IN_LOOPS:
+            elif node.eqn.prim in shapes.IN_LOOPS:
                 try:
-                    routine = linalg.IN_LOOPS[node.eqn.prim](node.eqn, f"{prefix}_k{k}")
+                    routine = shapes.IN_LOOPS[node.eqn.prim](node.eqn, f"{prefix}_k{k}")
                 except ops.Unsupported as e:
                     raise NotNative(str(e)) from None
                 self.kernels.append((routine, _Node(node.eqn.invars, node.eqn.outvars)))
