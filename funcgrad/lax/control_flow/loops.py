@@ -4,9 +4,10 @@
   cond_jaxpr, body_jaxpr:     const-free programs (consts, carry) -> pred / carry,
   cond_nconsts, body_nconsts: how the operands split.
 `while_loop` hoists loop-invariant equations out of both programs. Its trip count is
-data-dependent, so it supports forward mode (jvp: a while loop over the body's jvp program)
-and batching (a batched predicate runs until every example is done, freezing finished
-examples with `select_n`), but not reverse mode: its transpose raises an error pointing to
+data-dependent, so it supports forward mode (jvp: a while loop over the body's jvp program,
+which gives the primal outputs too: `ad.jvp_primal_rules`) and batching (a batched predicate
+runs until every example is done, freezing finished examples with `select_n`), but not
+reverse mode: its transpose raises an error pointing to
 `scan` and `fori_loop` with static bounds. `fori_loop` with concrete bounds lowers to `scan`
 (reverse-differentiable); with traced bounds, to `while_loop`.
 """

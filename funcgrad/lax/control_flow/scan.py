@@ -8,11 +8,15 @@
   unroll:     accepted as in JAX; results do not depend on it.
 Every bind first hoists the body's loop-invariant equations (those reading only consts) out
 of the loop. jvp binds a scan of the body's jvp program (carry tangents found by a
-fixpoint). Partial evaluation splits a scan into a known scan that also emits the residuals
-each iteration needs (stacked along the trip axis; loop-invariant ones are passed as consts)
-and an unknown scan reading them. Transpose runs that known scan forward, then a scan of the
-transposed linear body in the opposite direction, accumulating the consts' cotangents in
-its carry.
+fixpoint), which also gives the primal outputs (`ad.jvp_primal_rules`). Partial evaluation
+splits a scan into a known scan that also emits the residuals each iteration needs (stacked
+along the trip axis; loop-invariant ones are passed as consts) and an unknown scan reading
+them. Transpose runs that known scan forward, then a scan of the transposed linear body in
+the opposite direction, accumulating the consts' cotangents in its carry. Under
+grad/vjp/linearize the forward loop runs once (`_OnePass`): bound in linearize's
+define-by-run trace, a scan runs the known half of its jvp, which gives its value and its
+residuals together, and its jvp rule binds only the linear half, whose transpose then has
+nothing to recompute.
 """
 
 import operator
