@@ -116,7 +116,7 @@ def test_cholesky_of_a_matrix_that_is_not_positive_definite_is_nan():
 
 
 @needs_cc
-def test_large_matrices_stay_lapack():
+def test_large_matrices_stay_lapack():  # lu above SMALL_MAX
     x = np.eye(40, dtype=np.float32)
     got, text = _native(lambda x: lax.linalg.lu(x), x)
     assert "/* lu" not in text
@@ -286,3 +286,11 @@ def test_dynamic_indexing_in_a_loop_body_is_c_and_clamps_or_drops_like_numpy():
     want = fg.jit(f, backend="numpy")(xs, x)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6, atol=1e-6)
+
+
+@needs_cc
+def test_many_right_hand_sides_stay_lapack():
+    a, b = np.eye(4, dtype=np.float32) * 2, np.ones((4, 20000), np.float32)
+    (got,), text = _native(lambda a, b: decomp.triangular_solve(a, b, left_side=True), a, b)
+    assert "/* triangular_solve" not in text
+    np.testing.assert_array_equal(got, b / 2)

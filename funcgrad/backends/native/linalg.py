@@ -117,6 +117,12 @@ class TriangularSolve(_Routine):
     along contiguous memory where the layout allows, so it vectorizes."""
 
     MAX = LARGE_MAX
+    MAX_RHS = 1 << 16  # elements of one b: above, LAPACK's blocked solve keeps them in cache
+
+    def __init__(self, eqn, cname):
+        super().__init__(eqn, cname)
+        if math.prod(eqn.invars[1].aval.shape[-2:]) > self.MAX_RHS:
+            raise ops.Unsupported("triangular_solve with over 65536 right-hand-side entries")
 
     def source(self):
         p = self.eqn.params
