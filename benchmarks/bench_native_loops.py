@@ -6,7 +6,8 @@ JAX (jit) when importable, on one thread (set below, before numpy/JAX load).
 Workloads: `ilqr` a 64-step `fori_loop` of damped Gauss-Newton steps, each a 4x4 `jacfwd`
 and a 4x4 `linalg.solve` (the native backend runs the whole loop as one C loop, its LU and
 triangular solves as C routines); `gp` the value and gradient of a GP negative
-log-likelihood on 100 points (RBF kernel, cholesky + triangular solve; 100x100 stays LAPACK).
+log-likelihood on 100 points (RBF kernel, cholesky + triangular solves: C routines up to
+128 rows); `solve8` one top-level `linalg.solve` of 16 stacked 8x8 systems (C LU and solves).
 Each row: median ms (p25-p75) over interleaved steady-state calls, and the ratio to JAX.
 """
 
@@ -72,6 +73,13 @@ def gp(L, n=100):
     return L.value_and_grad(nll), [theta, x, y]
 
 
+def solve8(L, n=8):
+    rng = np.random.default_rng(7)
+    a = (rng.normal(size=(16, n, n)) + 3 * np.eye(n)).astype(np.float32)
+    return (lambda a, b: L.np.linalg.solve(a, b)), [a, rng.normal(size=(16, n, 2)).astype(
+        np.float32)]
+
+
 def steps(program):
     """{implementation: a no-argument call of one synchronized step}, each checked to agree
     with the numpy backend's result."""
@@ -109,12 +117,12 @@ def interleaved(fns, repeat):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=50)
-    ap.add_argument("--only", nargs="*", default=["ilqr", "gp"])
+    ap.add_argument("--only", nargs="*", default=["ilqr", "gp", "solve8"])
     opts = ap.parse_args()
     print("| program | implementation | median ms (p25-p75) | / JAX |")
     print("| --- | --- | --- | --- |")
     for name in opts.only:
-        fns = steps({"ilqr": ilqr, "gp": gp}[name])
+        fns = steps({"ilqr": ilqr, "gp": gp, "solve8": solve8}[name])
         for fn in fns.values():  # warm up
             fn()
         t = interleaved(fns, opts.repeat)
