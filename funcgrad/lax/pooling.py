@@ -1,13 +1,17 @@
-"""Max/min pooling over non-overlapping windows as block reshapes (no gather, no scatter).
+"""Max/min pooling over windows that tile the operand, with no gather and no scatter.
 
 When every window is its own block of the operand (strides equal to the window, no padding,
-no dilation: the common `MaxPool2d(k)`), a window reduction is a reduction over the window
-axes of the operand reshaped into blocks `(o0, w0, o1, w1, ...)`, and the derivative of
-`reduce_window_max`/`min` (JAX's `select_and_gather_add`, transposed to
-`select_and_scatter_add`) is a product with the one-hot mask of each window's first extremal
-element: elementwise ops and one reduction, which the fusion pass makes one kernel each way.
-`convolution.py` uses it for its eager implementation and its jvp; it imports only lax.
+no dilation: the common `MaxPool2d(k)`), the derivative of `reduce_window_max`/`min` (JAX's
+`select_and_gather_add`, transposed to `select_and_scatter_add`) is a product with the
+one-hot mask of each window's first extremal element in the block layout
+`(o0, w0, o1, w1, ...)`: the gradient is the cotangent broadcast over each block times the
+mask, elementwise work that fuses. The mask is built offset by offset from strided slices
+(one small kernel), which numpy runs far faster than reductions over tiny window axes; the
+eager reduction runs the same way. `convolution.py` calls it; it imports only lax.
 """
+
+import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -16,10 +20,16 @@ from funcgrad import lax
 __all__ = []
 
 
+class Layout(NamedTuple):
+    crop: tuple  # the part of each axis the windows cover (a VALID tail is left out)
+    block: tuple  # the cropped operand's block shape: (o, w) per axis, (o,) where w == 1
+    axes: tuple  # the window axes of the block shape
+    window: tuple  # the window dimensions
+
+
 def blocked(shape, window_dimensions, window_strides, padding, base_dilation,
             window_dilation):
-    """`(crop, block shape, window axes)` when the windows tile the operand without overlap,
-    else None. `crop` is the covered part of each axis (a VALID tail is left out)."""
+    """The `Layout` of windows that tile an operand of `shape` without overlap, else None."""
     if any(p != (0, 0) for p in padding) or any(d != 1 for d in base_dilation +
                                                window_dilation):
         return None
@@ -35,31 +45,17 @@ def blocked(shape, window_dimensions, window_strides, padding, base_dilation,
             axes.append(len(block))
             block.append(w)
     crop = tuple(o * w for o, w in zip(outs, window_dimensions))
-    return crop, tuple(block), tuple(axes)
+    return Layout(crop, tuple(block), tuple(axes), tuple(window_dimensions))
 
 
-def to_blocks(x, crop, block):
+def to_blocks(x, layout):
     """The lax value `x` cropped to the windows and reshaped into blocks."""
-    if tuple(x.shape) != crop:
-        x = lax.slice(x, (0,) * len(crop), crop)
-    return lax.reshape(x, block)
+    if tuple(x.shape) != layout.crop:
+        x = lax.slice(x, (0,) * len(layout.crop), layout.crop)
+    return lax.reshape(x, layout.block)
 
 
 MAX_UNROLLED = 16  # windows of more elements keep select_and_gather_add
-
-
-def _axis_blocks(block, axes):
-    """Per operand axis, the block position of its window axis (or of its only axis)."""
-    out, d = [], 0
-    while d < len(block):
-        out.append(d + 1 if d + 1 in axes else d)
-        d += 2 if d + 1 in axes else 1
-    return out
-
-
-def _windows(layout):
-    crop, block, axes = layout
-    return tuple(block[a] if a in axes else 1 for a in _axis_blocks(block, axes))
 
 
 def _strided(x, k, window, out_shape):
@@ -73,7 +69,7 @@ def _strided(x, k, window, out_shape):
 def reduce_blocks(x, ufunc, layout, out_shape):
     """The eager window reduction (`np.maximum`/`np.minimum`) of the numpy array `x`: the
     windows' elements combined offset by offset, in row-major window order."""
-    window = _windows(layout)
+    window = layout.window
     ks = list(np.ndindex(*window))
     out = np.array(_strided(x, ks[0], window, out_shape))
     for k in ks[1:]:
@@ -97,7 +93,7 @@ def first_choice_mask(x, out, layout):
     """The boolean mask, in the block shape, of each window's selected element: the first
     (row-major in the window) element equal to the window's extremum `out`, or its first NaN
     when it has one (numpy's argmax/argmin, which `select_and_gather_add` uses)."""
-    window, out_shape = _windows(layout), tuple(out.shape)
+    window, out_shape = layout.window, tuple(out.shape)
     taken, chosen = None, []
     for k in np.ndindex(*window):
         xk = _strided(x, k, window, out_shape)
@@ -109,12 +105,11 @@ def first_choice_mask(x, out, layout):
 
 def unrolled(layout):
     """Whether the window is small enough for `chooser_jvp`."""
-    return int(np.prod(_windows(layout))) <= MAX_UNROLLED
+    return math.prod(layout.window) <= MAX_UNROLLED
 
 
 def chooser_jvp(t, x, out, layout):
     """The tangent of the selected element of every window: `sum(t_blocks * mask)` (its
     transpose, the gradient, is `ct` broadcast over the blocks times the mask)."""
-    crop, block, axes = layout
     mask = lax.convert_element_type(first_choice_mask(x, out, layout), t.dtype)
-    return lax.reduce_sum(lax.mul(to_blocks(t, crop, block), mask), axes)
+    return lax.reduce_sum(lax.mul(to_blocks(t, layout), mask), layout.axes)
