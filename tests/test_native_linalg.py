@@ -294,3 +294,17 @@ def test_many_right_hand_sides_stay_lapack():
     (got,), text = _native(lambda a, b: decomp.triangular_solve(a, b, left_side=True), a, b)
     assert "/* triangular_solve" not in text
     np.testing.assert_array_equal(got, b / 2)
+
+
+@needs_cc
+def test_concatenate_in_a_loop_body():
+    x = np.arange(12.0, dtype=np.float32).reshape(2, 6) / 10
+
+    def f(x):
+        def body(i, c):
+            w = fnp.concatenate([c[:, :2] @ c[:, 2:4], fnp.sin(c[:, 4:]), c[:, :2].T], axis=1)
+            return c * 0.5 + w[:, :6] * 0.1
+        return lax.fori_loop(0, 4, body, x)
+    (got,), text = _native(f, x)
+    assert "/* scan loop */" in text and "/* concatenate axis 1 */" in text
+    np.testing.assert_allclose(got, np.asarray(fg.jit(f, backend="numpy")(x)), rtol=1e-6)

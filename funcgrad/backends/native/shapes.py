@@ -1,8 +1,8 @@
 """Shape and indexing operations of a loop body as C copies, so the loop stays one C loop:
 `reshape`/`squeeze` (a memcpy), `transpose`, `broadcast_in_dim`, static `slice`, `pad`,
-`dynamic_slice`, `dynamic_update_slice` (start indices clamped as the numpy implementation
-does) and a `scatter`/`scatter-add` of one slice at one index (what `x.at[i].set(v)` and
-`.add` trace to; an out-of-bounds index drops the update, or clamps with mode=clip).
+`concatenate`, `dynamic_slice`, `dynamic_update_slice` (start indices clamped as the numpy
+implementation does) and a `scatter`/`scatter-add` of one slice at one index (what
+`x.at[i].set(v)` and `.add` trace to; out of bounds drops the update, mode=clip clamps).
 
     /* dynamic_slice (1, 3, 3) */
     void fg_loop0_b_k3(const float *restrict x, const int *restrict s0, ..., float *restrict o)
@@ -19,7 +19,13 @@ import numpy as np
 from funcgrad.backends.native import linalg, ops
 from funcgrad.lax.indexing import GatherScatterMode, scatter_add_p, scatter_p
 from funcgrad.lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
-from funcgrad.lax.slicing import dynamic_slice_p, dynamic_update_slice_p, pad_p, slice_p
+from funcgrad.lax.slicing import (
+    concatenate_p,
+    dynamic_slice_p,
+    dynamic_update_slice_p,
+    pad_p,
+    slice_p,
+)
 
 
 class Copy:
@@ -34,7 +40,7 @@ class Copy:
         self.nbytes = math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
 
     def source(self):
-        return (f"/* reshape */\nvoid {self.cname}(const {self.t} *restrict x, "
+        return (f"/* {self.eqn.prim.name} */\nvoid {self.cname}(const {self.t} *restrict x, "
                 f"{self.t} *restrict o) {{\n    memcpy(o, x, {self.nbytes});\n}}\n")
 
 
@@ -228,7 +234,30 @@ class Scatter(Copy):
         return "\n".join([head] + ["    " + ln for ln in lines] + ["}"]) + "\n"
 
 
+class Concatenate(Copy):
+    """`concatenate`: per block of the leading axes, each operand's contiguous run in turn."""
+
+    def __init__(self, eqn, cname):
+        super().__init__(eqn, cname)
+        if any(0 in v.aval.shape for v in eqn.invars):
+            raise ops.Unsupported("concatenate of an empty array")
+
+    def source(self):
+        axis, out = self.eqn.params["dimension"], self.eqn.outvars[0].aval.shape
+        runs = [math.prod(v.aval.shape[axis:]) for v in self.eqn.invars]
+        size = np.dtype(self.eqn.outvars[0].aval.dtype).itemsize
+        lines = [f"for (long long b = 0; b < {math.prod(out[:axis])}; ++b) {{"]
+        offset = 0
+        for k, run in enumerate(runs):
+            lines.append(f"    memcpy(o + b * {sum(runs)} + {offset}, x{k} + b * {run}, "
+                         f"{run * size});")
+            offset += run
+        ins = "".join(f"const {self.t} *restrict x{k}, " for k in range(len(runs)))
+        head = f"/* concatenate axis {axis} */\nvoid {self.cname}({ins}{self.t} *restrict o) {{"
+        return "\n".join([head] + ["    " + ln for ln in lines + ["}"]] + ["}"]) + "\n"
+
+
 IN_LOOPS = {**linalg.ROUTINES, reshape_p: Copy, squeeze_p: Copy, transpose_p: Transpose,
             broadcast_in_dim_p: Broadcast, slice_p: Slice, pad_p: Pad,
             dynamic_slice_p: DynamicSlice, dynamic_update_slice_p: DynamicUpdateSlice,
-            scatter_p: Scatter, scatter_add_p: Scatter}
+            scatter_p: Scatter, scatter_add_p: Scatter, concatenate_p: Concatenate}
