@@ -152,9 +152,12 @@ class TriangularSolve(_Routine):
                      f"        for (long long c = 0; c < {nrhs}; ++c) "
                      f"{x('r', 'c')} -= f * {x('i', 'c')};", "    }", "}"]
         else:  # one right-hand side (a row of x) at a time: the inner loop runs along it
+            if not p["unit_diagonal"]:  # reciprocals once (a division per entry is slow)
+                body += [f"{t} rd[{m}];",
+                         f"for (int i = 0; i < {m}; ++i) rd[i] = 1 / {e('i', 'i')};"]
             body += [f"for (long long c = 0; c < {nrhs}; ++c)", f"    for ({order}) {{"]
             if not p["unit_diagonal"]:
-                body += [f"        {x('i', 'c')} /= {e('i', 'i')};"]
+                body += [f"        {x('i', 'c')} *= rd[i];"]
             body += [f"        const {t} v = {x('i', 'c')};",
                      f"        for ({rest}) {x('r', 'c')} -= {e('r', 'i')} * v;", "    }"]
         params = [(t, "a", m * m), (t, "b", rows * cols), (t, "x", rows * cols)]
