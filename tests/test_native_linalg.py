@@ -308,3 +308,23 @@ def test_concatenate_in_a_loop_body():
     (got,), text = _native(f, x)
     assert "/* scan loop */" in text and "/* concatenate axis 1 */" in text
     np.testing.assert_allclose(got, np.asarray(fg.jit(f, backend="numpy")(x)), rtol=1e-6)
+
+
+@needs_cc
+def test_a_vmapped_loop_of_solves_batches_its_products_and_routines_in_c():
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(4, 4)) * 0.4  # float64: Gauss-Newton amplifies float32 rounding
+
+    def newton(c, x):
+        def body(i, x):
+            j = fg.jacfwd(lambda x: fnp.tanh(a @ x) + 0.1 * x ** 3 - c)(x)
+            r = fnp.tanh(a @ x) + 0.1 * x ** 3 - c
+            return x - fnp.linalg.solve(j.T @ j + 1e-3 * fnp.eye(4, dtype=x.dtype), j.T @ r)
+        return lax.fori_loop(0, 8, body, x)
+    cs, x = 0.3 * rng.normal(size=(5, 4)), np.zeros(4)
+    batched = fg.vmap(newton, in_axes=(0, None))
+    (got,), text = _native(batched, cs, x)
+    assert "/* scan loop */" in text and "/* dot_general 5 x 4x4 @ 4x4 */" in text
+    assert "/* lu 4x4 */" in text
+    want = fg.jit(batched, backend="numpy")(cs, x)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-10, atol=1e-10)

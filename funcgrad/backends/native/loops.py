@@ -51,34 +51,39 @@ class _Node:
 
 class SmallDot:
     """A small `dot_general` in a loop body as a C function: `[M, K] x [K, N]` (a may be
-    `[K, M]`, b `[N, K]`: each contracted on either axis; vectors are M = 1 or N = 1), no
-    batch axes, float32 or
-    float64, accumulated in order in the operands' type (BLAS may round differently)."""
+    `[K, M]`, b `[N, K]`: each contracted on either axis; vectors are M = 1 or N = 1), after
+    leading batch axes shared by both (what `vmap` makes), float32 or float64, accumulated
+    in order in the operands' type (BLAS may round differently)."""
 
     def __init__(self, eqn, cname):
         self.cname, self.eqn = cname, eqn
         (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
         a, b = (v.aval for v in eqn.invars)
-        out = eqn.outvars[0].aval
-        dt = np.dtype(out.dtype)
-        if (lb or rb or dt.name not in ("float32", "float64") or a.dtype != dt or b.dtype != dt
-                or a.ndim not in (1, 2) or b.ndim not in (1, 2) or tuple(lc) not in ((0,), (1,))
-                or tuple(rc) not in ((0,), (b.ndim - 1,)) or lc[0] >= a.ndim):
+        dt = np.dtype(eqn.outvars[0].aval.dtype)
+        nb = len(lb)
+        lc, rc = [d - nb for d in lc], [d - nb for d in rc]
+        na, nbb = a.ndim - nb, b.ndim - nb
+        if (tuple(lb) != tuple(range(nb)) or tuple(rb) != tuple(range(nb))
+                or a.shape[:nb] != b.shape[:nb] or dt.name not in ("float32", "float64")
+                or a.dtype != dt or b.dtype != dt or na not in (1, 2) or nbb not in (1, 2)
+                or lc not in ([0], [1]) or lc[0] >= na or rc not in ([0], [nbb - 1])):
             raise NotNative("a dot_general this C loop does not compute")
-        self.a_cols = a.ndim == 2 and lc[0] == 0  # a is [K, M]: contracted on its rows
-        self.m = a.shape[1 - lc[0]] if a.ndim == 2 else 1
-        self.k = a.shape[lc[0]]
-        self.n = (b.shape[1 - rc[0]] if b.ndim == 2 else 1)
+        self.batch = math.prod(a.shape[:nb])
+        self.a_cols = na == 2 and lc[0] == 0  # a is [K, M]: contracted on its rows
+        self.m = a.shape[nb + 1 - lc[0]] if na == 2 else 1
+        self.k = a.shape[nb + lc[0]]
+        self.n = b.shape[nb + 1 - rc[0]] if nbb == 2 else 1
         self.b_rows = rc[0] == 0  # b is [K, N]
-        if self.m * self.n * self.k > SMALL_DOT_MAX_FLOPS:
+        if self.batch * self.m * self.n * self.k > SMALL_DOT_MAX_FLOPS:
             raise NotNative("a dot_general too large for a C loop (BLAS does it)")
         self.t = ops.storage(dt.name)
 
     def source(self):
         t, m, n, k = self.t, self.m, self.n, self.k
         a_ip = f"a[p * {m} + i]" if self.a_cols else f"a[i * {k} + p]"
-        head = (f"/* dot_general {m}x{k} @ {k}x{n} */\nvoid {self.cname}(const {t} *restrict a, "
-                f"const {t} *restrict b, {t} *restrict out) {{")
+        batch = f"{self.batch} x " if self.batch != 1 else ""
+        head = (f"/* dot_general {batch}{m}x{k} @ {k}x{n} */\nvoid {self.cname}(const {t} "
+                f"*restrict a0, const {t} *restrict b0, {t} *restrict out0) {{")
         if self.b_rows:  # out[i, :] += a[i, p] * b[p, :]: the inner loop vectorizes
             body = [f"for (long long i = 0; i < {m}; ++i) {{",
                     f"    for (long long j = 0; j < {n}; ++j) out[i * {n} + j] = 0;",
@@ -94,6 +99,11 @@ class SmallDot:
                     f"        for (long long p = 0; p < {k}; ++p) "
                     f"acc += {a_ip} * b[j * {k} + p];",
                     f"        out[i * {n} + j] = acc;", "    }"]
+        outer = [f"for (long long _b = 0; _b < {self.batch}; ++_b) {{",
+                 f"    const {t} *restrict a = a0 + _b * {m * k};",
+                 f"    const {t} *restrict b = b0 + _b * {k * n};",
+                 f"    {t} *restrict out = out0 + _b * {m * n};"]
+        body = outer + ["    " + ln for ln in body] + ["}"]
         return "\n".join([head] + ["    " + ln for ln in body] + ["}"]) + "\n"
 
 
