@@ -331,7 +331,9 @@ SANITIZED = textwrap.dedent("""
                  fg.lax.linalg.cholesky(fnp.stack([m @ m.T, -m, m @ m.T])),
                  fg.lax.linalg.triangular_solve(m, x[:3], lower=True, transpose_a=True),
                  fg.lax.fori_loop(0, 5, lambda k, c: c + fnp.linalg.solve(m, fnp.tanh(c)), v),
-                 fg.lax.fori_loop(0, 9, lambda k, c: c.at[k + 3].add(c[k - 2] * 0.5), x)
+                 fg.lax.fori_loop(0, 9, lambda k, c: c.at[k + 3].add(c[k - 2] * 0.5), x),
+                 fg.vmap(lambda w: fg.lax.fori_loop(0, 3, lambda k, c: fnp.tanh(w @ c), w[0]))(
+                     fnp.stack([m, m.T]))
              ))(x[:7] + 8 * fnp.eye(7)),
              lambda x, v, i: (lambda w: fg.lax.scan(
                  lambda c, r: (fnp.tanh(c @ w + r), x @ c), v, x))(x[:7] * 0.3)]
