@@ -149,3 +149,16 @@ def test_jit_equals_eager_on_every_tier():
     if HAVE_CC:  # the native tier is checked when a C compiler exists (test_native_backend)
         with native_mode():
             np.testing.assert_array_equal(np.asarray(fg.jit(fg.grad(_pool_loss))(x)), want)
+
+
+def test_inf_and_nan_cotangents_and_tangents_stay_in_their_window_element():
+    # scatter/gather semantics: an unselected element gets exactly 0 (never inf * 0 = NaN);
+    # the sign of a zero is not compared (see pooling.chooser_jvp)
+    x = np.array([[3.0, 1.0, 2.0, 5.0], [0.0, 4.0, 6.0, 1.0]], np.float32)
+    ct = np.array([[np.inf], [np.nan]], np.float32) * np.ones((1, 2), np.float32)
+    got = _grad("max", x, ct, (1, 2))
+    np.testing.assert_array_equal(got, _old_grad("max", x, ct, (1, 2)))
+    t = np.array([[-0.0, np.inf, np.nan, -0.0], [np.inf, -0.0, 1.0, np.nan]], np.float32)
+    _, tan = fg.jvp(lambda v: lax.reduce_window_max(v, (1, 2), (1, 2)), (x,), (t,))
+    want = lax.select_and_gather_add_p.bind(t, x, select_prim="max", **_params((1, 2)))
+    np.testing.assert_array_equal(np.asarray(tan), np.asarray(want))

@@ -4,10 +4,10 @@ When every window is its own block of the operand (strides equal to the window, 
 no dilation: the common `MaxPool2d(k)`), the derivative of `reduce_window_max`/`min` (JAX's
 `select_and_gather_add`, transposed to `select_and_scatter_add`) is a product with the
 one-hot mask of each window's first extremal element in the block layout
-`(o0, w0, o1, w1, ...)`: the gradient is the cotangent broadcast over each block times the
-mask, elementwise work that fuses. The mask is built offset by offset from strided slices
-(one small kernel), which numpy runs far faster than reductions over tiny window axes; the
-eager reduction runs the same way. `convolution.py` calls it; it imports only lax.
+`(o0, w0, o1, w1, ...)`: the gradient is the cotangent broadcast over each block where the
+mask is set, zero elsewhere: elementwise work that fuses. The mask is built offset by offset
+from strided slices (one small kernel), which numpy runs far faster than reductions over tiny
+window axes; the eager reduction runs the same way. `convolution.py` calls it; it imports only lax.
 """
 
 import math
@@ -109,7 +109,11 @@ def unrolled(layout):
 
 
 def chooser_jvp(t, x, out, layout):
-    """The tangent of the selected element of every window: `sum(t_blocks * mask)` (its
-    transpose, the gradient, is `ct` broadcast over the blocks times the mask)."""
-    mask = lax.convert_element_type(first_choice_mask(x, out, layout), t.dtype)
-    return lax.reduce_sum(lax.mul(to_blocks(t, layout), mask), layout.axes)
+    """The tangent of the selected element of every window: `sum(where(mask, t_blocks, 0))`
+    (an inf or NaN tangent elsewhere in the window stays out). Its transpose, the gradient, is
+    `where(mask, ct, 0)` with `ct` broadcast over the blocks. Only the sign of a zero may
+    differ from select_and_gather_add/select_and_scatter_add (a -0.0 tangent sums to +0.0; a
+    -0.0 cotangent stays -0.0 where the scatter's `0 + ct` gives +0.0)."""
+    tb = to_blocks(t, layout)
+    masked = lax.select_n(first_choice_mask(x, out, layout), lax.full_like(tb, 0), tb)
+    return lax.reduce_sum(masked, layout.axes)
