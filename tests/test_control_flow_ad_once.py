@@ -150,7 +150,7 @@ def test_debug_callback_in_the_body_fires_once_per_iteration():
 def programs():
     """Functions of (W, h0, xs) that exercise the split: pytree carries with an integer
     counter, ys only, an operand whose tangent is zero (stop_gradient), a nested scan, a cond
-    in the body, and a closure over an outer value."""
+    in the body, a closure over an outer value and a second-order derivative, edge cases."""
     def pytree(W, h0, xs):
         def step(c, x):
             h, n = c["h"], c["n"]
@@ -181,7 +181,15 @@ def programs():
     def closure(W, h0, xs):
         inner = lambda h0: lax.scan(lambda h, x: (fnp.tanh(h @ W + x), None), h0, xs)[0]
         return fg.grad(lambda h0: inner(h0).sum())(h0).sum()
-    return [pytree, ys_only, stopped, nested, with_cond, closure]
+
+    def edges(W, h0, xs):  # empty, reversed and unrolled, integer ys, carries without tangent
+        step = lambda h, x: (fnp.sin(h @ W) + x, ((h > 0).astype(np.int32), h.sum()))
+        empty = lax.scan(step, h0, xs[:0])[0].sum()
+        h, (ints, sums) = lax.scan(step, h0, xs, reverse=True, unroll=2)
+        c, ys = lax.scan(lambda c, x: ((c[0] + 1.0, fnp.ones_like(c[1])), c[0] * x @ W),
+                         (fnp.zeros(()), h0 @ W), xs)
+        return empty + h.sum() + ints.sum() * 0.5 + sums.sum() + ys.sum() + c[1].sum()
+    return [pytree, ys_only, stopped, nested, with_cond, closure, edges]
 
 
 @pytest.mark.parametrize("fun", programs(), ids=lambda f: f.__name__)
