@@ -328,3 +328,14 @@ def test_a_vmapped_loop_of_solves_batches_its_products_and_routines_in_c():
     assert "/* lu 4x4 */" in text
     want = fg.jit(batched, backend="numpy")(cs, x)
     np.testing.assert_allclose(got, np.asarray(want), rtol=1e-10, atol=1e-10)
+
+
+@needs_cc
+def test_lu_of_singular_and_nan_matrices_is_the_numpy_implementation_bit_for_bit():
+    mats = np.array([[[0.0, 0.0, 1.0], [0.0, 0.0, 2.0], [0.0, 0.0, 3.0]],  # zero pivots
+                     [[1.0, np.nan, 2.0], [np.nan, 1.0, 0.0], [3.0, 0.0, 1.0]],  # NaN wins
+                     [[2.0, 1.0, 0.0], [-2.0, 3.0, 1.0], [2.0, -1.0, 4.0]]])  # ties: first
+    for dt in DTYPES:
+        got, _ = _native(lambda x: lax.linalg.lu(x), mats.astype(dt))
+        for g, w in zip(got, decomp._lu_impl(mats.astype(dt))):
+            np.testing.assert_array_equal(g, w)
