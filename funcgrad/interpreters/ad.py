@@ -23,6 +23,7 @@ partial evaluation). Imports core and the other interpreters only: the lax opera
 needs (`full`) come from the `funcgrad.core.ops` registry.
 """
 
+import contextvars
 import weakref
 
 import numpy as np
@@ -279,11 +280,11 @@ def linearize_flat(fun, primals):
     with new_builder("linearize", compute_known=True, parent=parent) as b:
         t_ins = [b.new_input(tangent_aval(v.aval)) if differentiable(v.aval) else Zero(v.aval)
                  for v in jaxpr.invars]
-        _replaying.append(kept)
+        token = _replaying.set(_replaying.get() + (kept,))
         try:
             _, t_outs = jvp_eval(jaxpr, [], [known[v] for v in jaxpr.invars], t_ins, known)
         finally:
-            _replaying.pop()
+            _replaying.reset(token)
             kept.clear()  # residuals no jvp rule took (their outputs had zero tangents)
         nonzero = [type(t) is not Zero for t in t_outs]
         lin, _ = b.to_jaxpr([b.lift(t) for t, nz in zip(t_outs, nonzero) if nz])
@@ -299,7 +300,8 @@ def linearize_flat(fun, primals):
 # `keep_residuals`; its jvp rule then takes them (`take_residuals`) and binds only the linear
 # half. Entries live while `linearize_flat` replays the trace.
 _linearizing = weakref.WeakKeyDictionary()  # builder -> {id(first output): (output, kept)}
-_replaying = []  # those dicts, while `linearize_flat` replays their traces
+_replaying = contextvars.ContextVar("funcgrad_replaying", default=())  # those dicts, while
+# `linearize_flat` replays their traces (innermost last)
 
 
 def linearizing(trace):
@@ -329,7 +331,7 @@ def keep_residuals(b, out, kept):
 
 def take_residuals(out):
     """What `keep_residuals` kept for the output value `out`, removed (None if nothing)."""
-    for store in reversed(_replaying):
+    for store in reversed(_replaying.get()):
         hit = store.pop(id(out), None)
         if hit is not None and hit[0] is out:
             return hit[1]
