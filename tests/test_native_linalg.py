@@ -339,3 +339,21 @@ def test_lu_of_singular_and_nan_matrices_is_the_numpy_implementation_bit_for_bit
         got, _ = _native(lambda x: lax.linalg.lu(x), mats.astype(dt))
         for g, w in zip(got, decomp._lu_impl(mats.astype(dt))):
             np.testing.assert_array_equal(g, w)
+
+
+@needs_cc
+def test_outer_products_in_a_loop_body():
+    x = np.linspace(-1, 1, 4).astype(np.float32)
+    none = (((), ()), ((), ()))
+
+    def f(x):
+        def body(i, c):
+            o = lax.dot_general(c, fnp.cos(c), none)  # [4, 4]
+            s = lax.dot_general(fnp.sum(c), fnp.sin(c), none)  # scalar x vector
+            return fnp.tanh(o @ c) * 0.5 + s * 0.1
+        return lax.fori_loop(0, 5, body, x)
+    (got,), text = _native(f, x)
+    assert "/* scan loop */" in text and "/* dot_general 4x1 @ 1x4 */" in text
+    assert "/* dot_general 1x1 @ 1x4 */" in text
+    np.testing.assert_allclose(got, np.asarray(fg.jit(f, backend="numpy")(x)), rtol=1e-6,
+                               atol=1e-7)

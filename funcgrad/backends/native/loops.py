@@ -51,9 +51,10 @@ class _Node:
 
 class SmallDot:
     """A small `dot_general` in a loop body as a C function: `[M, K] x [K, N]` (a may be
-    `[K, M]`, b `[N, K]`: each contracted on either axis; vectors are M = 1 or N = 1), after
-    leading batch axes shared by both (what `vmap` makes), float32 or float64, accumulated
-    in order in the operands' type (BLAS may round differently)."""
+    `[K, M]`, b `[N, K]`: each contracted on either axis; vectors are M = 1 or N = 1; an
+    outer product of vectors or scalars is K = 1), after leading batch axes shared by both
+    (what `vmap` makes), float32 or float64, accumulated in order in the operands' type
+    (BLAS may round differently)."""
 
     def __init__(self, eqn, cname):
         self.cname, self.eqn = cname, eqn
@@ -62,17 +63,22 @@ class SmallDot:
         dt = np.dtype(eqn.outvars[0].aval.dtype)
         nb = len(lb)
         lc, rc = [d - nb for d in lc], [d - nb for d in rc]
-        na, nbb = a.ndim - nb, b.ndim - nb
+        ash, bsh = a.shape, b.shape
+        if not lc and not rc and a.ndim - nb <= 1 and b.ndim - nb <= 1:  # outer: K = 1
+            ash = ash[:nb] + (ash[nb:] or (1,)) + (1,)
+            bsh = bsh[:nb] + (1,) + (bsh[nb:] or (1,))
+            lc, rc = [1], [0]
+        na, nbb = len(ash) - nb, len(bsh) - nb
         if (tuple(lb) != tuple(range(nb)) or tuple(rb) != tuple(range(nb))
-                or a.shape[:nb] != b.shape[:nb] or dt.name not in ("float32", "float64")
+                or ash[:nb] != bsh[:nb] or dt.name not in ("float32", "float64")
                 or a.dtype != dt or b.dtype != dt or na not in (1, 2) or nbb not in (1, 2)
                 or lc not in ([0], [1]) or lc[0] >= na or rc not in ([0], [nbb - 1])):
             raise NotNative("a dot_general this C loop does not compute")
-        self.batch = math.prod(a.shape[:nb])
+        self.batch = math.prod(ash[:nb])
         self.a_cols = na == 2 and lc[0] == 0  # a is [K, M]: contracted on its rows
-        self.m = a.shape[nb + 1 - lc[0]] if na == 2 else 1
-        self.k = a.shape[nb + lc[0]]
-        self.n = b.shape[nb + 1 - rc[0]] if nbb == 2 else 1
+        self.m = ash[nb + 1 - lc[0]] if na == 2 else 1
+        self.k = ash[nb + lc[0]]
+        self.n = bsh[nb + 1 - rc[0]] if nbb == 2 else 1
         self.b_rows = rc[0] == 0  # b is [K, N]
         if self.batch * self.m * self.n * self.k > SMALL_DOT_MAX_FLOPS:
             raise NotNative("a dot_general too large for a C loop (BLAS does it)")
