@@ -5,7 +5,8 @@ JAX (jit) when importable, on one thread (set below, before numpy/JAX load).
 
 Workloads: `ilqr` a 64-step `fori_loop` of damped Gauss-Newton steps, each a 4x4 `jacfwd`
 and a 4x4 `linalg.solve` (the native backend runs the whole loop as one C loop, its LU and
-triangular solves as C routines); `gp` the value and gradient of a GP negative
+triangular solves as C routines); `ilqr_grad` its value and gradient with respect to the
+model (reverse mode through the loop: two C loops); `gp` the value and gradient of a GP negative
 log-likelihood on 100 points (RBF kernel, cholesky + triangular solves: C routines up to
 128 rows); `solve8` one top-level `linalg.solve` of 16 stacked 8x8 systems (C LU and solves).
 Each row: median ms (p25-p75) over interleaved steady-state calls, and the ratio to JAX.
@@ -56,6 +57,12 @@ def ilqr(L, steps=64, n=4):
     args = [(rng.normal(size=(n, n)) / np.sqrt(n)).astype(np.float32),
             (0.3 * rng.normal(size=n)).astype(np.float32), np.zeros(n, np.float32)]
     return solve, args
+
+
+def ilqr_grad(L):
+    solve, (a, c, x0) = ilqr(L)
+    loss = lambda a, c: L.np.sum(solve(a, c, x0) ** 2)  # noqa: E731
+    return L.value_and_grad(loss, argnums=(0, 1)), [a, c]
 
 
 def gp(L, n=100):
@@ -117,12 +124,12 @@ def interleaved(fns, repeat):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=50)
-    ap.add_argument("--only", nargs="*", default=["ilqr", "gp", "solve8"])
+    ap.add_argument("--only", nargs="*", default=list(PROGRAMS))
     opts = ap.parse_args()
     print("| program | implementation | median ms (p25-p75) | / JAX |")
     print("| --- | --- | --- | --- |")
     for name in opts.only:
-        fns = steps({"ilqr": ilqr, "gp": gp, "solve8": solve8}[name])
+        fns = steps(PROGRAMS[name])
         for fn in fns.values():  # warm up
             fn()
         t = interleaved(fns, opts.repeat)
@@ -131,6 +138,8 @@ def main():
             ratio = f"{p50 / jax_ms:.2f}x" if jax_ms else "-"
             print(f"| {name} | {impl} | {p50:.3f} ({p25:.3f}-{p75:.3f}) | {ratio} |")
 
+
+PROGRAMS = {"ilqr": ilqr, "ilqr_grad": ilqr_grad, "gp": gp, "solve8": solve8}
 
 if __name__ == "__main__":
     main()
