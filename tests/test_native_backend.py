@@ -531,3 +531,15 @@ def test_random_normal_under_native_jit_is_eager_bit_for_bit():
             fg.random.uniform(key, (200,)))
     for g, w in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+
+
+@needs_cc
+def test_read_only_and_empty_inputs_reach_c_correctly():
+    x = np.linspace(-1, 1, 12).astype(np.float32)
+    x.flags.writeable = False  # the fast pointer path needs a writable buffer: falls back
+    with native_mode():
+        f = fg.jit(lambda x, e: (x * 3.0 + 1.0, e * 2.0))
+        got, empty = f(x, np.zeros((0,), np.float32))
+        assert "C module" in f.lower(x, np.zeros((0,), np.float32)).compile().as_text()
+    np.testing.assert_array_equal(np.asarray(got), x * np.float32(3) + np.float32(1))
+    assert np.asarray(empty).shape == (0,)

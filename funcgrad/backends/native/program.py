@@ -191,6 +191,9 @@ class NativeRenderer(numpy_render.Renderer):
             self.ns[k.pyname] = k.bind(lib)
 
 
+_addressof, _from_buffer = ctypes.addressof, ctypes.c_char.from_buffer
+
+
 def _caller(fn, operands, n_in, what, status=False):
     """The Python callable of one C function: checks each array's dtype and size against
     `operands` ((dtype, size) per pointer; a pointer to the wrong memory must never reach
@@ -224,7 +227,10 @@ def _caller(fn, operands, n_in, what, status=False):
                     or not a.flags.c_contiguous):
                 ptrs = None
                 break
-            ptrs.append(a.ctypes.data)
+            try:  # 4x faster than a.ctypes.data, for writable non-empty arrays
+                ptrs.append(_addressof(_from_buffer(a)))
+            except (TypeError, ValueError):  # read-only or empty
+                ptrs.append(a.ctypes.data)
         if (checked(arrays) if ptrs is None else fn(*ptrs)):
             raise MemoryError(f"native {what}: could not allocate its temporaries")
     return call
