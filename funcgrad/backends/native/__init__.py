@@ -4,6 +4,9 @@ numpy backend's Python wrapper (library calls, control flow, shape operations).
     ops.py       the tables: `cstyle.CODE_FOR_OP` plus C's few overrides, the C prelude
     kernel.py    KernelSpec -> one C function (nested loops, OpenMP above a size)
     program.py   Program -> the Python wrapper calling one C module (NativeExecutable)
+    loops.py     while/scan/fori loops whose bodies C can run as one C function
+    linalg.py    small lu, triangular_solve, cholesky as C routines (in loops, top level)
+    shapes.py    shape and indexing operations of loop bodies as C copies
     build.py     compiler discovery and flags, the in-memory and on-disk .so cache
     tiers.py     the numpy tier first, the native build in a background thread
 
