@@ -128,7 +128,8 @@ def _native(fixes):
     _line("C compiler", f"{cc.path} ({cc.version})")
     _line("C flags", " ".join(cc.flags + cc.libs))
     _line("OpenMP", "yes, OMP_WAIT_POLICY=" + os.environ.get("OMP_WAIT_POLICY", "unset")
-          if cc.openmp else "no (kernels run on one thread)")
+          if cc.openmp else "no threads (no OpenMP, or a libgomp that another library such as"
+          " PyTorch loaded first; setting OMP_WAIT_POLICY allows them)")
     _line("native mode", f"{fg.config.native!r} (config.update('native', ...))")
     files, size = build.cache_size()
     _line("native cache", f"{build.cache_dir()}: {files} modules, {size / 2**20:.1f} MiB")

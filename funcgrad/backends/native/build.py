@@ -89,11 +89,24 @@ def _builds(path, flags, text="int fg_probe(void) { return 0; }\n", load=False, 
         return done.returncode == 0
 
 
+def _libgomp_loaded():
+    """True when this process has already loaded a libgomp (dlopen with RTLD_NOLOAD)."""
+    try:
+        ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
 @functools.cache
 def _probe(path, sanitize):
     # libgomp's idle threads spin after each parallel region by default, starving numpy's
     # OpenBLAS threads and Python (a transformer step ran 4.5x slower on 2 cores). libgomp
     # reads this once, when the first OpenMP module (a probe below) loads; a user's value wins.
+    # A libgomp that another library loaded first (PyTorch ships one) was set up spinning:
+    # then the kernels keep their SIMD loops but start no OpenMP threads (the GPT step with
+    # torch imported first: 285 ms with threads, as against 38 ms without torch).
+    spinning = "OMP_WAIT_POLICY" not in os.environ and _libgomp_loaded()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         version = subprocess.run([path, "--version"], capture_output=True, text=True,
@@ -110,8 +123,8 @@ def _probe(path, sanitize):
     flags.insert(0, "-O3")
     if _builds(path, flags + ["-march=native"]):
         flags.append("-march=native")
-    omp = _builds(path, flags + ["-fopenmp"], "#include <omp.h>\nint fg_probe(void) "
-                                               "{ return omp_get_max_threads(); }\n")
+    omp = not spinning and _builds(path, flags + ["-fopenmp"], "#include <omp.h>\nint "
+                                   "fg_probe(void) { return omp_get_max_threads(); }\n")
     if omp:
         flags.append("-fopenmp")
     elif _builds(path, flags + ["-fopenmp-simd"]):  # no threads, but `omp simd` pragmas
