@@ -276,6 +276,27 @@ def test_a_second_process_reuses_the_compiled_module(tmp_path):
     assert len(list(tmp_path.glob("*.so"))) == 1 and len(list(tmp_path.glob("*.c"))) == 1
 
 
+PROBE_CHILD = """
+import sys
+import funcgrad as fg
+from funcgrad.backends.native import build
+fg.config.update("native_cache_dir", sys.argv[1])
+if sys.argv[2] == "second":  # the compiler must not be probed again
+    build._builds = lambda *args, **kwargs: sys.exit("probed the compiler again")
+cc = build.compiler()
+print(cc.flags, cc.openmp, cc.libs)
+"""
+
+
+@needs_cc
+def test_a_second_process_reads_the_compiler_probe_from_disk(tmp_path):
+    first, second = (subprocess.run([sys.executable, "-c", PROBE_CHILD, str(tmp_path), which],
+                                    capture_output=True, text=True) for which in ("1", "second"))
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    assert first.stdout == second.stdout and "-O3" in first.stdout
+    assert len(list(tmp_path.glob("probe-*.json"))) == 1
+
+
 def test_no_compiler_falls_back_to_numpy_with_one_warning(monkeypatch):
     monkeypatch.setenv("CC", "/nonexistent/cc")
     monkeypatch.setattr(tiers, "_warned", set())

@@ -22,6 +22,7 @@ atomically (a temporary file renamed into place), so a second process pays no co
 import ctypes
 import functools
 import hashlib
+import json
 import os
 import platform
 import shutil
@@ -113,6 +114,40 @@ def _probe(path, sanitize):
                                  timeout=60).stdout.splitlines()[0].strip()
     except (OSError, subprocess.SubprocessError, IndexError):
         return None
+    cc = _probe_on_disk(path, version, sanitize)
+    if cc is not None and spinning and cc.openmp:
+        flags = tuple("-fopenmp-simd" if f == "-fopenmp" else f for f in cc.flags)
+        cc = Compiler(cc.path, cc.version, flags, False, cc.libs)
+    return cc
+
+
+def _probe_on_disk(path, version, sanitize):
+    """`_probe_flags`'s answer, kept on disk beside the modules (up to five compiler runs, a
+    few hundred ms, that a second process then skips)."""
+    text = "\0".join([path, version, sanitize or "", cpu_features(), _vector_math_probe()])
+    file = os.path.join(cache_dir(), "probe-" + hashlib.sha256(text.encode()).hexdigest()[:24]
+                        + ".json")
+    try:
+        with open(file) as f:
+            kept = json.load(f)
+        return None if kept is None else Compiler(path, version, tuple(kept["flags"]),
+                                                  bool(kept["openmp"]), tuple(kept["libs"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    cc = _probe_flags(path, version, sanitize)
+    kept = None if cc is None else {"flags": cc.flags, "openmp": cc.openmp, "libs": cc.libs}
+    try:
+        os.makedirs(os.path.dirname(file), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".json", dir=os.path.dirname(file))
+        with os.fdopen(fd, "w") as f:
+            json.dump(kept, f)
+        os.replace(tmp, file)
+    except OSError:
+        pass  # an unwritable cache: probed again next time
+    return cc
+
+
+def _probe_flags(path, version, sanitize):
     flags = list(BASE_FLAGS)
     if not _builds(path, flags):
         return None
@@ -123,8 +158,8 @@ def _probe(path, sanitize):
     flags.insert(0, "-O3")
     if _builds(path, flags + ["-march=native"]):
         flags.append("-march=native")
-    omp = not spinning and _builds(path, flags + ["-fopenmp"], "#include <omp.h>\nint "
-                                   "fg_probe(void) { return omp_get_max_threads(); }\n")
+    omp = _builds(path, flags + ["-fopenmp"], "#include <omp.h>\nint fg_probe(void) "
+                                               "{ return omp_get_max_threads(); }\n")
     if omp:
         flags.append("-fopenmp")
     elif _builds(path, flags + ["-fopenmp-simd"]):  # no threads, but `omp simd` pragmas
