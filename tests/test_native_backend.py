@@ -456,6 +456,40 @@ def test_loops_whose_bodies_are_kernels_run_in_c():
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6, atol=1e-6)
 
 
+def _rnn_grad(w, u, h0, xs):  # an RNN's value and gradient: products of 32x64x64 per step
+    def loss(w, u):
+        def body(h, x):
+            h = fnp.tanh(h @ w + x @ u)
+            return h, (h * h).mean()
+        return lax.scan(body, h0, xs)[1].mean()
+    return fg.value_and_grad(loss, argnums=(0, 1))(w, u)
+
+
+def test_numpys_own_openblas_is_found_for_the_c_loops():
+    blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    if blas.get("name") == "scipy-openblas":  # the PyPI wheels: an ILP64 OpenBLAS
+        assert set(build.blas_gemm()) == {"float32", "float64"}
+
+
+@needs_cc
+@pytest.mark.parametrize("blas", [True, False])
+def test_loop_products_call_numpys_blas_from_c(monkeypatch, blas):
+    if not blas:  # without numpy's BLAS the loops multiply with their own C code
+        monkeypatch.setattr(build, "blas_gemm", lambda: {})
+    blas = bool(build.blas_gemm())  # numpy's PyPI wheels ship an ILP64 OpenBLAS
+    rng = np.random.default_rng(4)
+    args = [(rng.normal(size=s) * 0.1).astype(np.float32)
+            for s in ((64, 64), (32, 64), (32, 64), (12, 32, 32))]
+    with native_mode():
+        jitted = fg.jit(lambda *a: _rnn_grad(*a))  # a function of its own: no cached program
+        got = fg.tree_util.tree_leaves(jitted(*args))
+        text = jitted.lower(*args).compile().as_text()
+    assert text.count("/* scan loop */") == 2 and ("fg_sgemm(101" in text) == blas
+    want = fg.tree_util.tree_leaves(fg.jit(_rnn_grad, backend="numpy")(*args))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-5, atol=1e-6)
+
+
 @needs_cc
 def test_a_native_loop_runs_no_python_per_iteration():
     x = np.linspace(0.1, 1, 5).astype(np.float32)

@@ -34,14 +34,26 @@ import math
 
 import numpy as np
 
-from funcgrad.backends.native import ops, shapes
+from funcgrad.backends.native import build, ops, shapes
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.compiler.fusion import KernelNode
 from funcgrad.core import Literal
 from funcgrad.lax.control_flow import cond_p
 from funcgrad.lax.linalg import dot_general_p
 
-SMALL_DOT_MAX_FLOPS = 1 << 18  # larger products leave the loop to Python around BLAS
+SMALL_DOT_MAX_FLOPS = 1 << 18  # without BLAS, larger products leave the loop to Python
+BLAS_MIN_FLOPS = 1 << 12  # with numpy's BLAS (build.blas_gemm), products from here call it
+# A module whose loops call BLAS holds the two gemm pointers; build.load sets them.
+GEMM_HEADER = """
+typedef void (*fg_gemm32)(int, int, int, long long, long long, long long, float, const float *,
+                          long long, const float *, long long, float, float *, long long);
+typedef void (*fg_gemm64)(int, int, int, long long, long long, long long, double,
+                          const double *, long long, const double *, long long, double,
+                          double *, long long);
+static fg_gemm32 fg_sgemm;
+static fg_gemm64 fg_dgemm;
+void fg_set_gemm(void *s, void *d) { fg_sgemm = (fg_gemm32)s; fg_dgemm = (fg_gemm64)d; }
+"""
 
 
 class _Node:
@@ -80,9 +92,23 @@ class SmallDot:
         self.k = ash[nb + lc[0]]
         self.n = bsh[nb + 1 - rc[0]] if nbb == 2 else 1
         self.b_rows = rc[0] == 0  # b is [K, N]
-        if self.batch * self.m * self.n * self.k > SMALL_DOT_MAX_FLOPS:
+        flops = self.batch * self.m * self.n * self.k
+        self.blas = bool(build.blas_gemm()) and flops >= BLAS_MIN_FLOPS
+        if flops > SMALL_DOT_MAX_FLOPS and not self.blas:
             raise NotNative("a dot_general too large for a C loop (BLAS does it)")
         self.t = ops.storage(dt.name)
+
+    def _gemm(self):
+        """The BLAS call (row-major; 111/112: CblasNoTrans/CblasTrans), when the pointer is set."""
+        m, n, k = self.m, self.n, self.k
+        fn = "fg_sgemm" if self.t == "float" else "fg_dgemm"
+        ta, lda = (112, m) if self.a_cols else (111, k)
+        tb, ldb = (111, n) if self.b_rows else (112, k)
+        return [f"if ({fn}) {{",
+                f"    for (long long _b = 0; _b < {self.batch}; ++_b)",
+                f"        {fn}(101, {ta}, {tb}, {m}, {n}, {k}, 1, a0 + _b * {m * k}, {lda}, "
+                f"b0 + _b * {k * n}, {ldb}, 0, out0 + _b * {m * n}, {n});",
+                "    return;", "}"]
 
     def source(self):
         t, m, n, k = self.t, self.m, self.n, self.k
@@ -109,7 +135,7 @@ class SmallDot:
                  f"    const {t} *restrict a = a0 + _b * {m * k};",
                  f"    const {t} *restrict b = b0 + _b * {k * n};",
                  f"    {t} *restrict out = out0 + _b * {m * n};"]
-        body = outer + ["    " + ln for ln in body] + ["}"]
+        body = (self._gemm() if self.blas else []) + outer + ["    " + ln for ln in body] + ["}"]
         return "\n".join([head] + ["    " + ln for ln in body] + ["}"]) + "\n"
 
 

@@ -184,7 +184,10 @@ class NativeRenderer(numpy_render.Renderer):
     def c_source(self):
         head = ops.PRELUDE + ("#include <stdlib.h>\n" if any(
             isinstance(k, _Loop) for k in self.c_kernels) else "")
-        return head + "".join("\n" + k.source() for k in self.c_kernels)
+        body = "".join("\n" + k.source() for k in self.c_kernels)
+        if "fg_sgemm(" in body or "fg_dgemm(" in body:  # loops that call BLAS (loops.SmallDot)
+            head += loops.GEMM_HEADER
+        return head + body
 
     def bind(self, lib):
         for k in self.c_kernels:
