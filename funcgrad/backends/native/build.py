@@ -90,6 +90,9 @@ def _builds(path, flags, text="int fg_probe(void) { return 0; }\n", load=False, 
         return done.returncode == 0
 
 
+PROBE_VERSION = "2"  # what `_probe_flags` tries: a change must not reuse old answers
+
+
 def _libgomp_loaded():
     """True when this process has already loaded a libgomp (dlopen with RTLD_NOLOAD)."""
     try:
@@ -124,7 +127,8 @@ def _probe(path, sanitize):
 def _probe_on_disk(path, version, sanitize):
     """`_probe_flags`'s answer, kept on disk beside the modules (up to five compiler runs, a
     few hundred ms, that a second process then skips)."""
-    text = "\0".join([path, version, sanitize or "", cpu_features(), _vector_math_probe()])
+    text = "\0".join([PROBE_VERSION, path, version, sanitize or "", cpu_features(),
+                      _vector_math_probe()])
     file = os.path.join(cache_dir(), "probe-" + hashlib.sha256(text.encode()).hexdigest()[:24]
                         + ".json")
     try:
@@ -158,6 +162,12 @@ def _probe_flags(path, version, sanitize):
     flags.insert(0, "-O3")
     if _builds(path, flags + ["-march=native"]):
         flags.append("-march=native")
+        # gcc 12 picks its vector size by the narrowest type of a loop and then fails on
+        # loops mixing bytes with floats and doubles (a bool mask with a double-accumulated
+        # column sum: 2 GB/s); with 512-bit vectors allowed they vectorize (a no-op without
+        # AVX-512)
+        if _builds(path, flags + ["-mprefer-vector-width=512"]):
+            flags.append("-mprefer-vector-width=512")
     omp = _builds(path, flags + ["-fopenmp"], "#include <omp.h>\nint fg_probe(void) "
                                                "{ return omp_get_max_threads(); }\n")
     if omp:
