@@ -545,3 +545,12 @@ def test_public_names_are_exported_by_funcgrad_numpy():
             # the package exports each function behind its API boundary (errors.api_boundary)
             assert inspect.unwrap(getattr(fnp, name)) is getattr(mod, name), name
     assert "getitem" not in fi.__all__
+
+
+def test_take_fill_value_must_fit_the_dtype():
+    x = fnp.arange(4.0)
+    np.testing.assert_array_equal(np.asarray(fnp.take(x, fnp.array([1, 9]), fill_value=-1.0)),
+                                  [1.0, -1.0])
+    for bad in (1j, "a"):
+        with pytest.raises(errors.FuncgradTypeError, match="take: fill_value"):
+            fnp.take(x, fnp.array([1, 9]), fill_value=bad)

@@ -356,6 +356,7 @@ def _rewriting_take(x, idx, mode=None, fill_value=None, indices_are_sorted=False
                     unique_indices=False):
     x = _asarray(x)
     _check_mode(mode, "x.at[...].get")
+    _check_fill(fill_value, x)
     plan = _parse_index(x.shape, idx, strict=mode is None, force_adv=mode is not None)
     if plan.xshape != x.shape:
         x = lax.reshape(x, plan.xshape)
@@ -364,6 +365,19 @@ def _rewriting_take(x, idx, mode=None, fill_value=None, indices_are_sorted=False
         x = _gather(x, plan, mode=mode, fill_value=fill_value,
                     indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
     return x if x.shape == plan.out_shape else lax.reshape(x, plan.out_shape)
+
+
+def _check_fill(fill_value, x):
+    """A static `fill_value` must be a number that the operand's dtype holds: a complex
+    fill for a real array (or any non-number) is an error, never a silently dropped part."""
+    if not isinstance(fill_value, (bool, int, float, complex, str, np.generic, np.ndarray)):
+        return  # None, or an Array/tracer: lax's gather converts it
+    kind = np.asarray(fill_value).dtype.kind
+    if kind not in "biufc" or (kind == "c" and x.dtype.kind != "c"):
+        raise errors.op_error("take", f"fill_value {errors.short_repr(fill_value)} does not "
+                                      f"fit the array's dtype {x.dtype}",
+                              cls=errors.FuncgradTypeError,
+                              hint="pass a real number for a real array")
 
 
 def _basic_slices(x, plan):
