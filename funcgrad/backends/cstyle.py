@@ -48,6 +48,25 @@ def ctype(dtype):
         raise Unsupported(f"dtype {dtype} has no C kernel type") from None
 
 
+def digamma_source(qualifier):
+    """C source of `fg_digamma`/`fg_digammaf` (the shared helper every C-like backend's
+    prelude holds), each function declared with `qualifier` ("static inline",
+    "__device__ __forceinline__")."""
+    return f"""{qualifier} double fg_digamma(double x) {{
+    const double pi = 3.141592653589793;
+    const bool refl = x < 0.5;
+    double z = refl ? 1.0 - x : x, acc = 0.0;
+    while (z < 10.0) {{ acc -= 1.0 / z; z += 1.0; }}
+    const double iz2 = 1.0 / (z * z);
+    double r = log(z) - 0.5 / z - iz2 * (1.0 / 12 - iz2 * (1.0 / 120 - iz2 * (1.0 / 252 - iz2 * (
+        1.0 / 240 - iz2 * (1.0 / 132 - iz2 * (691.0 / 32760 - iz2 / 12)))))) + acc;
+    if (refl) r -= pi / tan(pi * (x - rint(x)));
+    return (x <= 0.0 && x == floor(x)) ? fg_nan() : r;
+}}
+{qualifier} float fg_digammaf(float x) {{ return (float)fg_digamma((double)x); }}
+"""
+
+
 def storage(dtype):
     """The C type an array of `dtype` is stored as."""
     try:

@@ -14,6 +14,7 @@ import os
 
 import jinja2
 
+from funcgrad.backends import cstyle
 from funcgrad.backends.cuda import ops
 from funcgrad.backends.cuda.plan import WARP
 from funcgrad.compiler.fusion import CODEGEN_VERSION
@@ -28,7 +29,8 @@ INDEX_TYPES = {"int32": "int", "int64": "long long"}
 
 
 def prelude():
-    return ENV.get_template("prelude.cu.j2").render(version=CODEGEN_VERSION)
+    return ENV.get_template("prelude.cu.j2").render(
+        version=CODEGEN_VERSION, digamma=cstyle.digamma_source("__device__ __forceinline__"))
 
 
 def render(plan):

@@ -124,18 +124,7 @@ static inline float fg_nanf(void) { return NAN; }
 static inline double fg_inf(void) { return INFINITY; }
 static inline double fg_nan(void) { return NAN; }
 """ + _minmax() + r"""
-static inline double fg_digamma(double x) {
-    const double pi = 3.141592653589793;
-    const bool refl = x < 0.5;
-    double z = refl ? 1.0 - x : x, acc = 0.0;
-    while (z < 10.0) { acc -= 1.0 / z; z += 1.0; }
-    const double iz2 = 1.0 / (z * z);
-    double r = log(z) - 0.5 / z - iz2 * (1.0 / 12 - iz2 * (1.0 / 120 - iz2 * (1.0 / 252 - iz2 * (
-        1.0 / 240 - iz2 * (1.0 / 132 - iz2 * (691.0 / 32760 - iz2 / 12)))))) + acc;
-    if (refl) r -= pi / tan(pi * (x - rint(x)));
-    return (x <= 0.0 && x == floor(x)) ? fg_nan() : r;
-}
-static inline float fg_digammaf(float x) { return (float)fg_digamma((double)x); }
+""" + cstyle.digamma_source("static inline").rstrip() + r"""
 /* float tanh that vectorizes through libmvec's fast expf (its tanhf is 3x slower): below
    0.75 an odd polynomial (least squares in the relative error), above 1 - 2 / (e^2|x| + 1);
    within 2 ulp of the exact result over every float in [0, 11] (checked exhaustively). */
