@@ -25,7 +25,7 @@ from funcgrad import errors
 from funcgrad.backends.native import build, linalg, loops, ops
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.backends.numpy import render as numpy_render
-from funcgrad.backends.numpy.runtime import Executable, Workspace, register_source
+from funcgrad.backends.numpy.runtime import Executable
 from funcgrad.compiler import memory
 from funcgrad.core import Literal
 from funcgrad.lax.control_flow import scan_p, while_p
@@ -265,32 +265,12 @@ def compile_native(program, donate_argnums=(), ir=None, compile_subprogram=None,
     c_src = r.c_source()
     r.bind(build.load(c_src, cc))
     n = next(numpy_render._program_ids)
-    fn_name, filename = f"fg_jit_{n}", f"<funcgrad-jit-{n}>"
-    src, spans, line_eqns = r.source(fn_name)
     header = (f"# funcgrad jit program {n} (native): {len(program.jaxpr.invars)} inputs, "
               f"{len(program.jaxpr.outvars)} outputs, {len(r.c_kernels)} C kernels, "
               f"{len(program.nodes) - len(program.kernels)} calls\n")
-    src = header + src
-    spans = [(a + 1, b + 1, *rest) for a, b, *rest in spans]
-    line_eqns = {k + 1: e for k, e in line_eqns.items()}
-    register_source(filename, src)
-    r.ns["_ws"] = Workspace([(shape, dt) for _, shape, dt in r.workspace])
-    ns = dict(r.ns)
-    exec(compile(src, filename, "exec"), ns)
-    cache = {}
-
-    def profiled():
-        if "fn" not in cache:
-            psrc, _, _ = r.source(fn_name, profile=True)
-            pname = f"<funcgrad-jit-{n}-profile>"
-            register_source(pname, psrc)
-            acc = [0.0] * len(spans)
-            pns = dict(r.ns, _clock=numpy_render.clock, _acc=acc)
-            exec(compile(psrc, pname, "exec"), pns)
-            cache["fn"], cache["acc"] = pns[fn_name], acc
-        return cache["fn"], cache["acc"]
-    _, instrumented = numpy_render.timed_variants(r, fn_name, n, len(spans))
-    exe = NativeExecutable(ns[fn_name], src, filename, ir, r.plan.analysis, spans,
-                           line_eqns, profiled, instrumented, c_source=c_src)
+    fn, src, filename, spans, line_eqns, profiled, instrumented = numpy_render.load_program(
+        r, n, header)
+    exe = NativeExecutable(fn, src, filename, ir, r.plan.analysis, spans, line_eqns,
+                           profiled, instrumented, c_source=c_src)
     exe.program, exe.buffers = program, numpy_render.buffer_table(r)
     return exe

@@ -465,12 +465,22 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
     r = Renderer(program, donate_argnums, workspace=workspace,
                  compile_subprogram=compile_subprogram).build()
     n = next(_program_ids)
-    fn_name = f"fg_jit_{n}"
-    filename = f"<funcgrad-jit-{n}>"
-    src, spans, line_eqns = r.source(fn_name)
     header = (f"# funcgrad jit program {n}: {len(program.jaxpr.invars)} inputs, "
               f"{len(program.jaxpr.outvars)} outputs, {len(program.kernels)} kernels, "
               f"{len(program.nodes) - len(program.kernels)} calls\n")
+    fn, src, filename, spans, line_eqns, profiled, instrumented = load_program(r, n, header)
+    exe = Executable(fn, src, filename, ir, r.plan.analysis, spans, line_eqns, profiled,
+                     instrumented)
+    exe.program, exe.buffers = program, buffer_table(r)
+    return exe
+
+
+def load_program(r, n, header):
+    """The Python function of built renderer `r` (this one or a subclass, as the native
+    backend's) as program `n`, with the one-line `header` on top: registered (tracebacks show
+    it) and executed. Returns `(fn, src, filename, spans, line_eqns, profiled, instrumented)`."""
+    fn_name, filename = f"fg_jit_{n}", f"<funcgrad-jit-{n}>"
+    src, spans, line_eqns = r.source(fn_name)
     src = header + src
     spans = [(a + 1, b + 1, *rest) for a, b, *rest in spans]
     line_eqns = {k + 1: e for k, e in line_eqns.items()}
@@ -479,10 +489,7 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
     ns = dict(r.ns)
     exec(compile(src, filename, "exec"), ns)
     profiled, instrumented = timed_variants(r, fn_name, n, len(spans))
-    exe = Executable(ns[fn_name], src, filename, ir, r.plan.analysis, spans, line_eqns,
-                     profiled, instrumented)
-    exe.program, exe.buffers = program, buffer_table(r)
-    return exe
+    return ns[fn_name], src, filename, spans, line_eqns, profiled, instrumented
 
 
 def timed_variants(r, fn_name, n, nspans):
