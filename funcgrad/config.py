@@ -27,6 +27,7 @@ class Config:
         "native": "background",  # CPU C kernels: "background" (numpy tier first), "sync", "off"
         "native_cache_dir": None,  # compiled C modules (None: ~/.cache/funcgrad/native)
         "native_sanitize": None,  # e.g. "address,undefined": C kernels built with sanitizers
+        "native_cache_bytes": 1 << 30,  # on-disk C modules beyond this: the least recent go
     }
 
     def __init__(self):

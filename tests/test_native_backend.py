@@ -598,3 +598,25 @@ def test_read_only_and_empty_inputs_reach_c_correctly():
         assert "C module" in f.lower(x, np.zeros((0,), np.float32)).compile().as_text()
     np.testing.assert_array_equal(np.asarray(got), x * np.float32(3) + np.float32(1))
     assert np.asarray(empty).shape == (0,)
+
+
+@needs_cc
+def test_the_disk_cache_keeps_to_its_size_by_dropping_the_least_recently_used(tmp_path):
+    sources = [f"double fg_probe{i}(double x) {{ return x + {i}; }}\n" for i in range(4)]
+    fg.config.update("native_cache_dir", str(tmp_path))
+    try:
+        for src in sources[:3]:
+            build.load(src)
+        one = max(os.path.getsize(p) for p in tmp_path.glob("*.so"))
+        keys = [build.cache_key(src, build.compiler()) for src in sources]
+        os.utime(tmp_path / f"{keys[0]}.so", (1, 1))  # the first module: the least recent
+        # room for the newest two modules and their sources, not three
+        fg.config.update("native_cache_bytes", 2 * one + sum(len(s) for s in sources) + 200)
+        build.load(sources[3])
+        left = {p.stem for p in tmp_path.glob("*.so")}
+        assert keys[3] in left and keys[0] not in left and len(left) <= 3
+        assert not (tmp_path / f"{keys[0]}.c").exists()
+        assert sum(p.stat().st_size for p in tmp_path.iterdir()) <= fg.config.native_cache_bytes
+    finally:
+        fg.config.update("native_cache_dir", None)
+        fg.config.update("native_cache_bytes", 1 << 30)

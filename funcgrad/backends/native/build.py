@@ -19,6 +19,7 @@ its `<key>.c`, key = sha256 of (source, compiler and version, flags, CPU feature
 atomically (a temporary file renamed into place), so a second process pays no compile.
 """
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -259,6 +260,8 @@ def load(source, cc=None):
         try:
             lib = ctypes.CDLL(path)
             stats["disk_hits"] += 1
+            with contextlib.suppress(OSError):
+                os.utime(path)  # recently used: `prune` keeps it longest
         except OSError:
             lib = None  # a damaged file: compiled again below
     if lib is None:
@@ -318,6 +321,32 @@ def _compile(source, cc, d, key):
         for t in (tmp_c, tmp):
             if os.path.exists(t):
                 os.unlink(t)
+    prune(d, keep=key)
+
+
+def prune(d, limit=None, keep=None):
+    """Deletes the least recently used modules (`<key>.so` with its `<key>.c`; a disk hit
+    touches its module) of cache folder `d` until it holds at most `limit` bytes
+    (`config.native_cache_bytes`); `keep` (a key) stays. A module already loaded by a
+    process keeps working (its mapping outlives the file)."""
+    limit = config.native_cache_bytes if limit is None else limit
+    try:
+        entries = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in os.scandir(d)]
+    except OSError:
+        return
+    total = sum(size for _, size, _ in entries)
+    for _, _, path in sorted(e for e in entries if e[2].endswith(".so")):
+        if total <= limit:
+            break
+        stem = path[:-3]
+        if os.path.basename(stem) == keep:
+            continue
+        for f in (path, stem + ".c"):
+            try:
+                total -= os.path.getsize(f)
+                os.unlink(f)
+            except OSError:
+                pass
 
 
 def cache_size():
