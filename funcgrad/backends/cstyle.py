@@ -67,6 +67,20 @@ def digamma_source(qualifier):
 """
 
 
+def operands(instr, dtypes):
+    """The C expressions and dtypes of a kernel instruction's arguments: `v_<name>` for a
+    value (its dtype from `dtypes`), a typed literal for a constant."""
+    args, dts = [], []
+    for a in instr.args:
+        if isinstance(a, str):
+            args.append(f"v_{a}")
+            dts.append(dtypes[a])
+        else:
+            args.append(literal(a.value, a.dtype))
+            dts.append(a.dtype)
+    return args, dts
+
+
 def storage(dtype):
     """The C type an array of `dtype` is stored as."""
     try:

@@ -110,14 +110,7 @@ class _Renderer:
         return f"const {ops.ctype(inp.dtype)} v_{inp.name} = {text};"
 
     def instr(self, instr):
-        args, dts = [], []
-        for a in instr.args:
-            if isinstance(a, str):
-                args.append(f"v_{a}")
-                dts.append(self.dtypes[a])
-            else:
-                args.append(ops.literal(a.value, a.dtype))
-                dts.append(a.dtype)
+        args, dts = cstyle.operands(instr, self.dtypes)
         return f"const {ops.ctype(instr.dtype)} v_{instr.dst} = {ops.expr(instr, args, dts)};"
 
     @staticmethod

@@ -32,6 +32,7 @@ import math
 
 import numpy as np
 
+from funcgrad.backends import cstyle
 from funcgrad.backends.cuda.plan import plan_kernel
 from funcgrad.backends.native import ops
 from funcgrad.compiler import escape
@@ -78,14 +79,7 @@ class CKernel:
     # --- pieces --------------------------------------------------------------------------
 
     def instr(self, instr):
-        args, dts = [], []
-        for a in instr.args:
-            if isinstance(a, str):
-                args.append(f"v_{a}")
-                dts.append(self.dtypes[a])
-            else:
-                args.append(ops.literal(a.value, a.dtype))
-                dts.append(a.dtype)
+        args, dts = cstyle.operands(instr, self.dtypes)
         text = ops.expr(instr, args, dts)
         if instr.dtype == "float16":
             text = f"fg_round_half({text})"
