@@ -168,6 +168,21 @@ def test_libm_functions_agree_within_a_few_ulp(dtype):
 
 
 @needs_cc
+def test_float_tanh_within_about_one_ulp_of_the_exact_value():
+    # fg_tanhf (odd polynomial below 0.75, 1 - 2 / (e^2x + 1) with an inline expf above) on
+    # every 97th float from 0 to 11 and beyond, both signs, against tanh in double, rounded
+    bits = np.arange(0, 0x41400000, 97, dtype=np.uint32)
+    x = bits.view(np.float32)
+    x = np.concatenate([x, -x, np.float32([20.0, 88.0, 1e30, np.inf, -np.inf])])
+    _, got, _ = both(fnp.tanh, x)
+    exact = np.tanh(x.astype(np.float64))
+    err = np.abs(got[0].astype(np.float64) - exact) / np.spacing(exact.astype(np.float32))
+    assert err.max() <= 1.1, (err.max(), x[np.argmax(err)])
+    n = bits.size  # x[n] is -0.0
+    assert got[0][n] == 0 and np.signbit(got[0][n]) and got[0][-1] == -1.0 and got[0][-2] == 1.0
+
+
+@needs_cc
 def test_reductions_broadcasts_and_transposed_reads():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(6, 5, 4)).astype(np.float32)
