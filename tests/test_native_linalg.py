@@ -281,11 +281,74 @@ def test_dynamic_indexing_in_a_loop_body_is_c_and_clamps_or_drops_like_numpy():
     x = np.ones(3, np.float32)
     got, text = _native(f, xs, x)
     for marker in ("scan loop", "dynamic_slice (1, 3, 3)", "dynamic_slice (1, 3, 2)",
-                   "dynamic_update_slice (1, 3)", "scatter one slice", "scatter-add one slice"):
+                   "dynamic_update_slice (1, 3)", "scatter (1, 3)", "scatter-add (1, 3)"):
         assert f"/* {marker} */" in text, marker
     want = fg.jit(f, backend="numpy")(xs, x)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6, atol=1e-6)
+
+
+@needs_cc
+def test_gathers_and_scatters_in_a_loop_body_are_c_and_match_numpy():
+    rng = np.random.default_rng(3)
+    emb = rng.normal(size=(12, 5)).astype(np.float32)
+    toks = rng.integers(-14, 14, size=(6, 4)).astype(np.int32)  # some out of bounds
+    counts = np.full(5, 2**31 - 3, np.int32)  # adds wrap past the int32 maximum
+    mask = rng.normal(size=(12,)) > 0
+
+    def f(emb, toks, counts, mask):
+        def body(c, t):
+            h, n, acc = c
+            rows = emb[fnp.clip(t, -12, 11)]                    # x[idx] (negative wraps)
+            filled = fnp.take(emb, t, axis=0, mode="fill", fill_value=-7.0)
+            clipped = fnp.take(emb, t, axis=0, mode="clip")
+            along = fnp.take_along_axis(emb[:4], fnp.abs(t)[:, None] % 5, axis=1)
+            points = emb[fnp.abs(t) % 12, fnp.abs(t) % 5]      # a point per index pair
+            picked = mask[fnp.abs(t) % 12]                      # bool
+            ints = fnp.take(counts, t, mode="fill")             # int32 minimum when out
+            h = fnp.tanh(h + rows.sum(0) + fnp.where(fnp.isnan(filled), 0.0, filled).sum(0)
+                         + clipped.mean(0) + along.sum() + points.sum() + picked.sum())
+            acc = acc.at[t % 12].add(h)                         # repeated rows add in order
+            acc = acc.at[t].set(h * 0.5, mode="drop")           # out of bounds dropped
+            n = n.at[fnp.abs(t) % 5].add(counts[:4])            # int32, wraps
+            return (h, n, acc), ints.sum() + picked.sum()
+        return lax.scan(body, (fnp.zeros(5, fnp.float32), counts, fnp.zeros((12, 5))), toks)
+
+    got, text = _native(f, emb, toks, counts, mask)
+    assert "/* scan loop */" in text
+    for marker in ("gather (1, 5)", "gather (1, 1)", "scatter-add (1, 5)", "scatter (1, 5)",
+                   "scatter-add (1,)"):
+        assert f"/* {marker} */" in text, marker
+    want = fg.tree_util.tree_leaves(fg.jit(f, backend="numpy")(emb, toks, counts, mask))
+    for g, w in zip(got, want):
+        w = np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape
+        if g.dtype.kind == "f":  # tanh and sums: libm and summation order, a few ulp
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+        else:  # the gathered and scattered integers and bools: exact
+            np.testing.assert_array_equal(g, w)
+    assert got[1].min() < 0  # the int32 adds did wrap
+
+
+@needs_cc
+def test_the_gradient_of_an_embedding_rnn_scan_stays_one_c_loop_each_way():
+    rng = np.random.default_rng(4)
+    emb = rng.normal(size=(20, 8)).astype(np.float32)
+    w = (rng.normal(size=(8, 8)) * 0.3).astype(np.float32)
+    toks = rng.integers(0, 20, size=(15, 3)).astype(np.int32)
+
+    def loss(emb, w, toks):
+        def body(h, t):
+            h = fnp.tanh(emb[t] + h @ w)
+            return h, fnp.sum(h * h)
+        return fnp.sum(lax.scan(body, fnp.zeros((3, 8)), toks)[1])
+    f = fg.value_and_grad(loss, argnums=(0, 1))
+    got, text = _native(f, emb, w, toks)
+    assert text.count("/* scan loop */") == 2 and "/* gather (1, 8) */" in text
+    assert "/* scatter-add (1, 8) */" in text and " for " not in text.split("# ----")[0]
+    want = fg.tree_util.tree_leaves(fg.jit(f, backend="numpy")(emb, w, toks))
+    for g, wv in zip(got, want):
+        np.testing.assert_allclose(g, np.asarray(wv), rtol=2e-5, atol=2e-6)
 
 
 @needs_cc

@@ -22,7 +22,8 @@ A small `dot_general` in a body (an RNN's `h @ W`) is a C function of the loop t
 (`SmallDot`), and a `cond`/`switch` in a body a C `if`/`else` around its branches' kernels
 (`_Cond`; the index clamps as `lax.switch` does); a small `lu`, `triangular_solve` or
 `cholesky` (so `fnp.linalg.solve`) is a C routine of `linalg.py`, and a shape or indexing
-operation (transpose, slices, pads, dynamic_slice, `x.at[i].set`) a copy of `shapes.py`.
+operation (transpose, slices, pads, dynamic_slice, gathers such as `emb[tokens]` and `take`,
+scatters such as `x.at[idx].add`) a copy of `shapes.py`.
 The carry is written after the whole body ran (a body output that is one of its inputs
 passes through a staging buffer first, so a swap of two carries is right). Scan inputs are
 read at `p + i * slice` and its stacked outputs written the same way. Anything else (another

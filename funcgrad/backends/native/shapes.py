@@ -1,8 +1,10 @@
 """Shape and indexing operations of a loop body as C copies, so the loop stays one C loop:
 `reshape`/`squeeze` (a memcpy), `transpose`, `broadcast_in_dim`, static `slice`, `pad`,
 `concatenate`, `dynamic_slice`, `dynamic_update_slice` (start indices clamped as the numpy
-implementation does) and a `scatter`/`scatter-add` of one slice at one index (what
-`x.at[i].set(v)` and `.add` trace to; out of bounds drops the update, mode=clip clamps).
+implementation does), `gather` (`x[idx]`, `take`, `take_along_axis`: starts clamped, or with
+mode=fill windows out of bounds filled) and `scatter`/`scatter-add` (`x.at[idx].set/add`, a
+gather's gradient: windows out of bounds dropped, mode=clip clamps), each in the numpy
+implementation's element order, so a loop body that looks up embeddings stays C.
 
     /* dynamic_slice (1, 3, 3) */
     void fg_loop0_b_k3(const float *restrict x, const int *restrict s0, ..., float *restrict o)
@@ -17,7 +19,7 @@ import math
 import numpy as np
 
 from funcgrad.backends.native import linalg, ops
-from funcgrad.lax.indexing import GatherScatterMode, scatter_add_p, scatter_p
+from funcgrad.lax.indexing import GatherScatterMode, gather_p, scatter_add_p, scatter_p
 from funcgrad.lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
 from funcgrad.lax.slicing import (
     concatenate_p,
@@ -197,40 +199,140 @@ class DynamicUpdateSlice(Copy):
         return "\n".join([head] + ["    " + ln for ln in lines] + ["}"]) + "\n"
 
 
+def _index_loads(eqn, index_map, shape, sizes, clip, drop):
+    """C lines reading one index vector `iv` into clamped starts `_s<d>` (an operand axis d
+    of `index_map`), with `drop` the statement run when a window is out of bounds and not
+    `clip` (gathers fill it, scatters skip it), as `indexing._index_plan` decides."""
+    lines = []
+    for k, d in enumerate(index_map):
+        hi = shape[d] - sizes[d]
+        lines.append(f"long long _s{d} = (long long)iv[{k}];")
+        if not clip:
+            lines.append(f"if (_s{d} < 0 || _s{d} > {hi}) {drop}")
+        lines.append(f"_s{d} = _s{d} < 0 ? 0 : _s{d} > {hi} ? {hi} : _s{d};")
+    return lines
+
+
+def _index_vector(ctype, batch, k):
+    """The C line pointing `iv` at the index vector of batch position (b0, b1, ...)."""
+    flat = " + ".join(f"b{j} * {st}" for j, st in enumerate(_strides(batch))) or "0"
+    return f"const {ctype} *iv = ix + ({flat}) * {k};"
+
+
+def _block(loops, ind, body):
+    """`body` once per batch position, in a `do { } while (0)` so `break` skips the rest."""
+    return (loops + [ind + "do {"] + [ind + "    " + ln for ln in body]
+            + [ind + "} while (0);"])
+
+
+def _index_type(eqn, indices):
+    dt = np.dtype(indices.dtype)
+    if dt.kind not in "iu" or indices.ndim < 1:
+        raise ops.Unsupported(f"{eqn.prim.name} with indices {indices} in C")
+    return ops.storage(dt.name)
+
+
+class Gather(Copy):
+    """`gather` in general (what `x[idx]`, `take` and `take_along_axis` trace to): per index
+    vector (the last axis of the indices), a window at the start it names, clamped to fit, or
+    with mode=fill a window out of bounds filled with `fill_value` (NaN, the integer minimum
+    or True by default), as the numpy implementation; batch and window axes placed in the
+    output by `offset_dims`."""
+
+    def __init__(self, eqn, cname):
+        self.eqn, self.cname = eqn, cname
+        x, ix = (v.aval for v in eqn.invars)
+        out = eqn.outvars[0].aval
+        if x.ndim == 0 or 0 in x.shape or 0 in out.shape:
+            raise ops.Unsupported("gather of a scalar or an empty array")
+        self.t, self.it = ops.storage(np.dtype(x.dtype).name), _index_type(eqn, ix)
+        self.clip = eqn.params["mode"] is not GatherScatterMode.FILL_OR_DROP
+        if not self.clip and np.dtype(x.dtype).name == "float16":
+            raise ops.Unsupported("a float16 gather with a fill value")
+
+    def _fill(self):
+        from funcgrad.lax.indexing import _default_fill
+        dt = np.dtype(self.eqn.invars[0].aval.dtype)
+        fill = self.eqn.params["fill_value"]
+        value = _default_fill(dt) if fill is None else fill
+        if dt.kind == "f" and np.isnan(value):
+            return "(float)NAN" if dt.name == "float32" else "(double)NAN"
+        return ops.literal(value, dt.name)
+
+    def source(self):
+        x, ix = (v.aval for v in self.eqn.invars)
+        out = self.eqn.outvars[0].aval.shape
+        offset_dims, collapsed, index_map = self.eqn.params["dimension_numbers"]
+        sizes = self.eqn.params["slice_sizes"]
+        window = [d for d in range(x.ndim) if d not in collapsed]
+        batch_axes = [a for a in range(len(out)) if a not in offset_dims]
+        xs, os_ = _strides(x.shape), _strides(out)
+        batch, K = ix.shape[:-1], ix.shape[-1]
+        loops, ind = _loops(batch, "b")
+        body = [_index_vector(self.it, batch, K)]
+        body += _index_loads(self.eqn, index_map, x.shape, sizes, self.clip, "_ok = 0;")
+        base = " + ".join([f"_s{d} * {xs[d]}" for d in index_map] or ["0"])
+        obase = " + ".join([f"b{j} * {os_[a]}" for j, a in enumerate(batch_axes)] or ["0"])
+        wl, wind = _loops([sizes[d] for d in window], "w")
+        src = " + ".join(["_base"] + [f"w{j} * {xs[d]}" for j, d in enumerate(window)])
+        dst = " + ".join(["_obase"] + [f"w{j} * {os_[a]}" for j, a in enumerate(offset_dims)])
+        value = f"x[{src}]" if self.clip else f"_ok ? x[{src}] : {self._fill()}"
+        body = (["int _ok = 1;"] * (not self.clip) + body
+                + [f"const long long _base = {base}, _obase = {obase};"] + wl
+                + [wind + f"o[{dst}] = {value};"])
+        head = (f"/* gather {tuple(sizes)} */\nvoid {self.cname}(const {self.t} *restrict x, "
+                f"const {self.it} *restrict ix, {self.t} *restrict o) {{")
+        lines = _block(loops, ind, body)
+        return "\n".join([head] + ["    " + ln for ln in lines] + ["}"]) + "\n"
+
+
 class Scatter(Copy):
-    """`scatter`/`scatter-add` of one slice `operand[i0, .., ik-1] = updates` (indices of
-    shape (k,), updates the operand's trailing axes): out of bounds drops it (clip clamps)."""
+    """`scatter`/`scatter-add` in general (`x.at[idx].set/add`, a gather's transpose): the
+    operand copied, then per index vector its window of updates written or added at the
+    start it names, in the numpy implementation's order (so repeated indices add in the same
+    order and the last write wins); out of bounds drops the window, mode=clip clamps it."""
 
     def __init__(self, eqn, cname):
         super().__init__(eqn, cname)
         op, ix, up = (v.aval for v in eqn.invars)
-        window, inserted, index_map = eqn.params["dimension_numbers"]
-        k = ix.shape[0] if ix.ndim == 1 else -1
-        if (k < 1 or tuple(inserted) != tuple(range(k)) or tuple(index_map) != tuple(range(k))
-                or tuple(window) != tuple(range(up.ndim)) or up.shape != op.shape[k:]
-                or np.dtype(ix.dtype).kind != "i" or 0 in up.shape):
-            raise ops.Unsupported("a scatter other than one slice at one index")
-        self.k, self.it = k, ops.storage(np.dtype(ix.dtype).name)
+        if op.ndim == 0 or 0 in up.shape:
+            raise ops.Unsupported("a scatter into a scalar or of no updates")
+        self.it = _index_type(eqn, ix)
+        dt = np.dtype(op.dtype)
+        if eqn.prim is scatter_add_p and (dt.kind == "b" or dt.name == "float16"):
+            raise ops.Unsupported(f"a {dt.name} scatter-add in C")
+        # signed integers add as unsigned, so overflow wraps as numpy's does (not C's UB)
+        self.wrap = f"unsigned {self.t.replace('signed ', '')}" if dt.kind == "i" else None
 
     def source(self):
-        shape, k = self.eqn.invars[0].aval.shape, self.k
-        size = math.prod(shape[k:])
+        from funcgrad.lax.indexing import _window_sizes
+        op, ix, up = (v.aval for v in self.eqn.invars)
+        window_dims, inserted, index_map = self.eqn.params["dimension_numbers"]
+        sizes = _window_sizes(op.ndim, inserted, window_dims, up.shape)
         clip = self.eqn.params["mode"] is GatherScatterMode.CLIP
-        lines, terms = [], []
-        for a, (n, st) in enumerate(zip(shape[:k], _strides(shape)[:k])):
-            lines.append(f"long long _s{a} = (long long)ix[{a}];")
-            if clip:
-                lines.append(f"_s{a} = _s{a} < 0 ? 0 : _s{a} > {n - 1} ? {n - 1} : _s{a};")
-            else:
-                lines.append(f"if (_s{a} < 0 || _s{a} >= {n}) return;  /* dropped */")
-            terms.append(f"_s{a} * {st}")
-        op = "+=" if self.eqn.prim is scatter_add_p else "="
-        lines = ([f"memcpy(o, x, {self.nbytes});"] + lines
-                 + [f"const long long _base = {' + '.join(terms)};",
-                    f"for (long long e = 0; e < {size}; ++e) o[_base + e] {op} u[e];"])
-        head = (f"/* {self.eqn.prim.name} one slice */\nvoid {self.cname}(const {self.t} "
+        window = [d for d in range(op.ndim) if d not in inserted]
+        batch_axes = [a for a in range(up.ndim) if a not in window_dims]
+        xs, us = _strides(op.shape), _strides(up.shape)
+        batch, K = ix.shape[:-1], ix.shape[-1]
+        loops, ind = _loops(batch, "b")
+        body = [_index_vector(self.it, batch, K)]
+        body += _index_loads(self.eqn, index_map, op.shape, sizes, clip, "break;")
+        base = " + ".join([f"_s{d} * {xs[d]}" for d in index_map] or ["0"])
+        ubase = " + ".join([f"b{j} * {us[a]}" for j, a in enumerate(batch_axes)] or ["0"])
+        wl, wind = _loops([sizes[d] for d in window], "w")
+        dst = " + ".join(["_base"] + [f"w{j} * {xs[d]}" for j, d in enumerate(window)])
+        src = " + ".join(["_ubase"] + [f"w{j} * {us[a]}" for j, a in enumerate(window_dims)])
+        if self.eqn.prim is not scatter_add_p:
+            store = f"o[{dst}] = u[{src}];"
+        elif self.wrap:
+            store = f"o[{dst}] = ({self.t})(({self.wrap})o[{dst}] + ({self.wrap})u[{src}]);"
+        else:
+            store = f"o[{dst}] += u[{src}];"
+        body += [f"const long long _base = {base}, _ubase = {ubase};"] + wl + [wind + store]
+        head = (f"/* {self.eqn.prim.name} {tuple(sizes)} */\nvoid {self.cname}(const {self.t} "
                 f"*restrict x, const {self.it} *restrict ix, const {self.t} *restrict u, "
                 f"{self.t} *restrict o) {{")
+        lines = [f"memcpy(o, x, {self.nbytes});"] + _block(loops, ind, body)
         return "\n".join([head] + ["    " + ln for ln in lines] + ["}"]) + "\n"
 
 
@@ -260,4 +362,5 @@ class Concatenate(Copy):
 IN_LOOPS = {**linalg.ROUTINES, reshape_p: Copy, squeeze_p: Copy, transpose_p: Transpose,
             broadcast_in_dim_p: Broadcast, slice_p: Slice, pad_p: Pad,
             dynamic_slice_p: DynamicSlice, dynamic_update_slice_p: DynamicUpdateSlice,
-            scatter_p: Scatter, scatter_add_p: Scatter, concatenate_p: Concatenate}
+            gather_p: Gather, scatter_p: Scatter, scatter_add_p: Scatter,
+            concatenate_p: Concatenate}
