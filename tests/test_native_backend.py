@@ -371,6 +371,11 @@ SANITIZED = textwrap.dedent("""
                  fg.vmap(lambda w: fg.lax.fori_loop(0, 3, lambda k, c: fnp.tanh(w @ c), w[0]))(
                      fnp.stack([m, m.T]))
              ))(x[:7] + 8 * fnp.eye(7)),
+             lambda x, v, i: fg.lax.scan(  # gathers and scatters, some indices out of bounds
+                 lambda c, t: (c.at[t % 9].add(x[t % 9]).at[t].set(1.0, mode="drop")
+                               + fnp.take(x, t, axis=0, mode="fill").sum(0),
+                               fnp.take_along_axis(x[:3], fnp.abs(t)[:, None] % 7, axis=1)),
+                 x[:3], i[:, :3].astype(np.int32) // 8),
              lambda x, v, i: (lambda w: fg.lax.scan(
                  lambda c, r: (fnp.tanh(c @ w + r), x @ c), v, x))(x[:7] * 0.3)]
     for p in progs:
@@ -381,7 +386,8 @@ SANITIZED = textwrap.dedent("""
             np.testing.assert_allclose(np.asarray(a, 'f8'), np.asarray(b, 'f8'), rtol=1e-5)
         assert "C module" in f.lower(x, v, i).compile().as_text()
     assert "dot_general 1x7 @ 7x7" in f.lower(x, v, i).compile().as_text()  # the last one
-    assert "/* lu 7x7 */" in fg.jit(progs[-2]).lower(x, v, i).compile().as_text()
+    assert "/* lu 7x7 */" in fg.jit(progs[-3]).lower(x, v, i).compile().as_text()
+    assert "/* gather (1, 7) */" in fg.jit(progs[-2]).lower(x, v, i).compile().as_text()
     print("sanitized ok")
 """)
 
