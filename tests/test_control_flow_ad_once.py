@@ -129,6 +129,29 @@ def test_jit_program_has_one_forward_scan_and_runs_it_once(native):
         close(got, old(W, h0, xs), 1e-5)
 
 
+@pytest.mark.parametrize("native", ["off", pytest.param("sync", marks=pytest.mark.skipif(
+    build.find_compiler() is None, reason="no C compiler (the numpy tier runs the same check)"))])
+@pytest.mark.parametrize("how", ["value_and_grad", "grad", "vjp"])
+def test_differentiating_a_jitted_function_runs_its_forward_loop_once(native, how):
+    # grad(jit(f)): the jitted call runs once, as the known half of its jvp (value and
+    # residuals), and the backward pass is the transposed linear half alone
+    fg.config.update("native", native)
+    W, h0, xs = inputs()
+    jf = fg.jit(rnn)
+    if how == "vjp":
+        def run(W, h0, xs):
+            out, back = fg.vjp(jf, W, h0, xs)
+            return out, back(fnp.ones_like(out))
+    else:
+        run = getattr(fg, how)(jf, argnums=(0, 1))
+    counted(run, W, h0, xs)  # compile
+    n, got = counted(run, W, h0, xs)
+    assert n == 7
+    ref = (fg.vjp(rnn, W, h0, xs)[1](fnp.ones(())) if how == "vjp"
+           else getattr(fg, how)(rnn, argnums=(0, 1))(W, h0, xs))
+    close(got[1] if how == "vjp" else got, ref, 1e-5)
+
+
 def test_make_jaxpr_of_value_and_grad_has_one_forward_scan():
     W, h0, xs = inputs()
     text = str(fg.make_jaxpr(fg.value_and_grad(rnn))(W, h0, xs))

@@ -13,7 +13,9 @@ a compiled call, with the interpreters' sub-program transforms: jvp binds `jit_p
 jvp program (`ad.jvp_jaxpr`); transpose partially evaluates that program into a known part
 (residuals) and a linear part and binds `jit_p` of each, the linear one transposed
 (`ad.MixedTranspose`); vmap binds `jit_p` of the batched program (`batching.batch_jaxpr`).
-So `grad(jit(f))` runs compiled forward and backward code.
+So `grad(jit(f))` runs compiled forward and backward code, and the forward once: bound
+under linearize, the call runs the known half of its jvp program (value and residuals in one
+compiled call, `_OnePass`) and its jvp rule binds only the linear half.
 This module must not import funcgrad.compiler.jit (the user-facing API sits on top).
 """
 
@@ -29,11 +31,15 @@ from funcgrad.core import (
     Array,
     ClosedJaxpr,
     Eqn,
+    Jaxpr,
     Literal,
     Primitive,
+    Tracer,
     Var,
+    current_trace,
     eval_jaxpr,
     get_aval,
+    set_trace,
     to_array,
 )
 from funcgrad.core.array import device_provider
@@ -173,8 +179,20 @@ def call_jaxpr(closed, consts, args, name, backend):
         env = dict(zip(closed.jaxpr.invars, args))
         return [Array(np.asarray(v.val, v.aval.dtype), v.aval.weak_type)
                 if type(v) is Literal else env[v] for v in closed.jaxpr.outvars]
-    return jit_p.bind(*args, jaxpr=closed, name=name, donated=(False,) * len(args),
-                      backend=backend)
+    return bind(args, dict(jaxpr=closed, name=name, donated=(False,) * len(args),
+                           backend=backend))
+
+
+def bind(args, params):
+    """Bind `jit_p` on `args`. In linearize's define-by-run trace (grad, vjp of a jitted
+    function) the call runs once, as the known half of its jvp: the value and the residuals
+    of the linear half come from one compiled call (`_OnePass`), so a loop in it runs once."""
+    trace = current_trace()
+    if ad.linearizing(trace):
+        outs = _OnePass.run(trace, args, params)
+        if outs is not None:
+            return outs
+    return jit_p.bind(*args, **params)
 
 
 def _derive(closed, key, make):
@@ -196,12 +214,83 @@ def _jvp_program(closed, nonzeros):
 
 def _jit_jvp(primals, outs, tangents, *, jaxpr, name, donated, backend):
     nonzeros = tuple(type(t) is not ad.Zero for t in tangents)
+    one_pass = ad.take_residuals(outs[0]) if outs else None
+    if one_pass is not None and one_pass.covers(nonzeros):
+        return one_pass.tangents(tangents, name, backend)
     program, consts, out_nz = _derive(jaxpr, ("jvp", nonzeros),
                                       lambda: _jvp_program(jaxpr, nonzeros))
     nz_tangents = [t for t in tangents if type(t) is not ad.Zero]
     t_outs = iter(call_jaxpr(program, consts, list(primals) + nz_tangents, f"jvp({name})",
                              backend) if any(out_nz) else [])
     return [next(t_outs) if nz else ad.Zero(a) for nz, a in zip(out_nz, jaxpr.out_avals)]
+
+
+class _OnePass:
+    """A jit call under linearize, run once. Its jvp program, partially evaluated with the
+    primals known and the tangents not, gives a known program (primal outputs, then the
+    residuals) run now as one compiled call, and a linear program (residuals, tangents ->
+    tangent outputs) that `tangents` binds when linearize asks for the jvp; the transpose
+    of that call is then the linear program's alone (as JAX's partial eval of `pjit`)."""
+
+    def __init__(self, closed, nz):
+        self.nz, n_out = nz, len(closed.out_avals)
+        jvp, self.out_nz = ad.jvp_jaxpr(closed, list(nz), instantiate=False)
+        unknowns = [False] * len(nz) + [True] * sum(nz)
+        known, linear, out_u, num_res = pe.partial_eval_jaxpr(jvp, unknowns, False)
+        self.known = None
+        if any(out_u[:n_out]) or not all(out_u[n_out:]):
+            return  # a primal output needs a tangent, or a tangent output none: plain rule
+        kj = known.jaxpr
+        self.res_from_input = [kj.invars.index(r) if r in kj.invars else None
+                               for r in kj.outvars[n_out:]]
+        computed = [r for r, i in zip(kj.outvars[n_out:], self.res_from_input) if i is None]
+        kj, _ = pe.dce_jaxpr(Jaxpr(kj.constvars, kj.invars, kj.outvars[:n_out] + computed,
+                                   kj.eqns), [True] * (n_out + len(computed)))
+        self.known, self.known_consts = pe.closure_convert(ClosedJaxpr(kj, known.consts))
+        self.linear, self.linear_consts = pe.closure_convert(linear)
+
+    @classmethod
+    def run(cls, b, args, params):
+        """The call's outputs in the define-by-run trace `b`, or None (then bind it plainly)."""
+        closed = params["jaxpr"]
+        if not closed.out_avals:
+            return None
+        mine = [isinstance(a, Tracer) and a._trace is b for a in args]
+        vals = [a.val if m else a for a, m in zip(args, mine)]
+        nz = tuple(m and ad.differentiable(get_aval(a)) for a, m in zip(args, mine))
+        if not any(nz) or any(v is None for v in vals):
+            return None
+        plan = _derive(closed, ("one pass", nz), lambda: cls(closed, nz))
+        if plan.known is None:
+            return None
+        with set_trace(b.parent):  # one level up, as the plain call would have run
+            outs = call_jaxpr(plan.known, plan.known_consts, vals, params["name"],
+                              params["backend"])
+        n_out = len(closed.out_avals)
+        computed = iter(outs[n_out:])
+        kept = _Kept(plan, [next(computed) if i is None else vals[i]
+                            for i in plan.res_from_input])
+        tracers = ad.record_known(b, jit_p, args, params, outs[:n_out])
+        ad.keep_residuals(b, outs[0], kept)
+        return tracers
+
+
+class _Kept:
+    """A `_OnePass` plan with the residuals of one run, for the jvp rule."""
+
+    def __init__(self, plan, residuals):
+        self.plan, self.residuals = plan, residuals
+
+    def covers(self, nonzeros):
+        return all(n <= m for n, m in zip(nonzeros, self.plan.nz))
+
+    def tangents(self, tangents, name, backend):
+        plan = self.plan
+        ts = [ad.instantiate(t) for t, m in zip(tangents, plan.nz) if m]
+        t_outs = iter(call_jaxpr(plan.linear, plan.linear_consts, self.residuals + ts,
+                                 f"jvp({name})", backend))
+        avals = plan.known.out_avals[:len(plan.out_nz)]
+        return [next(t_outs) if nz else ad.Zero(a) for nz, a in zip(plan.out_nz, avals)]
 
 
 # --- transpose --------------------------------------------------------------------------------

@@ -201,7 +201,7 @@ class Jitted:
     def _bind_entry(self, entry, leaves, args, kwargs):
         if entry.donate and current_trace() is None:  # debug_nans: checked, not donated
             check_donation(entry, leaves, lambda: self._names_of(args, kwargs))
-        outs = call.jit_p.bind(*entry.consts, *leaves, **entry.bind_params)
+        outs = call.bind([*entry.consts, *leaves], entry.bind_params)
         return entry.out_tree.unflatten(outs)
 
     def _key(self, args, kwargs):
