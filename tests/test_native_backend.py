@@ -362,6 +362,8 @@ SANITIZED = textwrap.dedent("""
              lambda x, v, i: (i * i + i // 3, i << 9, (i.astype(np.int32) * 70000) ** 2),
              lambda x, v, i: (x.astype(np.int32), x.astype(np.float16) * 2, x[::-1] + x),
              lambda x, v, i: fg.lax.scan(lambda c, r: (c * 0.5 + fnp.sin(r), c + r), v, x),
+             lambda x, v, i: fg.grad(lambda x: fnp.sum(fg.lax.reduce_window(  # pooling grad
+                 x, -np.inf, fg.lax.max, (3, 2), (2, 1), ((1, 2), (0, 1)), (2, 1)) ** 2))(x),
              lambda x, v, i: (lambda m: (  # small linear algebra: C routines
                  fnp.linalg.solve(m, v), fg.lax.linalg.lu(x),
                  fg.lax.linalg.cholesky(fnp.stack([m @ m.T, -m, m @ m.T])),

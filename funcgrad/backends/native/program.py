@@ -13,7 +13,8 @@ elementwise output may take the buffer of an input it reads at the same index th
 there (donated optimizer states update in place), then its pointers lose `restrict`.
 Kernels C cannot print (complex numbers) stay numpy statements. A small `lu`,
 `triangular_solve` or `cholesky` (`linalg.SMALL_MAX`, `linalg.LARGE_MAX`) is a call of a C
-routine too; larger ones stay LAPACK through numpy.
+routine too (larger ones stay LAPACK through numpy), and so is `select_and_scatter_add`
+(`windows.py`, the gradient of overlapping max pooling).
 """
 
 import ctypes
@@ -22,7 +23,7 @@ import math
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.backends.native import build, linalg, loops, ops
+from funcgrad.backends.native import build, linalg, loops, ops, windows
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.backends.numpy import render as numpy_render
 from funcgrad.backends.numpy.runtime import Executable
@@ -31,6 +32,7 @@ from funcgrad.core import Literal
 from funcgrad.lax.control_flow import scan_p, while_p
 
 NATIVE_LOOPS = (while_p, scan_p)
+ROUTINES = {**linalg.ROUTINES, **windows.ROUTINES}  # C routines called at top level
 
 
 class _Kernel:
@@ -69,7 +71,7 @@ class _Loop:
 
 
 class _Routine:
-    """A small linear algebra routine of the module (`linalg.py`), called at top level."""
+    """A routine of the module (`linalg.py`, `windows.py`), called at top level."""
 
     def __init__(self, routine, pyname):
         self.c, self.pyname = routine, pyname
@@ -135,9 +137,9 @@ class NativeRenderer(numpy_render.Renderer):
                 loop = None
             if loop is not None:
                 return self._c_call(_Loop(loop, self.fresh_name("_nl")), eqn)
-        if eqn.prim in linalg.ROUTINES:
+        if eqn.prim in ROUTINES:
             try:
-                routine = linalg.ROUTINES[eqn.prim](eqn, f"fg_la{len(self.c_kernels)}")
+                routine = ROUTINES[eqn.prim](eqn, f"fg_la{len(self.c_kernels)}")
             except ops.Unsupported:
                 routine = None
             if routine is not None:
