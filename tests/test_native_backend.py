@@ -215,6 +215,35 @@ def test_large_kernels_run_on_threads_with_the_same_numbers():
     np.testing.assert_allclose(got[3], want[3], rtol=1e-5)
 
 
+FOREIGN_GOMP = textwrap.dedent("""
+    import ctypes, os, sys
+    os.environ.pop("OMP_WAIT_POLICY", None)
+    ctypes.CDLL("libgomp.so.1", mode=os.RTLD_GLOBAL)  # as PyTorch loads it, spinning
+    import numpy as np, funcgrad as fg, funcgrad.numpy as fnp
+    from funcgrad.backends.native import build
+    fg.config.update("native", "sync")
+    fg.config.update("native_cache_dir", sys.argv[1])
+    cc = build.compiler()
+    text = lambda n: fg.jit(lambda x: fnp.tanh(x) * 2.0).lower(np.ones(n, "f")).compile().as_text()
+    big = text(build.SPINNING_PARALLEL_MIN)
+    small = text(build.SPINNING_PARALLEL_MIN // 4)
+    print(cc.openmp, cc.parallel_min, "omp parallel" in big, "omp parallel" in small)
+""")
+
+
+@needs_cc
+def test_a_spinning_foreign_libgomp_keeps_threads_for_large_loops_only(tmp_path):
+    # another library's libgomp (PyTorch's), set up spinning: short parallel regions would
+    # each be followed by a spin starving numpy, so only loops of 4M elements get threads
+    if not build.compiler().openmp:
+        pytest.skip("the compiler has no OpenMP (the kernels have no threads at all)")
+    done = subprocess.run([sys.executable, "-c", FOREIGN_GOMP, str(tmp_path)],
+                          capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True", str(build.SPINNING_PARALLEL_MIN), "True", "False"]
+
+
 @needs_cc
 def test_nan_and_empty_reductions():
     x = np.array([[1.0, np.nan, 3.0], [-np.inf, 2.0, -0.0]], np.float32)

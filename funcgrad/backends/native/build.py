@@ -21,6 +21,7 @@ atomically (a temporary file renamed into place), so a second process pays no co
 
 import contextlib
 import ctypes
+import dataclasses
 import functools
 import hashlib
 import json
@@ -57,6 +58,7 @@ class Compiler:
     flags: tuple
     openmp: bool
     libs: tuple = ()
+    parallel_min: int = 0  # elements from which a loop runs on threads (0: the kernel default)
 
 
 def _candidates():
@@ -91,6 +93,7 @@ def _builds(path, flags, text="int fg_probe(void) { return 0; }\n", load=False, 
         return done.returncode == 0
 
 
+SPINNING_PARALLEL_MIN = 1 << 22  # see _probe
 PROBE_VERSION = "2"  # what `_probe_flags` tries: a change must not reuse old answers
 
 
@@ -109,8 +112,10 @@ def _probe(path, sanitize):
     # OpenBLAS threads and Python (a transformer step ran 4.5x slower on 2 cores). libgomp
     # reads this once, when the first OpenMP module (a probe below) loads; a user's value wins.
     # A libgomp that another library loaded first (PyTorch ships one) was set up spinning:
-    # then the kernels keep their SIMD loops but start no OpenMP threads (the GPT step with
-    # torch imported first: 285 ms with threads, as against 38 ms without torch).
+    # then only loops of SPINNING_PARALLEL_MIN elements and more start OpenMP threads (with
+    # the usual threshold, the GPT step with torch imported first took 285 ms, as against 38
+    # ms without torch: many short regions, each followed by a spin; a 4M-element gelu
+    # kernel takes milliseconds, and halves on two cores).
     spinning = "OMP_WAIT_POLICY" not in os.environ and _libgomp_loaded()
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
@@ -120,8 +125,7 @@ def _probe(path, sanitize):
         return None
     cc = _probe_on_disk(path, version, sanitize)
     if cc is not None and spinning and cc.openmp:
-        flags = tuple("-fopenmp-simd" if f == "-fopenmp" else f for f in cc.flags)
-        cc = Compiler(cc.path, cc.version, flags, False, cc.libs)
+        cc = dataclasses.replace(cc, parallel_min=SPINNING_PARALLEL_MIN)
     return cc
 
 

@@ -54,7 +54,9 @@ class CKernel:
     outputs as the spec lists them."""
 
     def __init__(self, spec, cname, eqns=(), openmp=False):
-        self.spec, self.cname, self.openmp = spec, cname, openmp
+        self.spec, self.cname, self.openmp = spec, cname, bool(openmp)
+        # `openmp`: False, True (threads from PARALLEL_MIN_ELEMENTS on) or that minimum
+        self.parallel_min = PARALLEL_MIN_ELEMENTS if openmp is True else int(openmp or 0)
         self.plan = plan_kernel(spec)
         self.comments = {i.dst: _comment(e) for i, e in zip(spec.body, eqns)}
         self.dtypes = {inp.name: inp.dtype for inp in spec.inputs}
@@ -127,7 +129,7 @@ class CKernel:
     def elementwise(self):
         p = self.plan
         dims = p.outer + p.inner
-        parallel = self.openmp and p.n >= PARALLEL_MIN_ELEMENTS
+        parallel = self.openmp and p.n >= self.parallel_min
         head = self.loops(dims, "i", True, parallel)
         counters = [f"i{d}" for d in range(len(dims))]
         inner = [self.load(inp, _offset(counters, inp.strides)) for inp in p.inputs]
@@ -141,7 +143,7 @@ class CKernel:
         if len(p.outer) == 1 and p.rows > 1 and not self._rows_contiguous():
             return self.column_reduction()
         no, ni = len(p.outer), len(p.inner)
-        parallel = self.openmp and p.n >= PARALLEL_MIN_ELEMENTS and p.rows > 1 and no
+        parallel = self.openmp and p.n >= self.parallel_min and p.rows > 1 and no
         outer = [f"i{d}" for d in range(no)]
         counters = outer + [f"k{d}" for d in range(ni)]
         row = _offset(outer, _row_major(p.outer)) if no else "0"
@@ -189,7 +191,7 @@ class CKernel:
                 r.out, r.dtype, "i0", f"({ops.ctype(r.dtype)})acc{j}[i0 - _r]"))
         rows_loop = ["#pragma omp simd", "for (long long i0 = _r; i0 < _e; ++i0) {"]
         body = init + _nest(self.loops(p.inner, "k", False, False) + rows_loop, inner) + write
-        head = ["#pragma omp parallel for"] if self.openmp and p.n >= PARALLEL_MIN_ELEMENTS else []
+        head = ["#pragma omp parallel for"] if self.openmp and p.n >= self.parallel_min else []
         head += [f"for (long long _r = 0; _r < {rows}; _r += {b}) {{",
                  f"const long long _e = _r + {b} < {rows} ? _r + {b} : {rows};"]
         return _nest(head, body)

@@ -261,7 +261,8 @@ def compile_native(program, donate_argnums=(), ir=None, compile_subprogram=None,
     """`program` rendered as a Python wrapper around one C module; None when no kernel of
     it is printable in C (the numpy backend then serves it as it is)."""
     cc = cc or build.compiler()
-    r = NativeRenderer(program, donate_argnums, compile_subprogram, openmp=cc.openmp).build()
+    openmp = (cc.parallel_min or True) if cc.openmp else False  # see kernel.CKernel
+    r = NativeRenderer(program, donate_argnums, compile_subprogram, openmp=openmp).build()
     if not r.c_kernels:
         return None
     c_src = r.c_source()
