@@ -393,6 +393,9 @@ SANITIZED = textwrap.dedent("""
              lambda x, v, i: fg.lax.scan(lambda c, r: (c * 0.5 + fnp.sin(r), c + r), v, x),
              lambda x, v, i: fg.grad(lambda x: fnp.sum(fg.lax.reduce_window(  # pooling grad
                  x, -np.inf, fg.lax.max, (3, 2), (2, 1), ((1, 2), (0, 1)), (2, 1)) ** 2))(x),
+             lambda x, v, i: fg.lax.fori_loop(0, 4, lambda k, c: (  # along one axis, in C
+                 fg.lax.cumsum(c[0], 1, reverse=True) * 0.5 + fnp.argmax(c[0], 0) * 0.1,
+                 fg.lax.cumprod(c[1] + i, 0)), (x, i)),
              lambda x, v, i: (lambda m: (  # small linear algebra: C routines
                  fnp.linalg.solve(m, v), fg.lax.linalg.lu(x),
                  fg.lax.linalg.cholesky(fnp.stack([m @ m.T, -m, m @ m.T])),

@@ -352,6 +352,39 @@ def test_the_gradient_of_an_embedding_rnn_scan_stays_one_c_loop_each_way():
 
 
 @needs_cc
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.uint8, np.int64])
+def test_argmax_and_cumulative_ops_in_a_loop_body_are_c_and_bit_exact(dtype):
+    rng = np.random.default_rng(5)
+    x = rng.integers(-3, 4, size=(3, 5, 4)).astype(dtype)  # ties everywhere
+    if np.dtype(dtype).kind == "f":
+        x[0, 2, 1] = x[1, 0, 3] = np.nan  # a NaN is the first extremum; NaN propagates
+        x[2, 1, 0] = -0.0
+    big = np.full((3, 5, 4), np.iinfo(dtype).max if np.dtype(dtype).kind in "iu" else 1e30,
+                  dtype)  # integer sums and products wrap
+
+    def f(x, big):
+        def body(i, c):
+            acc, idx = c
+            y, b = x + acc, big + acc  # carry-dependent, so nothing leaves the loop
+            idx = idx + lax.argmax(y, 1, np.int32) + lax.argmin(y, 2, np.int64)[:, :4]
+            acc = (lax.cumsum(y, 1) + lax.cumsum(y, 2, reverse=True) + lax.cummax(y, 0)
+                   + lax.cummin(y, 1, reverse=True) + lax.cumprod(b, 1) + lax.cumsum(b, 2))
+            return acc, idx
+        return lax.fori_loop(0, 3, body, (fnp.zeros_like(x), fnp.zeros((3, 4), np.int64)))
+
+    got, text = _native(f, x, big)
+    assert "/* scan loop */" in text
+    for marker in ("argmax axis 1", "argmin axis 2", "cumsum axis 1", "cumsum axis 2",
+                   "cummax axis 0", "cummin axis 1", "cumprod axis 1"):
+        assert f"/* {marker} of (3, 5, 4) */" in text, marker
+    want = [np.asarray(w) for w in fg.tree_util.tree_leaves(
+        fg.jit(f, backend="numpy")(x, big))]
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+
+
+@needs_cc
 def test_many_right_hand_sides_stay_lapack():
     a, b = np.eye(4, dtype=np.float32) * 2, np.ones((4, 20000), np.float32)
     (got,), text = _native(lambda a, b: decomp.triangular_solve(a, b, left_side=True), a, b)

@@ -23,7 +23,9 @@ A small `dot_general` in a body (an RNN's `h @ W`) is a C function of the loop t
 (`_Cond`; the index clamps as `lax.switch` does); a small `lu`, `triangular_solve` or
 `cholesky` (so `fnp.linalg.solve`) is a C routine of `linalg.py`, and a shape or indexing
 operation (transpose, slices, pads, dynamic_slice, gathers such as `emb[tokens]` and `take`,
-scatters such as `x.at[idx].add`) a copy of `shapes.py`.
+scatters such as `x.at[idx].add`) a copy of `shapes.py`; `argmax`/`argmin` and the
+cumulative sums, products, maxima and minima are routines of `along_axis.py`, and
+`select_and_scatter_add` one of `windows.py`.
 The carry is written after the whole body ran (a body output that is one of its inputs
 passes through a staging buffer first, so a swap of two carries is right). Scan inputs are
 read at `p + i * slice` and its stacked outputs written the same way. Anything else (another

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from funcgrad.backends.native import linalg, ops, windows
+from funcgrad.backends.native import along_axis, linalg, ops, windows
 from funcgrad.lax.indexing import GatherScatterMode, gather_p, scatter_add_p, scatter_p
 from funcgrad.lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
 from funcgrad.lax.slicing import (
@@ -359,7 +359,8 @@ class Concatenate(Copy):
         return "\n".join([head] + ["    " + ln for ln in lines + ["}"]] + ["}"]) + "\n"
 
 
-IN_LOOPS = {**linalg.ROUTINES, **windows.ROUTINES, reshape_p: Copy, squeeze_p: Copy,
+IN_LOOPS = {**linalg.ROUTINES, **windows.ROUTINES, **along_axis.ROUTINES,
+            reshape_p: Copy, squeeze_p: Copy,
             transpose_p: Transpose,
             broadcast_in_dim_p: Broadcast, slice_p: Slice, pad_p: Pad,
             dynamic_slice_p: DynamicSlice, dynamic_update_slice_p: DynamicUpdateSlice,

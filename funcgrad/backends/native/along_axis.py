@@ -1,0 +1,116 @@
+"""Operations along one axis as C routines, so a loop body holding one stays a C loop (greedy
+decoding's `argmax`, a running `cumsum`): `argmax`/`argmin` (the first extremal index, a NaN
+winning, as `np.argmax`) and `cumsum`/`cumprod`/`cummax`/`cummin` (one pass in order, as
+numpy's `accumulate`, from the end when `reverse`; integer sums and products wrap).
+
+The operand is viewed as [outer, n, inner] around the axis; each routine loops over outer and
+inner and walks the axis:
+
+    /* cumsum axis 1 of (4, 6) */
+    void fg_loop0_b_k2(const float *restrict x, float *restrict o) {
+
+Each has the interface of `linalg.py`'s routines (`cname`, `source()`, `operands`, `n_in`);
+`shapes.IN_LOOPS` holds them. Imports lax and the native tables only.
+"""
+
+import math
+
+import numpy as np
+
+from funcgrad.backends.native import ops
+from funcgrad.lax.reductions import (
+    argmax_p,
+    argmin_p,
+    cummax_p,
+    cummin_p,
+    cumprod_p,
+    cumsum_p,
+)
+
+
+class _AlongAxis:
+    """Shared: the [outer, n, inner] view, the operand table and the loops around the axis."""
+
+    def __init__(self, eqn, cname, axis):
+        self.eqn, self.cname = eqn, cname
+        x = eqn.invars[0].aval
+        dt = np.dtype(x.dtype)
+        if dt.name == "float16" or dt.kind not in "biuf" or 0 in x.shape:
+            raise ops.Unsupported(f"{eqn.prim.name} of {x} in C")
+        self.dt, self.t = dt, ops.storage(dt.name)
+        self.outer, self.n = math.prod(x.shape[:axis]), x.shape[axis]
+        self.inner = math.prod(x.shape[axis + 1:])
+        self.title = f"{eqn.prim.name} axis {axis} of {tuple(x.shape)}"
+
+    @property
+    def operands(self):
+        avals = [self.eqn.invars[0].aval, self.eqn.outvars[0].aval]
+        return [(np.dtype(a.dtype), math.prod(a.shape)) for a in avals]
+
+    @property
+    def n_in(self):
+        return 1
+
+    def _function(self, out_type, walk):
+        """`walk`: C lines over k along the axis, reading x[at(k)], with `_i`, `_j` set."""
+        lines = [f"/* {self.title} */",
+                 f"void {self.cname}(const {self.t} *restrict x, {out_type} *restrict o) {{",
+                 f"    for (long long _i = 0; _i < {self.outer}; ++_i)",
+                 f"        for (long long _j = 0; _j < {self.inner}; ++_j) {{"]
+        lines += ["            " + ln for ln in walk] + ["        }", "}"]
+        return "\n".join(lines) + "\n"
+
+    def at(self, k):
+        return f"(_i * {self.n} + ({k})) * {self.inner} + _j"
+
+
+class ArgExtremum(_AlongAxis):
+    """`argmax`/`argmin`: the first extremal index along the axis (a NaN wins)."""
+
+    def __init__(self, eqn, cname):
+        super().__init__(eqn, cname, eqn.params["axes"][0])
+        self.it = ops.storage(np.dtype(eqn.params["index_dtype"]).name)
+
+    def source(self):
+        better = ">" if self.eqn.prim is argmax_p else "<"
+        walk = [f"{self.t} _bv = x[{self.at(0)}];", "long long _best = 0;",
+                f"for (long long k = 1; k < {self.n}; ++k) {{",
+                f"    const {self.t} _v = x[{self.at('k')}];",
+                f"    if (_bv == _bv && (_v {better} _bv || _v != _v)) {{ _bv = _v; _best = k; }}",
+                "}", f"o[_i * {self.inner} + _j] = ({self.it})_best;"]
+        return self._function(self.it, walk)
+
+
+class Cumulative(_AlongAxis):
+    """`cumsum`/`cumprod`/`cummax`/`cummin` along the axis, in order (see the module)."""
+
+    def __init__(self, eqn, cname):
+        super().__init__(eqn, cname, eqn.params["axis"])
+        prim = eqn.prim
+        if prim in (cumsum_p, cumprod_p) and self.dt.kind == "b":
+            raise ops.Unsupported(f"{prim.name} of booleans in C")
+
+    def _step(self):
+        prim, t = self.eqn.prim, self.t
+        if prim in (cummax_p, cummin_p):
+            return f"_acc = fg_{'max' if prim is cummax_p else 'min'}(_acc, _v);"
+        op = "+" if prim is cumsum_p else "*"
+        if self.dt.kind in "iu":  # in unsigned arithmetic, so overflow wraps as numpy's
+            u = "unsigned long long" if self.dt.itemsize == 8 else "unsigned int"
+            return f"_acc = ({t})(({u})_acc {op} ({u})_v);"
+        return f"_acc = _acc {op} _v;"
+
+    def source(self):
+        n = self.n
+        if self.eqn.params["reverse"]:
+            first, loop = n - 1, f"for (long long k = {n - 2}; k >= 0; --k) {{"
+        else:
+            first, loop = 0, f"for (long long k = 1; k < {n}; ++k) {{"
+        walk = [f"{self.t} _acc = x[{self.at(first)}];", f"o[{self.at(first)}] = _acc;", loop,
+                f"    const {self.t} _v = x[{self.at('k')}];", "    " + self._step(),
+                f"    o[{self.at('k')}] = _acc;", "}"]
+        return self._function(self.t, walk)
+
+
+ROUTINES = {argmax_p: ArgExtremum, argmin_p: ArgExtremum, cumsum_p: Cumulative,
+            cumprod_p: Cumulative, cummax_p: Cumulative, cummin_p: Cumulative}
