@@ -385,6 +385,38 @@ def test_argmax_and_cumulative_ops_in_a_loop_body_are_c_and_bit_exact(dtype):
 
 
 @needs_cc
+def test_top_level_cond_and_switch_are_c_branches():
+    x = np.linspace(-1, 1, 16).astype(np.float32)
+
+    def f(x, k):
+        y = x * 2.0 + 1.0
+        z = lax.cond(fnp.sum(y) > 0, lambda y: y * y - 1.0, lambda y: y + 3.0, y)
+        w = lax.switch(k, [lambda z: z + 1.0, lambda z: z * 2.0, lambda z: -z], z)
+        return w * 3.0, lax.cond(k > 1, lambda y: fnp.sum(y), lambda y: fnp.max(y) * 2.0, y)
+
+    for k in (-5, 0, 1, 2, 7):  # out of range clamps to the first or last branch
+        got, text = _native(f, x, np.int32(k))
+        assert text.count("/* cond branches */") == 3 and "if " not in text.split("# ----")[0]
+        want = [np.asarray(w) for w in fg.jit(f, backend="numpy")(x, np.int32(k))]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    with native_mode():
+        jf = fg.jit(f)
+        jf(x, np.int32(1))
+        # the wrapper, its C calls and the argument checks; nothing per branch
+        assert _python_calls(jf, x, np.int32(1)) < _python_calls(
+            fg.jit(f, backend="numpy"), x, np.int32(1))
+
+
+@needs_cc
+def test_a_cond_with_large_results_stays_a_python_if():
+    x = np.ones(1 << 15, np.float32)  # 128 KiB of results: no copy through C temporaries
+    got, text = _native(lambda x: lax.cond(x[0] > 0, lambda x: x * 2.0, lambda x: x - 1.0, x), x)
+    assert "/* cond branches */" not in text and "if " in text.split("# ----")[0]
+    np.testing.assert_array_equal(got[0], x * 2.0)
+
+
+@needs_cc
 def test_many_right_hand_sides_stay_lapack():
     a, b = np.eye(4, dtype=np.float32) * 2, np.ones((4, 20000), np.float32)
     (got,), text = _native(lambda a, b: decomp.triangular_solve(a, b, left_side=True), a, b)

@@ -20,12 +20,13 @@ are printed again into the enclosing module (renamed) and called from a C loop:
 
 A small `dot_general` in a body (an RNN's `h @ W`) is a C function of the loop too
 (`SmallDot`), and a `cond`/`switch` in a body a C `if`/`else` around its branches' kernels
-(`_Cond`; the index clamps as `lax.switch` does); a small `lu`, `triangular_solve` or
-`cholesky` (so `fnp.linalg.solve`) is a C routine of `linalg.py`, and a shape or indexing
-operation (transpose, slices, pads, dynamic_slice, gathers such as `emb[tokens]` and `take`,
-scatters such as `x.at[idx].add`) a copy of `shapes.py`; `argmax`/`argmin` and the
-cumulative sums, products, maxima and minima are routines of `along_axis.py`, and
-`select_and_scatter_add` one of `windows.py`.
+(`_Cond`; the index clamps as `lax.switch` does), and so is one at top level whose results are
+small (`BRANCH_MAX_BYTES`; larger ones keep the wrapper's Python `if`); a small `lu`,
+`triangular_solve` or `cholesky` (so `fnp.linalg.solve`) is a C routine of `linalg.py`, and a
+shape or indexing operation (transpose, slices, pads, dynamic_slice, gathers such as
+`emb[tokens]` and `take`, scatters such as `x.at[idx].add`) a copy of `shapes.py`;
+`argmax`/`argmin` and the cumulative sums, products, maxima and minima are routines of
+`along_axis.py`, and `select_and_scatter_add` one of `windows.py`.
 The carry is written after the whole body ran (a body output that is one of its inputs
 passes through a staging buffer first, so a swap of two carries is right). Scan inputs are
 read at `p + i * slice` and its stacked outputs written the same way. Anything else (another
@@ -44,6 +45,9 @@ from funcgrad.core import Literal
 from funcgrad.lax.control_flow import cond_p
 from funcgrad.lax.linalg import dot_general_p
 
+# A top-level cond whose results are larger stays a Python `if` (its branches' buffers are
+# returned as they are; the C branches copy the results once).
+BRANCH_MAX_BYTES = 1 << 16
 SMALL_DOT_MAX_FLOPS = 1 << 18  # without BLAS, larger products leave the loop to Python
 BLAS_MIN_FLOPS = 1 << 12  # with numpy's BLAS (build.blas_gemm), products from here call it
 # A module whose loops call BLAS holds the two gemm pointers; build.load sets them.
@@ -229,16 +233,20 @@ class _Cond:
     def source(self):
         return "\n".join(ck.source() for b in self.branches for ck, _ in b.kernels)
 
-    def statements(self, body, node, where):
+    def statements(self, body, node, where, outs=None):
+        """The C `if`/`else`; each branch copies its results into `outs` (pointer names),
+        by default new temporaries of `body`."""
         index, args = node.inputs[0], node.inputs[1:]
         if any(type(a) is Literal for a in node.inputs):
             raise NotNative("a cond with a literal operand")
-        outs = []
-        for v in node.outputs:
-            name = f"{body.prefix}_t{len(body.temps)}"
-            body.temps.append((name, v.aval))
+        if outs is None:
+            outs = []
+            for v in node.outputs:
+                name = f"{body.prefix}_t{len(body.temps)}"
+                body.temps.append((name, v.aval))
+                outs.append(name)
+        for v, name in zip(node.outputs, outs):
             where[v] = name
-            outs.append(name)
         lines = []
         for k, b in enumerate(self.branches):
             bj = b.program.jaxpr
@@ -274,7 +282,8 @@ def _free(temps):
 
 
 class CLoop:
-    """A while_loop or scan equation as one C function (see the module docstring).
+    """A while_loop or scan equation as one C function (see the module docstring), or a
+    top-level cond/switch as one C `if`/`else` around its branches' kernels.
     `operands`: (dtype, size) of every pointer parameter, inputs first; `n_in` inputs;
     `consts`: numpy arrays the wrapper passes after the equation's operands."""
 
@@ -282,8 +291,26 @@ class CLoop:
         self.cname, self.eqn = cname, eqn
         if eqn.prim.name == "while":
             self._while(compile_executable, openmp)
+        elif eqn.prim is cond_p:
+            self._branch(compile_executable, openmp)
         else:
             self._scan(compile_executable, openmp)
+
+    # --- cond / switch at top level: one C if/else, no loop ----------------------------------
+
+    def _branch(self, compile_executable, openmp):
+        eqn = self.eqn
+        if sum(_nbytes(v.aval) for v in eqn.outvars) > BRANCH_MAX_BYTES:
+            raise NotNative("large branch results (the Python if returns them uncopied)")
+        cond = _Cond(eqn, self.cname, openmp, compile_executable)
+        ins = [f"p_a{i}" for i in range(len(eqn.invars))]
+        outs = [f"p_o{j}" for j in range(len(eqn.outvars))]
+        holder = _Temps(f"{self.cname}_r")
+        lines = cond.statements(holder, _Node(eqn.invars, eqn.outvars),
+                                dict(zip(eqn.invars, ins)), outs)
+        self.consts = []  # a branch with bound constants is NotNative (see _Cond)
+        self.body_lines = _alloc(holder.temps) + lines + _free(holder.temps) + ["return 0;"]
+        self.kernels = cond.kernels
 
     # --- while ------------------------------------------------------------------------------
 
@@ -388,9 +415,17 @@ class CLoop:
             t = ops.storage(dt.name)
             params.append(f"const {t} *p_a{k}" if k < self.n_in else f"{t} *p_o{k - self.n_in}")
         parts = [ck.source() for ck, _ in self.kernels]  # kernels and small dots
-        head = f"/* {self.eqn.prim.name} loop */\nint {self.cname}({', '.join(params)}) {{"
+        what = "branches" if self.eqn.prim is cond_p else "loop"
+        head = f"/* {self.eqn.prim.name} {what} */\nint {self.cname}({', '.join(params)}) {{"
         parts.append("\n".join([head] + ["    " + ln for ln in self.body_lines] + ["}"]))
         return "\n".join(parts) + "\n"
+
+
+class _Temps:
+    """Where a top-level cond's results go before they are copied out: `prefix`, `temps`."""
+
+    def __init__(self, prefix):
+        self.prefix, self.temps = prefix, []
 
 
 class _Shaped:

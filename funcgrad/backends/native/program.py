@@ -29,9 +29,9 @@ from funcgrad.backends.numpy import render as numpy_render
 from funcgrad.backends.numpy.runtime import Executable
 from funcgrad.compiler import memory
 from funcgrad.core import Literal
-from funcgrad.lax.control_flow import scan_p, while_p
+from funcgrad.lax.control_flow import cond_p, scan_p, while_p
 
-NATIVE_LOOPS = (while_p, scan_p)
+NATIVE_LOOPS = (while_p, scan_p, cond_p)  # C loops, and C branches for cond/switch
 ROUTINES = {**linalg.ROUTINES, **windows.ROUTINES}  # C routines called at top level
 
 
