@@ -392,11 +392,12 @@ def test_top_level_cond_and_switch_are_c_branches():
         y = x * 2.0 + 1.0
         z = lax.cond(fnp.sum(y) > 0, lambda y: y * y - 1.0, lambda y: y + 3.0, y)
         w = lax.switch(k, [lambda z: z + 1.0, lambda z: z * 2.0, lambda z: -z], z)
-        return w * 3.0, lax.cond(k > 1, lambda y: fnp.sum(y), lambda y: fnp.max(y) * 2.0, y)
+        return (w * 3.0, lax.cond(k > 1, lambda y: fnp.sum(y), lambda y: fnp.max(y) * 2.0, y),
+                lax.cond(k > 1, lambda: fnp.float32(1.0), lambda: fnp.float32(-2.5)))  # literals
 
     for k in (-5, 0, 1, 2, 7):  # out of range clamps to the first or last branch
         got, text = _native(f, x, np.int32(k))
-        assert text.count("/* cond branches */") == 3 and "if " not in text.split("# ----")[0]
+        assert text.count("/* cond branches */") == 4 and "if " not in text.split("# ----")[0]
         want = [np.asarray(w) for w in fg.jit(f, backend="numpy")(x, np.int32(k))]
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
@@ -406,6 +407,19 @@ def test_top_level_cond_and_switch_are_c_branches():
         # the wrapper, its C calls and the argument checks; nothing per branch
         assert _python_calls(jf, x, np.int32(1)) < _python_calls(
             fg.jit(f, backend="numpy"), x, np.int32(1))
+
+
+@needs_cc
+def test_a_loop_body_with_a_constant_result_stays_c():
+    x = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+    f = lambda x: lax.scan(lambda c, t: (c * 0.5 + t, (fnp.float32(1.5), fnp.int32(-7), c)),
+                           x[0], x)
+    got, text = _native(f, x)
+    assert "/* scan loop */" in text
+    want = fg.tree_util.tree_leaves(fg.jit(f, backend="numpy")(x))
+    for g, w in zip(got, want):
+        assert g.dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, np.asarray(w))
 
 
 @needs_cc

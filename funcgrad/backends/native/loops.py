@@ -30,7 +30,7 @@ shape or indexing operation (transpose, slices, pads, dynamic_slice, gathers suc
 The carry is written after the whole body ran (a body output that is one of its inputs
 passes through a staging buffer first, so a swap of two carries is right). Scan inputs are
 read at `p + i * slice` and its stacked outputs written the same way. Anything else (another
-library call in a body, a large matmul, a literal output, a kernel C cannot print) leaves
+library call in a body, a large matmul, a kernel C cannot print) leaves
 the loop to the numpy renderer's Python loop around the compiled bodies.
 """
 
@@ -185,8 +185,9 @@ class _Body:
                 self.kernels.append((br, _Node(node.eqn.invars, node.eqn.outvars)))
             else:
                 raise NotNative(f"the body calls {node.eqn.prim.name}")
-        if any(type(v) is Literal for v in program.jaxpr.outvars):
-            raise NotNative("a body output is a literal")
+        for v in program.jaxpr.outvars:
+            if type(v) is Literal and (v.aval.shape != () or v.aval.dtype == np.float16):
+                raise NotNative("a body output is an array or float16 literal")
         self.consts = list(zip(program.jaxpr.constvars, program.consts))
 
     def statements(self, where):
@@ -208,6 +209,13 @@ class _Body:
                 where[v] = name
                 args.append(name)
             lines.append(f"{ck.cname}({', '.join(args)});")
+        for v in self.program.jaxpr.outvars:  # a constant result (`lambda: 1.0`): a temp
+            if type(v) is Literal and v not in where:
+                name = f"{self.prefix}_t{len(self.temps)}"
+                self.temps.append((name, v.aval))
+                where[v] = name
+                value = ops.literal(np.asarray(v.val).item(), np.dtype(v.aval.dtype).name)
+                lines.append(f"{name}[0] = {value};")
         return lines
 
     def _literal(self, lit):
