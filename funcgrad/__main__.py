@@ -127,9 +127,15 @@ def _native(fixes):
         return
     _line("C compiler", f"{cc.path} ({cc.version})")
     _line("C flags", " ".join(cc.flags + cc.libs))
-    _line("OpenMP", "yes, OMP_WAIT_POLICY=" + os.environ.get("OMP_WAIT_POLICY", "unset")
-          if cc.openmp else "no threads (no OpenMP, or a libgomp that another library such as"
-          " PyTorch loaded first; setting OMP_WAIT_POLICY allows them)")
+    if not cc.openmp:
+        omp = "no threads (the compiler has no OpenMP)"
+    elif cc.parallel_min:
+        omp = (f"threads only for loops of {cc.parallel_min} elements or more: a libgomp that "
+               "another library (PyTorch) loaded first spins after each parallel region; "
+               "setting OMP_WAIT_POLICY before starting Python lifts the limit")
+    else:
+        omp = "yes, OMP_WAIT_POLICY=" + os.environ.get("OMP_WAIT_POLICY", "unset")
+    _line("OpenMP", omp)
     _line("native mode", f"{fg.config.native!r} (config.update('native', ...))")
     files, size = build.cache_size()
     _line("native cache", f"{build.cache_dir()}: {files} modules, {size / 2**20:.1f} MiB")
