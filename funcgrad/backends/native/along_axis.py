@@ -9,7 +9,7 @@ inner and walks the axis:
     /* cumsum axis 1 of (4, 6) */
     void fg_loop0_b_k2(const float *restrict x, float *restrict o) {
 
-Each has the interface of `linalg.py`'s routines (`cname`, `source()`, `operands`, `n_in`);
+Each is an `ops.EqnRoutine` with `cname` and `source()`, as `linalg.py`'s routines are;
 `shapes.IN_LOOPS` holds them. Imports lax and the native tables only.
 """
 
@@ -28,7 +28,7 @@ from funcgrad.lax.reductions import (
 )
 
 
-class _AlongAxis:
+class _AlongAxis(ops.EqnRoutine):
     """Shared: the [outer, n, inner] view, the operand table and the loops around the axis."""
 
     def __init__(self, eqn, cname, axis):
@@ -42,14 +42,6 @@ class _AlongAxis:
         self.inner = math.prod(x.shape[axis + 1:])
         self.title = f"{eqn.prim.name} axis {axis} of {tuple(x.shape)}"
 
-    @property
-    def operands(self):
-        avals = [self.eqn.invars[0].aval, self.eqn.outvars[0].aval]
-        return [(np.dtype(a.dtype), math.prod(a.shape)) for a in avals]
-
-    @property
-    def n_in(self):
-        return 1
 
     def _function(self, out_type, walk):
         """`walk`: C lines over k along the axis, reading x[at(k)], with `_i`, `_j` set."""

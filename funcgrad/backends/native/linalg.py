@@ -35,7 +35,7 @@ SMALL_MAX = 32  # lu: rows and columns at most (the numpy implementation's unblo
 LARGE_MAX = 128  # cholesky, triangular_solve: above, LAPACK through numpy is faster
 
 
-class _Routine:
+class _Routine(ops.EqnRoutine):
     """Shared: the operand table and the batch loop of a routine over `eqn`'s avals."""
 
     MAX = SMALL_MAX
@@ -55,14 +55,6 @@ class _Routine:
             raise ops.Unsupported(f"{eqn.prim.name} of an empty array (numpy does it)")
         self.batch = math.prod(x.shape[:-2])
 
-    @property
-    def operands(self):
-        avals = [v.aval for v in self.eqn.invars] + [v.aval for v in self.eqn.outvars]
-        return [(np.dtype(a.dtype), math.prod(a.shape)) for a in avals]
-
-    @property
-    def n_in(self):
-        return len(self.eqn.invars)
 
     def _function(self, title, params, per_matrix):
         """`void cname(params) { for each matrix of the batch: per_matrix }`; `params` are

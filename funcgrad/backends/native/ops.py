@@ -10,6 +10,9 @@ for every C type through `_Generic`, `fg_digamma`). Imports lax and cstyle only.
 """
 
 import collections
+import math
+
+import numpy as np
 
 from funcgrad import lax
 from funcgrad.backends import cstyle
@@ -42,6 +45,21 @@ EXPR = collections.ChainMap(OVERRIDES, cstyle.CODE_FOR_OP)
 
 _COMPLEX = "complex numbers have no C kernel type in the native backend"
 UNFUSED = {lax.real_p: _COMPLEX, lax.imag_p: _COMPLEX, lax.conj_p: _COMPLEX}
+
+
+class EqnRoutine:
+    """A C routine of one equation (`linalg.py`, `windows.py`, `along_axis.py`): its C
+    function takes the equation's operands, then its results; `operands` is (dtype, size)
+    per pointer, `n_in` the number of inputs, as `program._caller` checks them."""
+
+    @property
+    def operands(self):
+        avals = [v.aval for v in self.eqn.invars] + [v.aval for v in self.eqn.outvars]
+        return [(np.dtype(a.dtype), math.prod(a.shape)) for a in avals]
+
+    @property
+    def n_in(self):
+        return len(self.eqn.invars)
 
 
 def expr(instr, args, arg_dtypes):

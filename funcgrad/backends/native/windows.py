@@ -9,7 +9,7 @@ order (its `np.add.at`) and the result has the same bits, without a scatter thro
     /* select_and_scatter_add max window (1, 3, 3, 1) strides (1, 2, 2, 1) */
     void fg_win0(const float *restrict s, const float *restrict x, float *restrict o) {
 
-Each routine has the interface of `linalg.py`'s (`cname`, `source()`, `operands`, `n_in`),
+Each routine is an `ops.EqnRoutine` with `cname` and `source()`, as `linalg.py`'s are,
 so `program.py` calls it at top level and `loops.py` inside a C loop. Imports lax and the
 native tables only.
 """
@@ -26,7 +26,7 @@ def _strides(shape):
     return [math.prod(shape[k + 1:]) for k in range(len(shape))]
 
 
-class SelectAndScatterAdd:
+class SelectAndScatterAdd(ops.EqnRoutine):
     """`select_and_scatter_add(s, x)` (see the module docstring)."""
 
     def __init__(self, eqn, cname):
@@ -41,14 +41,6 @@ class SelectAndScatterAdd:
         if x.ndim == 0 or 0 in s.shape or 0 in x.shape or 0 in eqn.params["window_dimensions"]:
             raise ops.Unsupported("select_and_scatter_add of a scalar or an empty array")
 
-    @property
-    def operands(self):
-        avals = [v.aval for v in self.eqn.invars] + [v.aval for v in self.eqn.outvars]
-        return [(np.dtype(a.dtype), math.prod(a.shape)) for a in avals]
-
-    @property
-    def n_in(self):
-        return 2
 
     def _identity(self, dtype):
         kind = self.eqn.params["select_prim"]
