@@ -227,7 +227,7 @@ def jvp(fun, primals, tangents, has_aux=False):
                                         "jvp")
     ts = [t if dtypes.is_inexact(get_aval(p).dtype) else ad.Zero(get_aval(p))
           for p, t in zip(p_leaves, t_leaves)]
-    _, t_outs = ad.jvp_eval(jaxpr, [], [known[v] for v in jaxpr.invars], ts, known)
+    outs, t_outs = ad.jvp_replay(jaxpr, known, outs, ts)
     t_outs = [ad.instantiate(t) for t in t_outs]
     out_tree = store["tree"]
     res = (tree_unflatten(out_tree, outs), tree_unflatten(out_tree, t_outs))

@@ -62,7 +62,7 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
 
             def push(t, i=i):
                 ts = [t if k == i else ad.Zero(get_aval(p)) for k, p in enumerate(primals)]
-                _, t_outs = ad.jvp_eval(jaxpr, [], primals, ts, known)
+                _, t_outs = ad.jvp_replay(jaxpr, known, outs, ts)
                 return [ad.instantiate(o) for o in t_outs]
             cols, dims = vmap_flat(push, [basis], [0], aval.size, "jacfwd")
             blocks.append([_block(c, d, get_aval(o).shape, aval.shape, in_first=False)

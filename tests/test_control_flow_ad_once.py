@@ -262,3 +262,51 @@ def test_vmap_of_grad_matches_a_python_loop_and_runs_once():
     n, got = counted(fg.vmap(g, in_axes=(0, None, None)), Ws, h0, xs)
     assert n == 3 * 7
     close(got, np.stack([np.asarray(g(w, h0, xs)) for w in Ws]), 1e-5)
+
+
+def dynamic_while(W, h0):
+    def body(c):
+        i, h = c
+        return i + 1, counted_sin_p.bind(h @ W) + 0.1
+    return lax.while_loop(lambda c: c[0] < 5, body, (0, h0))[1].sum()
+
+
+@pytest.mark.parametrize("native", ["off", pytest.param("sync", marks=pytest.mark.skipif(
+    build.find_compiler() is None, reason="no C compiler (the numpy tier runs the same check)"))])
+@pytest.mark.parametrize("how", ["jvp", "jacfwd", "hessian"])
+@pytest.mark.parametrize("loop", ["scan", "fori", "while"])
+def test_forward_mode_under_jit_runs_the_loop_once(native, how, loop):
+    # jit(jvp(f)): the loop's jvp gives the primal outputs too, so the trace's own loop is
+    # dead code and the compiled program runs the body once per iteration (eagerly forward
+    # mode binds it twice, keeping no residuals; `ad.jvp_replay`)
+    fg.config.update("native", native)
+    W, h0, xs = inputs()
+    g, iters = {"scan": (lambda W: rnn(W, h0, xs), 7), "fori": (lambda W: fori(W, h0), 6),
+                "while": (lambda W: dynamic_while(W, h0), 5)}[loop]
+    f = lambda W: fnp.cos(g(W))  # the tangent of cos reads the loop's primal output
+    t = np.linspace(-1.0, 1.0, W.size).reshape(W.shape).astype(W.dtype)
+    run = {"jvp": lambda W: fg.jvp(f, (W,), (t,)), "jacfwd": fg.jacfwd(f),
+           # reverse mode of a while_loop is an error: its second derivative is fwd-over-fwd
+           "hessian": fg.jacfwd(fg.jacfwd(f)) if loop == "while" else fg.hessian(f)}[how]
+    jitted = fg.jit(run)
+    counted(jitted, W)  # compile
+    n, got = counted(jitted, W)
+    assert n == iters
+    with previous_forward_mode():
+        old = fg.jit(lambda W: run(W))
+        counted(old, W)
+        n_old, want = counted(old, W)
+    assert n_old >= 2 * iters  # the counter sees the loops this change removed
+    close(got, want, 1e-5)
+    close(got, run(W), 1e-4)
+
+
+@contextlib.contextmanager
+def previous_forward_mode():
+    """Forward mode reading every primal value from its define-by-run trace, under jit too."""
+    saved = ad.jvp_eval
+    ad.jvp_eval = lambda *a, recompute=False, **k: saved(*a, **k)
+    try:
+        yield
+    finally:
+        ad.jvp_eval = saved

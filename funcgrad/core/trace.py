@@ -477,6 +477,7 @@ class Builder:
         self.known = {}  # var -> value one level up, for vars whose value is known
         self.id = next(_builder_ids)
         self.typed = False  # holds values typed by mesh axes (see `vma_rules`)
+        self.compiled = False  # jit sets it: the program is compiled, its dead code dropped
 
     def new_input(self, aval, val=None):
         var = Var(aval)

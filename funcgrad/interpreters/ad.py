@@ -30,6 +30,7 @@ import numpy as np
 
 from funcgrad import dtypes, errors
 from funcgrad.core import (
+    Builder,
     ClosedJaxpr,
     Eqn,
     Jaxpr,
@@ -166,11 +167,13 @@ def _missing(table, prim, transform):
         f"{table} table)\n{errors.where()}")
 
 
-def jvp_eval(jaxpr, consts, primals, tangents, known=None):
+def jvp_eval(jaxpr, consts, primals, tangents, known=None, recompute=False):
     """Push tangents through `jaxpr` with the jvp rules, binding in the current trace.
 
     With `known` (var -> primal value, e.g. from a define-by-run trace) primal values are
-    read from it instead of recomputed. Returns (primal outs, tangent outs).
+    read from it instead of recomputed. With `recompute` too, a loop with nonzero tangents
+    and every equation reading its outputs bind again (their primal outputs come from the
+    loop's jvp), effects excepted: see `jvp_replay`. Returns (primal outs, tangent outs).
     """
     penv, tenv = {}, {}
     known = known or {}
@@ -189,17 +192,23 @@ def jvp_eval(jaxpr, consts, primals, tangents, known=None):
         penv[v] = x
     for v, x, t in zip(jaxpr.invars, primals, tangents):
         penv[v], tenv[v] = x, t
+    fresh = set()  # with `recompute`: outputs bound again (loops and what reads them)
     for eqn in jaxpr.eqns:
         ps = [read_p(a) for a in eqn.invars]
         ts = [read_t(a) for a in eqn.invars]
         multi = eqn.prim.multiple_results
         if not eqn.outvars and known:
             continue  # an effect already performed by the define-by-run trace
+        loop = eqn.prim in jvp_primal_rules and any(type(t) is not Zero for t in ts)
+        again = recompute and not eqn.prim.effectful and (loop or any(
+            type(a) is not Literal and a in fresh for a in eqn.invars))
+        if again:
+            fresh.update(eqn.outvars)
         with source_context(eqn.source):
             t_out = None
-            if eqn.outvars and eqn.outvars[0] in known:
+            if eqn.outvars and eqn.outvars[0] in known and not again:
                 outs = [known[v] for v in eqn.outvars]
-            elif eqn.prim in jvp_primal_rules and any(type(t) is not Zero for t in ts):
+            elif loop:
                 outs, t_out = jvp_primal_rules[eqn.prim](ps, ts, **eqn.params)
             else:
                 outs = eqn.prim.bind(*ps, **eqn.params)
@@ -215,6 +224,27 @@ def jvp_eval(jaxpr, consts, primals, tangents, known=None):
             if type(t) is not Zero:
                 tenv[v] = t
     return [read_p(v) for v in jaxpr.outvars], [read_t(v) for v in jaxpr.outvars]
+
+
+def jvp_replay(jaxpr, known, outs, tangents):
+    """(primal outs, tangent outs) of a `trace_known` trace: `jaxpr`, its `known` values
+    and primal `outs`, for input `tangents`.
+
+    Eagerly (or define-by-run) the primal values are read from `known`, and a loop's jvp
+    rule binds the loop once more for its tangents: forward mode keeps no residuals, so
+    its memory does not grow with the loop's length. Where the bindings are only recorded
+    for a compiler (anywhere under jit, `Builder.compiled`), a loop and what reads it are
+    bound again instead: the loop's jvp gives its primal outputs too, the trace's own loop
+    is dead code the compiler drops, and the loop runs once.
+    """
+    trace, recompute = current_trace(), False
+    while isinstance(trace, Builder) and not recompute:  # below a jit, every value is abstract
+        recompute, trace = trace.compiled, trace.parent
+    primals = [known[v] for v in jaxpr.invars]
+    again, t_outs = jvp_eval(jaxpr, [], primals, tangents, known, recompute=recompute)
+    if recompute:  # a literal output is the trace's value (an Array), not the literal's
+        outs = [o if type(v) is Literal else a for v, o, a in zip(jaxpr.outvars, outs, again)]
+    return outs, t_outs
 
 
 def jvp_jaxpr(closed, nonzeros, instantiate):
@@ -540,7 +570,7 @@ def vjp_flat(fun, primals):
 __all__ = [
     "ClosedJaxpr", "MixedTranspose", "UndefinedPrimal", "Zero", "add_any_p", "add_tangents",
     "backward_pass", "defjvp", "defjvp_zero", "deflinear", "instantiate", "is_undefined",
-    "jvp_eval", "jvp_jaxpr", "jvp_primal_rules", "jvp_rules", "keep_residuals",
+    "jvp_eval", "jvp_jaxpr", "jvp_replay", "jvp_primal_rules", "jvp_rules", "keep_residuals",
     "linearize_flat", "linearizing", "record_known", "take_residuals", "transpose_jaxpr",
     "transpose_mixed", "transpose_rules", "vjp_flat",
 ]
