@@ -5,7 +5,7 @@ make_jaxpr. Each flattens pytrees and calls the flat machinery in `interpreters.
 import functools
 
 from funcgrad import dtypes, errors
-from funcgrad.core import Tracer, get_aval, trace_to_jaxpr
+from funcgrad.core import ArrayBase, Tracer, get_aval, to_array, trace_to_jaxpr
 from funcgrad.interpreters import ad
 from funcgrad.tree_util import (
     keystr,
@@ -53,10 +53,32 @@ def _argnums_tuple(argnums, nargs, name):
     return tuple(n % nargs for n in nums)
 
 
+def array_leaf(name, x, where):
+    """`x` (a leaf of a differentiated argument) as an Array, tracers as they are: canonical,
+    so an output that is an input comes back as every other output does (float32 without
+    x64). Anything else is an error naming the transform and `where` (the leaf's path)."""
+    if isinstance(x, ArrayBase):
+        return x
+    try:
+        return to_array(x)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise errors.FuncgradTypeError(
+            f"{name}: {where} is not an array: {type(x).__name__} {errors.short_repr(x, 40)} "
+            f"({e})\n{errors.where()}\n  hint: transforms take pytrees of arrays and Python "
+            "numbers; pass other values through a closure or functools.partial (or leave them "
+            "out of argnums).") from None
+
+
+def array_leaves(name, tree, what):
+    """(leaves of `tree` as `array_leaf` makes them, its structure); `what` names the tree."""
+    pairs, treedef = tree_flatten_with_path(tree)
+    return [array_leaf(name, x, f"{what}{keystr(path)}") for path, x in pairs], treedef
+
+
 def _check_float_inputs(name, args, argnums, holomorphic=False):
     for i in argnums:
         for path, leaf in tree_flatten_with_path(args[i])[0]:
-            aval = get_aval(leaf)
+            aval = get_aval(array_leaf(name, leaf, f"argument {i}{keystr(path)}"))
             if not dtypes.is_inexact(aval.dtype):
                 raise errors.FuncgradTypeError(
                     f"{name} requires real- or complex-valued inputs (input dtype that is a "
@@ -98,7 +120,7 @@ def vjp(fun, *primals, has_aux=False):
         >>> f_vjp(1.0)
         (Array(1., dtype=float32),)
     """
-    leaves, in_tree = tree_flatten(primals)
+    leaves, in_tree = array_leaves("vjp", primals, "primals")
     store = {}
     outs, _, lin = ad.vjp_flat(_flat_fun(fun, in_tree, store, has_aux), leaves)
     out_tree = store["tree"]
@@ -106,7 +128,7 @@ def vjp(fun, *primals, has_aux=False):
     out_avals = [get_aval(o) for o in outs]
 
     def vjp_fn(ct):
-        ct_leaves, ct_tree = tree_flatten(ct)
+        ct_leaves, ct_tree = array_leaves("vjp function", ct, "cotangent")
         if ct_tree != out_tree:
             raise errors.FuncgradTypeError(
                 f"vjp function: the cotangent has structure {ct_tree} but the function's "
@@ -211,8 +233,8 @@ def jvp(fun, primals, tangents, has_aux=False):
         raise errors.FuncgradTypeError("jvp: primals and tangents must be tuples or lists, got "
                                        f"{type(primals).__name__} and "
                                        f"{type(tangents).__name__}\n{errors.where()}")
-    p_leaves, in_tree = tree_flatten(tuple(primals))
-    t_leaves, t_tree = tree_flatten(tuple(tangents))
+    p_leaves, in_tree = array_leaves("jvp", tuple(primals), "primals")
+    t_leaves, t_tree = array_leaves("jvp", tuple(tangents), "tangents")
     if t_tree != in_tree:
         raise errors.FuncgradTypeError(f"jvp: tangents have structure {t_tree} but primals "
                                        f"have structure {in_tree}\n{errors.where()}")
@@ -236,13 +258,13 @@ def jvp(fun, primals, tangents, has_aux=False):
 
 def linearize(fun, *primals):
     """`(out, f_jvp)`: `f_jvp(*tangents)` evaluates the linearized function (no re-trace)."""
-    leaves, in_tree = tree_flatten(primals)
+    leaves, in_tree = array_leaves("linearize", primals, "primals")
     store = {}
     outs, lin = ad.linearize_flat(_flat_fun(fun, in_tree, store), leaves)
     out_tree = store["tree"]
 
     def f_jvp(*tangents):
-        t_leaves, t_tree = tree_flatten(tangents)
+        t_leaves, t_tree = array_leaves("linearize", tangents, "tangents")
         if t_tree != in_tree:
             raise errors.FuncgradTypeError(f"linearize: tangents have structure {t_tree}, "
                                            f"expected {in_tree}\n{errors.where()}")

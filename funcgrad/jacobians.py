@@ -13,11 +13,17 @@ import functools
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.api import _argnums_tuple, _check_output_dtype, _flat_fun, _lower_aux
+from funcgrad.api import (
+    _argnums_tuple,
+    _check_output_dtype,
+    _flat_fun,
+    _lower_aux,
+    array_leaf,
+)
 from funcgrad.batching_api import vmap_flat
 from funcgrad.core import Array, get_aval
 from funcgrad.interpreters import ad
-from funcgrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
+from funcgrad.tree_util import keystr, tree_flatten_with_path, tree_unflatten
 
 __all__ = ["hessian", "jacfwd", "jacobian", "jacrev"]
 
@@ -133,7 +139,9 @@ jacobian = jacrev  # JAX's alias: `jax.jacobian is jax.jacrev`
 def _prepare(fun, args, kwargs, argnums, has_aux, name):
     nums = _argnums_tuple(argnums, len(args), name)
     dyn = tuple(args[n] for n in nums)
-    leaves, in_tree = tree_flatten(dyn)
+    pairs, in_tree = tree_flatten_with_path(dyn)
+    leaves = [array_leaf(name, x, f"argument {nums[p[0].idx]}{keystr(p[1:])}")
+              for p, x in pairs]
     store = {}
 
     def partial(*diff):

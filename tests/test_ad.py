@@ -440,3 +440,44 @@ def test_debug_nans_names_backward_primitive_and_line():
     with pytest.raises(FloatingPointError, match="primitive mul produced a NaN") as e:
         fg.grad(f)(100.0)
     assert "y = fnp.exp(x)" in str(e.value)
+
+
+# --- inputs of the transforms: canonical Arrays out, non-arrays an error naming the leaf ------
+
+@pytest.mark.parametrize("how", ["vjp", "vjp_fn", "jvp", "jvp_tangent", "linearize",
+                                 "linearize_fn", "jacfwd", "jacrev"])
+def test_an_output_that_is_an_input_comes_back_as_a_canonical_array(how):
+    x = np.arange(3.0)  # float64: float32 without x64, as every other output
+    ident = lambda x: x
+    out = {"vjp": lambda: fg.vjp(ident, x)[0], "vjp_fn": lambda: fg.vjp(ident, x)[1](x)[0],
+           "jvp": lambda: fg.jvp(ident, (x,), (x,))[0],
+           "jvp_tangent": lambda: fg.jvp(ident, (x,), (x,))[1],
+           "linearize": lambda: fg.linearize(ident, x)[0],
+           "linearize_fn": lambda: fg.linearize(ident, x)[1](x),
+           "jacfwd": lambda: fg.jacfwd(ident)(x), "jacrev": lambda: fg.jacrev(ident)(x)}[how]()
+    assert type(out) is fg.Array and out.dtype == np.float32
+    want = np.eye(3) if how.startswith("jac") else x
+    np.testing.assert_array_equal(np.asarray(out), want)
+
+
+@pytest.mark.parametrize("call, names", [
+    (lambda: fg.grad(lambda x, y: x)(1.0, "s"), None),  # not differentiated: no error
+    (lambda: fg.grad(lambda x: x)("s"), "grad: argument 0 is not an array: str"),
+    (lambda: fg.vjp(lambda x: x, {"w": "s"}), "vjp: primals[0]['w'] is not an array: str"),
+    (lambda: fg.vjp(lambda x: x, 1.0)[1]("s"), "vjp function: cotangent is not an array: str"),
+    (lambda: fg.jvp(lambda x: x, ("s",), (1.0,)), "jvp: primals[0] is not an array: str"),
+    (lambda: fg.jvp(lambda x: x, (1.0,), (object(),)),
+     "jvp: tangents[0] is not an array: object"),
+    (lambda: fg.linearize(lambda x: x, [1.0, "s"]),
+     "linearize: primals[0][1] is not an array: str"),
+    (lambda: fg.jacfwd(lambda x, y: y, argnums=1)(1.0, ("s",)),
+     "jacfwd: argument 1[0] is not an array: str"),
+    (lambda: fg.jacrev(lambda x: x)({"k": "s"}), "jacrev: argument 0['k'] is not an array: str"),
+])
+def test_a_leaf_that_is_no_array_is_an_error_naming_the_transform_and_its_path(call, names):
+    if names is None:
+        call()
+        return
+    with pytest.raises(errors.FuncgradTypeError) as e:
+        call()
+    assert names in str(e.value) and "test_ad.py" in str(e.value) and "hint:" in str(e.value)

@@ -20,6 +20,7 @@ code. Every backend follows three rules, and this module is their only implement
     'scatter_add'
 """
 
+import functools
 import os
 import re
 
@@ -47,7 +48,9 @@ def comment(text, limit=COMMENT_LIMIT):
     """
     text = str(text)
     cut = len(text) > limit
-    text = "".join(_visible(ch) for ch in text[:limit])
+    text = text[:limit]
+    if not (text.isascii() and text.isprintable() and "\\" not in text):  # else as it is
+        text = "".join(_visible(ch) for ch in text)
     while "*/" in text or "/*" in text or "??" in text:
         text = text.replace("*/", "* /").replace("/*", "/ *").replace("??", "?_?")
     return text + "..." if cut else text
@@ -59,6 +62,7 @@ def identifier(text, limit=IDENTIFIER_LIMIT):
     return _UNSAFE_IDENT.sub("_", str(text))[:limit]
 
 
+@functools.lru_cache(maxsize=4096)  # one per user line: a program prints each many times
 def source_location(source, fallback=""):
     """`file.py:12 (fn)` for an equation's `source` triple `(filename, line, function)`,
     escaped for a comment; `fallback` (escaped too) when there is no source."""
