@@ -186,3 +186,30 @@ def test_a_compiled_call_with_jit_disabled_runs_the_function():
     finally:
         fg.config.update("disable_jit", False)
     assert len(calls) == 2
+
+
+def test_tracing_and_compiling_pause_the_cyclic_collector_and_restore_it(monkeypatch):
+    seen, compiling = [], []
+    real = pipeline.compile_jaxpr
+
+    def spy(*args, **kwargs):
+        compiling.append(gc.isenabled())
+        return real(*args, **kwargs)
+    monkeypatch.setattr(pipeline, "compile_jaxpr", spy)
+
+    def f(x):
+        seen.append(gc.isenabled())
+        return x * 2.0 + 1.0
+
+    assert gc.isenabled()
+    np.testing.assert_allclose(np.asarray(fg.jit(f)(np.ones(3, np.float32))), 3.0)
+    assert seen == [False] and compiling == [False] and gc.isenabled()
+    gc.disable()  # a user's own setting stays as it was
+    try:
+        fg.jit(f)(np.ones(4, np.float32))
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ZeroDivisionError):  # and is restored when tracing raises
+        fg.jit(lambda x: 1 / 0)(np.ones(3, np.float32))
+    assert gc.isenabled()

@@ -307,7 +307,7 @@ class Jitted:
     # --- tracing ----------------------------------------------------------------------------
     def _trace(self, key, info, names, args, kwargs):
         sig = key[3:]
-        with new_builder(f"jit({self._name})") as b:
+        with call.gc_paused(), new_builder(f"jit({self._name})") as b:
             b.compiled = True  # `ad.jvp_replay` may rebind a loop: the copy left is dead code
             ins = PyTreeDef(key[0], len(sig)).unflatten([b.new_input(ShapedArray(*s))
                                                          for s in sig])
