@@ -4,10 +4,10 @@
         python benchmarks/bench_tanh_cost.py [--threads 1]
 
 Compiles one C program with the native backend's compiler and flags (`build.compiler()`) and
-its prelude (`ops.PRELUDE`: the shipped `fg_tanhf`), and times, best of 15 and median, the
-same loop as the native gelu kernel with the tanh replaced by: nothing (the `x*a+b` pass,
-which runs at copy speed), the shipped `fg_tanhf` (1.05 ulp), glibc's `tanhf` (libmvec when
-the flags vectorize it), an inline exp and one division only (`1 - 2/(e+1)`, no polynomial
+its prelude (`ops.PRELUDE`), and times, best of 15 and median, the same loop as the native
+gelu kernel with the tanh replaced by: nothing (the `x*a+b` pass, which runs at copy speed),
+`fg_tanhf_inline` (1.05 ulp; what kernels call without 512-bit vectors), glibc's `tanhf`
+(libmvec when the flags vectorize it; what kernels call with AVX-512), an inline exp and one division only (`1 - 2/(e+1)`, no polynomial
 branch and no selects: a lower bound for any tanh of this form), and Eigen's 13/6 rational
 approximation (which XLA uses; its error in ulp over every 7th float in [0, 11] is printed).
 The share is of memcpy's bandwidth over the same bytes (read x, write out).
@@ -54,7 +54,7 @@ void name(const float *restrict x, const float *restrict a, const float *restric
             o[i * COLS + j] = 0.5f * y * (1.0f + T(u)); } } }
 #define NONE(u) (0.0f * (u))
 GELU(k_none, NONE)
-GELU(k_shipped, fg_tanhf)
+GELU(k_shipped, fg_tanhf_inline)
 GELU(k_libm, tanhf)
 GELU(k_expdiv, exp_div_only)
 GELU(k_eigen, eigen_tanhf)
@@ -77,7 +77,7 @@ int main(void) {
     for (long long i = 0; i < N; ++i) x[i] = 6.0f * rand() / (float)RAND_MAX - 3.0f;
     for (int j = 0; j < COLS; ++j) { a[j] = 1.0f; b[j] = 0.0f; }
     kern ks[] = {k_copy, k_none, k_shipped, k_libm, k_expdiv, k_eigen};
-    const char *names[] = {"memcpy", "x*a+b only", "fg_tanhf (shipped, 1.05 ulp)",
+    const char *names[] = {"memcpy", "x*a+b only", "fg_tanhf_inline (1.05 ulp)",
                            "tanhf (glibc)", "exp + one division only", "Eigen rational (XLA)"};
     double copy = 0;
     printf("| loop | best ms | median ms | share of memcpy |\n| --- | ---: | ---: | ---: |\n");

@@ -160,7 +160,7 @@ static inline float fg_expf_tanh(float x) {
 /* float tanh, vectorized and inline: below 0.75 an odd polynomial (least squares in the
    relative error), above 1 - 2 / (e^2|x| + 1); within 1.1 ulp of the exact result over every
    float in [0, 11] (checked exhaustively; the test checks a sample), 1 above. */
-static inline float fg_tanhf(float x) {
+static inline float fg_tanhf_inline(float x) {
     const float a = fabsf(x), z = x * x;
     float p = 0.0017751469276845455f;
     p = fmaf(p, z, -0.007716181222349405f); p = fmaf(p, z, 0.02148553915321827f);
@@ -170,6 +170,15 @@ static inline float fg_tanhf(float x) {
     const float t = a < 0.75f ? fmaf(x, z * p, x) : copysignf(1.0f - 2.0f / (e + 1.0f), x);
     return x != x || a < 0x1p-12f ? x : t;  /* tanh(x) rounds to x below 2^-12 (and -0) */
 }
+/* The float tanh kernels call. With 512-bit vectors libmvec's 16-lane tanhf (a table and a
+   short polynomial, no division; within 1.5 ulp) takes 0.6x the time of fg_tanhf_inline, so a
+   gelu loop on one core goes from 32% to 52% of copy bandwidth; with 256-bit vectors it takes
+   1.1-1.3x, so there the inline one stays (`benchmarks/bench_tanh_cost.py`). */
+#if defined(FG_VECTOR_MATH) && defined(__AVX512F__) && !defined(__clang__)
+static inline float fg_tanhf(float x) { return tanhf(x); }
+#else
+static inline float fg_tanhf(float x) { return fg_tanhf_inline(x); }
+#endif
 static inline double fg_erfinv(double y) {
     if (!(y > -1.0 && y < 1.0)) return y == 1.0 ? INFINITY : y == -1.0 ? -INFINITY : NAN;
     const double w = -log((1.0 - y) * (1.0 + y));
