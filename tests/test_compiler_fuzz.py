@@ -63,7 +63,9 @@ def _step(m, pool, op, i, j, k):
         return x.reshape(x.shape + (1,))
     if op == "transpose" and x.ndim >= 2:
         return m.swapaxes(x, 0, -1) if k % 2 else x.T
-    yy = y if y.ndim <= 2 else y[0]
+    yy = y
+    while yy.ndim > 2:  # a matrix (or vector) right operand
+        yy = yy[0]
     if op == "matmul" and x.ndim >= 1 and yy.ndim >= 1 and x.shape[-1] == yy.shape[0]:
         return m.matmul(x, yy)
     if op == "matmul" and x.ndim >= 2:
@@ -210,7 +212,8 @@ def test_gradients_of_random_programs_on_the_native_backend(recipe, shape, seed)
     closed = fg.make_jaxpr(fg.grad(loss, argnums=(0, 2)))(*inputs)
     want = pipeline.compile_jaxpr(closed, backend="numpy")(*inputs)
     for g, w in zip(native_results(closed, inputs), want):
-        _close(g, w, rtol=2e-5, atol=2e-6)
+        # float32 sums in another order: absolute errors scale with the largest term
+        _close(g, w, rtol=2e-5, atol=2e-6 * max(1.0, float(np.max(np.abs(w), initial=0))))
 
 
 # Above the real chunking threshold (no tiny chunks): an output written chunk by chunk into

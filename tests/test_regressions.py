@@ -41,3 +41,20 @@ def test_higher_order_impl_under_a_define_by_run_trace_does_not_record_into_it()
     f = fg.jit(lambda x: fnp.sin(x) * 2.0)
     np.testing.assert_allclose(fg.grad(lambda x: f(x).sum())(fnp.ones(3)), 2 * np.cos(1.0) *
                                np.ones(3), rtol=1e-6)
+
+
+def test_chunked_reduction_of_a_column_broadcast_along_the_rows():
+    # a fused reduction whose input is a column broadcast across a large iteration space
+    # (the VJP of a row-wise broadcast gives one): the row-chunked loop reduced the column's
+    # (rows, 1) chunk as it was, so summing over the columns silently lost the factor 1024
+    # and reducing over the rows raised inside the generated code
+    v = np.arange(4096, dtype=np.float32) / 4096
+    wide = np.broadcast_to(v[:, None] * np.float32(2), (4096, 1024))
+    for axis in (0, 1, None):
+        for fn in (fnp.sum, fnp.max, fnp.min):
+            f = fg.jit(lambda v, fn=fn, axis=axis: fn(
+                fnp.broadcast_to(v[:, None], (4096, 1024)) * 2.0, axis=axis), backend="numpy")
+            assert "for r in range(" in f.lower(v).compile().as_text()  # the chunked loop
+            want = getattr(np, fn.__name__)(wide.astype(np.float64), axis=axis)
+            np.testing.assert_allclose(np.asarray(f(v)), want, rtol=1e-6,
+                                       err_msg=f"{fn.__name__} axis={axis}")

@@ -237,7 +237,11 @@ class _Chunked:
         for item in todo:
             if item[3] is None:  # a reduction of the chunk: into its output's chunk, or
                 o, eqn, var, _ = item  # into a partial result added to the running total
-                text = ops.reduce_expr(o.reduce, arg(o.value), self.spec.reduce_axes,
+                src = arg(o.value)
+                if shapes[o.value] != (rows,) + self.S[1:]:  # e.g. a column broadcast along
+                    dims = [f"{src}.shape[0]"] + [str(n) for n in self.S[1:]]  # the rows
+                    src = f"np.broadcast_to({src}, ({', '.join(dims)},))"
+                text = ops.reduce_expr(o.reduce, src, self.spec.reduce_axes,
                                        np.dtype(o.dtype))
                 target = outs[(o.value, o.reduce, var)]
                 if isinstance(target, tuple):
