@@ -242,3 +242,40 @@ def test_chunked_kernels_never_overwrite_rows_they_still_read():
         if native_build.compiler() is not None:  # in place in C: only when reads align
             got = native_results(closed, [a], donate_argnums=(0,))[0]
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+# Operands of one fused kernel over a (rows, cols) space, by how they broadcast into it.
+OPERAND_SHAPES = {"full": lambda r, c: (r, c), "column": lambda r, c: (r, 1),
+                  "row": lambda r, c: (1, c), "vector": lambda r, c: (c,),
+                  "scalar": lambda r, c: ()}
+
+
+@settings(max_examples=40)
+@given(kinds=st.lists(st.sampled_from(sorted(OPERAND_SHAPES)), min_size=1, max_size=4),
+       ops=st.lists(st.integers(0, 63), min_size=1, max_size=6),
+       reduce=st.sampled_from(["sum", "max", "min", None]),
+       axis=st.sampled_from([0, 1, None]), rows=st.sampled_from([5, 7, 12]),
+       cols=st.sampled_from([1, 3, 4]), seed=st.integers(0, 2**16))
+def test_chunked_kernels_with_broadcast_operands_match_numpy(kinds, ops, reduce, axis, rows,
+                                                             cols, seed):
+    # every way an operand can broadcast into a kernel's iteration space, through the chunked
+    # loop (forced on small arrays: chunks of 1-3 rows, a short last one) and plainly
+    rng = np.random.default_rng(seed)
+    inputs = [rng.normal(size=OPERAND_SHAPES[k](rows, cols)).astype(np.float32) for k in kinds]
+
+    def f(m, *xs):
+        acc = m.broadcast_to(xs[0], (rows, cols))  # the kernel's iteration space, whatever
+        for n, code in enumerate(ops):               # the operands' shapes
+            x = xs[(n + 1) % len(xs)]
+            acc = (BINARY[code % len(BINARY)](m, acc, x) if code & 8
+                   else UNARY[code % len(UNARY)](m, acc))
+        if reduce is None:
+            return acc
+        return getattr(m, reduce)(acc, axis=axis)
+    closed = fg.make_jaxpr(lambda *xs: f(fnp, *xs))(*inputs)
+    want = f(np, *[x.astype(np.float64) for x in inputs])
+    results = list(compiled_both_ways(closed, inputs))
+    if native_build.compiler() is not None:  # C kernels read them through strides
+        results.append(native_results(closed, inputs))
+    for got in results:
+        np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)
