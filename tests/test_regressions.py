@@ -58,3 +58,26 @@ def test_chunked_reduction_of_a_column_broadcast_along_the_rows():
             want = getattr(np, fn.__name__)(wide.astype(np.float64), axis=axis)
             np.testing.assert_allclose(np.asarray(f(v)), want, rtol=1e-6,
                                        err_msg=f"{fn.__name__} axis={axis}")
+
+
+def test_eager_arithmetic_on_infinities_gives_ieee_results_without_warnings():
+    # inf - inf inside a sum, a cumulative sum, a product, a scatter-add, a window sum and
+    # the tangent sum of autodiff: nan, as under jit and in XLA, and no RuntimeWarning (under
+    # `-W error` numpy's warning surfaced as "this is a funcgrad bug")
+    import warnings
+    x = np.array([np.inf, -np.inf, 1.0], np.float32)
+    m = np.array([[np.inf, 1.0], [-np.inf, 2.0]], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(fnp.sum(fnp.array(x)), np.float32(np.nan))
+        np.testing.assert_array_equal(fnp.cumsum(fnp.array(x)), [np.inf, np.nan, np.nan])
+        np.testing.assert_array_equal(fnp.array(m) @ fnp.array(m),
+                                      [[np.nan, np.inf], [-np.inf, -np.inf]])
+        np.testing.assert_array_equal(
+            fnp.zeros(2).at[np.array([0, 0])].add(fnp.array(x[:2])), [np.nan, 0.0])
+        np.testing.assert_array_equal(
+            lax.reduce_window(fnp.array(x), 0.0, lax.add, (2,), (1,), "VALID"),
+            [np.nan, -np.inf])
+        from funcgrad.interpreters import ad
+        np.testing.assert_array_equal(
+            ad.add_any_p.bind(fnp.array(x[:1]), fnp.array(x[1:2])), [np.nan])

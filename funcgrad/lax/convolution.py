@@ -19,7 +19,7 @@ from funcgrad.core import Primitive, ShapedArray, concrete_value, get_aval
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax import pooling
 from funcgrad.lax.precision import canonicalize_precision
-from funcgrad.lax.utils import static_ints
+from funcgrad.lax.utils import quiet, static_ints
 
 __all__ = [
     "ConvDimensionNumbers", "conv", "conv_dimension_numbers", "conv_general_dilated",
@@ -451,7 +451,7 @@ def _conv_batch(args, dims, *, dimension_numbers, feature_group_count, batch_gro
 
 
 conv_general_dilated_p = Primitive("conv_general_dilated")
-conv_general_dilated_p.def_impl(_conv_impl)
+conv_general_dilated_p.def_impl(quiet(_conv_impl))
 conv_general_dilated_p.def_abstract_eval(_conv_abstract)
 ad.defjvp(conv_general_dilated_p,
           lambda t, x, w, *, out, **p: conv_general_dilated_p.bind(t, w, **p),
@@ -550,7 +550,7 @@ def _reduce_window_prim(kind, reducer, kinds, ufunc=None):
             return pooling.reduce_blocks(x, ufunc, layout, out_shape)
         v = _window_view(x, ident, **params)
         return reducer(v, axis=tuple(range(x.ndim, 2 * x.ndim)))
-    p.def_impl(impl)
+    p.def_impl(quiet(impl))
     p.def_abstract_eval(abstract)
     batching.batch_rules[p] = _window_batch(p)
     return p
@@ -698,14 +698,14 @@ def _linear_in_first(prim):
 
 
 select_and_gather_add_p = Primitive("select_and_gather_add")
-select_and_gather_add_p.def_impl(_select_and_gather_add_impl)
+select_and_gather_add_p.def_impl(quiet(_select_and_gather_add_impl))
 select_and_gather_add_p.def_abstract_eval(_select_abstract("select_and_gather_add", True))
 ad.jvp_rules[select_and_gather_add_p] = _linear_in_first(select_and_gather_add_p)
 ad.transpose_rules[select_and_gather_add_p] = _select_and_gather_add_transpose
 batching.batch_rules[select_and_gather_add_p] = _window_batch(select_and_gather_add_p)
 
 select_and_scatter_add_p = Primitive("select_and_scatter_add")
-select_and_scatter_add_p.def_impl(_select_and_scatter_add_impl)
+select_and_scatter_add_p.def_impl(quiet(_select_and_scatter_add_impl))
 select_and_scatter_add_p.def_abstract_eval(_select_abstract("select_and_scatter_add", False))
 ad.jvp_rules[select_and_scatter_add_p] = _linear_in_first(select_and_scatter_add_p)
 ad.transpose_rules[select_and_scatter_add_p] = _select_and_scatter_add_transpose

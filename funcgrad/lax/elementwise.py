@@ -18,16 +18,7 @@ from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters.ad import defjvp, defjvp_zero
 from funcgrad.lax.logic import eq, ge, select_n
 from funcgrad.lax.shape import broadcast_in_dim, full
-from funcgrad.lax.utils import binop, match_scalars, np_operands, unop
-
-
-def _quiet(fn):
-    """`fn` with numpy's floating-point warnings off (results follow IEEE, as in XLA)."""
-    @functools.wraps(fn)
-    def impl(*args, **params):
-        with np.errstate(all="ignore"):
-            return fn(*args, **params)
-    return impl
+from funcgrad.lax.utils import binop, match_scalars, np_operands, quiet, unop
 
 
 def _const(x, c):
@@ -91,7 +82,7 @@ def _add_transpose(ct, x, y):
             unbroadcast(ct, y.aval) if ad.is_undefined(y) else None]
 
 
-add_p = binop("add", _quiet(np.add))
+add_p = binop("add", quiet(np.add))
 ad.deflinear(add_p, _add_transpose)
 # The tangent sum (interpreters/ad.py, which knows no kernels) computes as add does.
 ad.add_any_p.declare("elementwise", dtype_kinds="biufc", fusible=True)
@@ -107,7 +98,7 @@ def _sub_transpose(ct, x, y):
             unbroadcast(neg(ct), y.aval) if ad.is_undefined(y) else None]
 
 
-sub_p = binop("sub", _quiet(np.subtract))
+sub_p = binop("sub", quiet(np.subtract))
 ad.deflinear(sub_p, _sub_transpose)
 
 
@@ -122,7 +113,7 @@ def _mul_transpose(ct, x, y):
     return [None, unbroadcast(mul(x, ct), y.aval)]
 
 
-mul_p = binop("mul", _quiet(np.multiply))
+mul_p = binop("mul", quiet(np.multiply))
 defjvp(mul_p, lambda t, x, y, out: mul(t, y), lambda t, x, y, out: mul(x, t))
 ad.transpose_rules[mul_p] = _mul_transpose
 
@@ -146,7 +137,7 @@ def _div_transpose(ct, x, y):
     return [unbroadcast(div(ct, y), x.aval), None]
 
 
-div_p = binop("div", _quiet(_div_impl))
+div_p = binop("div", quiet(_div_impl))
 defjvp(div_p, lambda t, x, y, out: div(t, y),
        lambda t, x, y, out: neg(mul(t, div(out, y))))
 ad.transpose_rules[div_p] = _div_transpose
@@ -157,7 +148,7 @@ def rem(x, y):
     return rem_p.bind(*match_scalars(x, y))
 
 
-rem_p = binop("rem", _quiet(np.fmod), kinds="iuf")
+rem_p = binop("rem", quiet(np.fmod), kinds="iuf")
 # d/dy fmod(x, y) = -trunc(x / y)
 _defjvp2(rem_p, lambda t, x, y, out: t,
          lambda t, x, y, out: mul(neg(t), mul(sign(div(x, y)), floor(abs(div(x, y))))))
@@ -197,7 +188,7 @@ def _pow_impl(x, y):
     return np.power(x, y).reshape(shape)
 
 
-pow_p = binop("pow", _quiet(_pow_impl), kinds="fc")
+pow_p = binop("pow", quiet(_pow_impl), kinds="fc")
 _defjvp2(pow_p, _pow_jvp_x, _pow_jvp_y)
 
 
@@ -230,7 +221,7 @@ def _integer_pow_check(x, *, y):
                               f"complex operand, got {x}", hint="convert x to float first")
 
 
-integer_pow_p = unop("integer_pow", _quiet(_integer_pow_impl), kinds="iufc")
+integer_pow_p = unop("integer_pow", quiet(_integer_pow_impl), kinds="iufc")
 _check_params(integer_pow_p, _integer_pow_check)
 defjvp(integer_pow_p, _integer_pow_jvp)
 
@@ -349,7 +340,7 @@ def _round_check(x, *, rounding_method):
                               cls=errors.FuncgradValueError)
 
 
-round_p = unop("round", _quiet(_round_impl), kinds="f")
+round_p = unop("round", quiet(_round_impl), kinds="f")
 _check_params(round_p, _round_check)
 defjvp_zero(round_p)
 
@@ -369,7 +360,7 @@ def exp(x):
     return exp_p.bind(x)
 
 
-exp_p = unop("exp", _quiet(np.exp))
+exp_p = unop("exp", quiet(np.exp))
 defjvp(exp_p, lambda t, x, out: mul(t, out))
 
 
@@ -378,7 +369,7 @@ def exp2(x):
     return exp2_p.bind(x)
 
 
-exp2_p = unop("exp2", _quiet(np.exp2))
+exp2_p = unop("exp2", quiet(np.exp2))
 defjvp(exp2_p, lambda t, x, out: mul(t, mul(_const(x, math.log(2.0)), out)))
 
 
@@ -387,7 +378,7 @@ def log(x):
     return log_p.bind(x)
 
 
-log_p = unop("log", _quiet(np.log))
+log_p = unop("log", quiet(np.log))
 defjvp(log_p, lambda t, x, out: div(t, x))
 
 
@@ -396,7 +387,7 @@ def log1p(x):
     return log1p_p.bind(x)
 
 
-log1p_p = unop("log1p", _quiet(np.log1p))
+log1p_p = unop("log1p", quiet(np.log1p))
 defjvp(log1p_p, lambda t, x, out: div(t, add(x, _const(x, 1))))
 
 
@@ -424,7 +415,7 @@ def _expm1_impl(x):
     return out
 
 
-expm1_p = unop("expm1", _quiet(_expm1_impl))
+expm1_p = unop("expm1", quiet(_expm1_impl))
 defjvp(expm1_p, lambda t, x, out: mul(t, add(out, _const(x, 1))))
 
 
@@ -443,7 +434,7 @@ def _tanh_impl(x):
     return out
 
 
-tanh_p = unop("tanh", _quiet(_tanh_impl))
+tanh_p = unop("tanh", quiet(_tanh_impl))
 # (1 + out)(1 - out) is more accurate than 1 - out**2 near |out| = 1
 defjvp(tanh_p, lambda t, x, out: mul(add(t, mul(t, out)), sub(_const(x, 1), out)))
 
@@ -461,7 +452,7 @@ def _logistic_impl(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
-logistic_p = unop("logistic", _quiet(_logistic_impl))
+logistic_p = unop("logistic", quiet(_logistic_impl))
 defjvp(logistic_p, lambda t, x, out: mul(t, mul(out, sub(_const(x, 1), out))))
 
 
@@ -471,7 +462,7 @@ def sin(x):
     return sin_p.bind(x)
 
 
-sin_p = unop("sin", _quiet(np.sin))
+sin_p = unop("sin", quiet(np.sin))
 defjvp(sin_p, lambda t, x, out: mul(t, cos(x)))
 
 
@@ -480,7 +471,7 @@ def cos(x):
     return cos_p.bind(x)
 
 
-cos_p = unop("cos", _quiet(np.cos))
+cos_p = unop("cos", quiet(np.cos))
 defjvp(cos_p, lambda t, x, out: neg(mul(t, sin(x))))
 
 
@@ -489,7 +480,7 @@ def tan(x):
     return tan_p.bind(x)
 
 
-tan_p = unop("tan", _quiet(np.tan))
+tan_p = unop("tan", quiet(np.tan))
 defjvp(tan_p, lambda t, x, out: mul(t, add(_const(x, 1), mul(out, out))))
 
 
@@ -498,7 +489,7 @@ def asin(x):
     return asin_p.bind(x)
 
 
-asin_p = unop("asin", _quiet(np.arcsin))
+asin_p = unop("asin", quiet(np.arcsin))
 defjvp(asin_p, lambda t, x, out: mul(t, rsqrt(sub(_const(x, 1), mul(x, x)))))
 
 
@@ -507,7 +498,7 @@ def acos(x):
     return acos_p.bind(x)
 
 
-acos_p = unop("acos", _quiet(np.arccos))
+acos_p = unop("acos", quiet(np.arccos))
 defjvp(acos_p, lambda t, x, out: neg(mul(t, rsqrt(sub(_const(x, 1), mul(x, x))))))
 
 
@@ -516,7 +507,7 @@ def atan(x):
     return atan_p.bind(x)
 
 
-atan_p = unop("atan", _quiet(np.arctan))
+atan_p = unop("atan", quiet(np.arctan))
 defjvp(atan_p, lambda t, x, out: div(t, add(_const(x, 1), mul(x, x))))
 
 
@@ -536,7 +527,7 @@ def sinh(x):
     return sinh_p.bind(x)
 
 
-sinh_p = unop("sinh", _quiet(np.sinh))
+sinh_p = unop("sinh", quiet(np.sinh))
 defjvp(sinh_p, lambda t, x, out: mul(t, cosh(x)))
 
 
@@ -545,7 +536,7 @@ def cosh(x):
     return cosh_p.bind(x)
 
 
-cosh_p = unop("cosh", _quiet(np.cosh))
+cosh_p = unop("cosh", quiet(np.cosh))
 defjvp(cosh_p, lambda t, x, out: mul(t, sinh(x)))
 
 
@@ -570,7 +561,7 @@ def _acosh_jvp(t, x, out):
     return mul(t, rsqrt(mul(xm, xp)))
 
 
-acosh_p = unop("acosh", _quiet(np.arccosh))
+acosh_p = unop("acosh", quiet(np.arccosh))
 defjvp(acosh_p, _acosh_jvp)
 
 
@@ -579,7 +570,7 @@ def atanh(x):
     return atanh_p.bind(x)
 
 
-atanh_p = unop("atanh", _quiet(np.arctanh))
+atanh_p = unop("atanh", quiet(np.arctanh))
 defjvp(atanh_p, lambda t, x, out: div(div(t, sub(_const(x, 1), x)), add(_const(x, 1), x)))
 
 
@@ -589,7 +580,7 @@ def sqrt(x):
     return sqrt_p.bind(x)
 
 
-sqrt_p = unop("sqrt", _quiet(np.sqrt))
+sqrt_p = unop("sqrt", quiet(np.sqrt))
 defjvp(sqrt_p, lambda t, x, out: mul(t, div(_const(x, 0.5), out)))
 
 
@@ -598,7 +589,7 @@ def rsqrt(x):
     return rsqrt_p.bind(x)
 
 
-rsqrt_p = unop("rsqrt", _quiet(lambda x: 1 / np.sqrt(x)))
+rsqrt_p = unop("rsqrt", quiet(lambda x: 1 / np.sqrt(x)))
 defjvp(rsqrt_p, lambda t, x, out: mul(t, mul(_const(x, -0.5), div(out, x))))
 
 
@@ -756,7 +747,7 @@ def _convert_transpose(ct, x, *, new_dtype, weak_type):
 
 
 convert_element_type_p = Primitive("convert_element_type")
-convert_element_type_p.def_impl(_convert_impl)
+convert_element_type_p.def_impl(quiet(_convert_impl))  # nan -> int casts
 convert_element_type_p.def_abstract_eval(_convert_abstract)
 ad.jvp_rules[convert_element_type_p] = _convert_jvp
 ad.transpose_rules[convert_element_type_p] = _convert_transpose

@@ -16,7 +16,7 @@ import numpy as np
 from funcgrad import errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
-from funcgrad.lax.utils import static_ints
+from funcgrad.lax.utils import quiet, static_ints
 
 __all__ = [
     "GatherDimensionNumbers", "GatherScatterMode", "ScatterDimensionNumbers", "gather",
@@ -437,7 +437,7 @@ def _scatter_batch(prim):
 
 def _scatter_prim(name, ufunc):
     p = Primitive(name)
-    p.def_impl(_scatter_impl(ufunc))
+    p.def_impl(quiet(_scatter_impl(ufunc)))
     p.def_abstract_eval(_scatter_abstract(name))
     batching.batch_rules[p] = _scatter_batch(p)
     return p

@@ -14,7 +14,7 @@ from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.precision import canonicalize_precision
-from funcgrad.lax.utils import static_ints
+from funcgrad.lax.utils import quiet, static_ints
 
 __all__ = ["batch_matmul", "dot", "dot_general", "dot_general_p"]
 
@@ -182,7 +182,7 @@ def _dot_general_batch(args, dims, *, dimension_numbers, **params):
 
 
 dot_general_p = Primitive("dot_general")
-dot_general_p.def_impl(_dot_general_impl)
+dot_general_p.def_impl(quiet(_dot_general_impl))
 dot_general_p.def_abstract_eval(_dot_general_abstract)
 ad.defjvp(dot_general_p,
           lambda t, x, y, *, out, **p: dot_general_p.bind(t, y, **p),

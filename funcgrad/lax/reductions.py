@@ -13,7 +13,7 @@ from funcgrad import dtypes, errors
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.shape import broadcast_in_dim, full_like, reshape, rev, transpose
-from funcgrad.lax.utils import check_kind, static_int, static_ints
+from funcgrad.lax.utils import check_kind, quiet, static_int, static_ints
 
 
 def _check_axes(name, x, axes):
@@ -32,7 +32,7 @@ def _reduction(name, impl, kinds, reduce_op=None):
     """A primitive reducing its operand over `axes` with `impl(x, axes)`; one with a
     `reduce_op` ("sum", "max", "min") may end a fused kernel."""
     p = Primitive(name)
-    p.def_impl(lambda x, *, axes: impl(x, axes))
+    p.def_impl(quiet(lambda x, *, axes: impl(x, axes)))
 
     def abstract(x, *, axes):
         check_kind(name, x, kinds)
@@ -229,7 +229,7 @@ def _cumulative(name, accumulate, kinds):
         if not reverse:
             return accumulate(x, axis)
         return np.flip(accumulate(np.flip(x, axis), axis), axis)
-    p.def_impl(impl)
+    p.def_impl(quiet(impl))
 
     def abstract(x, *, axis, reverse):
         check_kind(name, x, kinds)

@@ -6,6 +6,7 @@ batching rule, and declare the primitive fusible elementwise over its dtype kind
 `unit_axes_view` is the `view_axes` rule of the reshapes that only add or drop unit axes.
 """
 
+import functools
 import operator
 
 import numpy as np
@@ -155,3 +156,18 @@ def match_scalars(*args):
                                        "funcgrad.numpy, which promotes")
         out.append(Array(np.asarray(a, dt), True))
     return tuple(out)
+
+
+def quiet(fn):
+    """`fn` with numpy's floating-point warnings off: results follow IEEE, as in XLA
+    (`inf - inf` is nan without a RuntimeWarning, and without an error under `-W error`).
+    Every eager implementation that computes floats is wrapped in it.
+
+        >>> quiet(np.add)(np.float32(np.inf), np.float32(-np.inf))
+        np.float32(nan)
+    """
+    @functools.wraps(fn)
+    def impl(*args, **params):
+        with np.errstate(all="ignore"):
+            return fn(*args, **params)
+    return impl
