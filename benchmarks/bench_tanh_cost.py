@@ -7,9 +7,10 @@ Compiles one C program with the native backend's compiler and flags (`build.comp
 its prelude (`ops.PRELUDE`), and times, best of 15 and median, the same loop as the native
 gelu kernel with the tanh replaced by: nothing (the `x*a+b` pass, which runs at copy speed),
 `fg_tanhf_inline` (1.05 ulp; what kernels call without 512-bit vectors), glibc's `tanhf`
-(libmvec when the flags vectorize it; what kernels call with AVX-512), an inline exp and one division only (`1 - 2/(e+1)`, no polynomial
-branch and no selects: a lower bound for any tanh of this form), and Eigen's 13/6 rational
-approximation (which XLA uses; its error in ulp over every 7th float in [0, 11] is printed).
+(libmvec when the flags vectorize it; what kernels call with AVX-512), an inline exp and one
+division only (`1 - 2/(e+1)`, no polynomial branch and no selects: a lower bound for any tanh
+of this form), and Eigen's 13/6 rational approximation (which XLA uses; its error in ulp over
+every 7th float in [0, 11] is printed).
 The share is of memcpy's bandwidth over the same bytes (read x, write out).
 """
 
