@@ -279,3 +279,43 @@ def test_chunked_kernels_with_broadcast_operands_match_numpy(kinds, ops, reduce,
         results.append(native_results(closed, inputs))
     for got in results:
         np.testing.assert_allclose(got[0], want, rtol=1e-4, atol=1e-4)
+
+
+def _loop_body(m, recipe, c, y, v):
+    """A random body that keeps the carry's shape: the recipe's values that broadcast to it,
+    squashed and mixed into half the carry."""
+    pool = [c, y, v]
+    for op, i, j, k in recipe:
+        pool.append(_step(m, pool, op, i, j, k))
+    acc = c * 0.5
+    for p in pool[3:]:
+        if _broadcastable(p, c) and np.broadcast_shapes(p.shape, c.shape) == c.shape:
+            acc = acc + 0.1 * m.tanh(p)
+    return acc
+
+
+@settings(max_examples=15)
+@given(recipe=recipes, shape=st.sampled_from(SHAPES), seed=st.integers(0, 2**16),
+       kind=st.sampled_from(["fori", "scan", "while"]), n=st.integers(0, 5))
+def test_random_loop_bodies_match_a_python_loop(recipe, shape, seed, kind, n):
+    # fori_loop / scan / while_loop around a random body: compiled (numpy backend, and C loops
+    # when a compiler is found) against a Python loop of the same body in float64
+    x, y, v = _inputs(shape, seed)
+
+    def loop(c, y, v):
+        body = lambda c: _loop_body(fnp, recipe, c, y, v)
+        if kind == "fori":
+            return fg.lax.fori_loop(0, n, lambda i, c: body(c), c)
+        if kind == "while":
+            return fg.lax.while_loop(lambda s: s[0] < n, lambda s: (s[0] + 1, body(s[1])),
+                                     (0, c))[1]
+        return fg.lax.scan(lambda c, _: (body(c), fnp.sum(c)), c, None, length=n)[0]
+    want = x.astype(np.float64)
+    for _ in range(n):
+        want = _loop_body(np, recipe, want, y.astype(np.float64), v.astype(np.float64))
+    closed = fg.make_jaxpr(loop)(x, y, v)
+    numpy_backend = pipeline.compile_jaxpr(closed, backend="numpy")(x, y, v)[0]
+    np.testing.assert_allclose(numpy_backend, want, rtol=1e-4, atol=1e-4)
+    if native_build.compiler() is not None:
+        np.testing.assert_allclose(native_results(closed, [x, y, v])[0], numpy_backend,
+                                   rtol=2e-5, atol=2e-5)
