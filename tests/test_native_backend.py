@@ -709,3 +709,18 @@ def test_the_disk_cache_keeps_to_its_size_by_dropping_the_least_recently_used(tm
     finally:
         fg.config.update("native_cache_dir", None)
         fg.config.update("native_cache_bytes", 1 << 30)
+
+
+@needs_cc
+def test_float16_nextafter_steps_a_float16_ulp():
+    # float16 computes in float: a float32 nextafterf stepped a float32 ulp, which rounded
+    # back (nextafter(0, -1) was -0.0, not -6e-08); every finite half against numpy
+    x = np.arange(0, 0x10000, dtype=np.uint16).view(np.float16)
+    x = x[np.isfinite(x)]
+    for target in (np.inf, -np.inf, 0.0, -0.0, 1.0):
+        y = np.full_like(x, target)
+        _, got, ref = both(lax.nextafter, x, y)
+        with np.errstate(over="ignore"):  # max towards inf is inf
+            want = np.nextafter(x, y)
+        assert_same(got, [want])
+        assert_same(ref, [want])

@@ -67,6 +67,22 @@ def digamma_source(qualifier):
 """
 
 
+def half_nextafter_source(qualifier):
+    """C source of `fg_nextafter_half(x, y)`: the float16 after float16 `x` towards `y`, both
+    held in floats (a float32 `nextafterf` steps a float32 ulp, which rounds back to `x`), by
+    the half's bits, as numpy's float16 nextafter; it uses the prelude's `fg_half` helpers."""
+    return f"""{qualifier} float fg_nextafter_half(float x, float y) {{
+    if (x != x || y != y) return x + y;
+    if (x == y) return x;  /* numpy's float16 keeps x (-0 towards +0 is -0) */
+    fg_half h = fg_f2h(x);
+    if (x == 0.0f) h.x = y > 0.0f ? 0x0001 : 0x8001;
+    else if ((x < y) == (x > 0.0f)) ++h.x;
+    else --h.x;
+    return fg_h2f(h);
+}}
+"""
+
+
 def operands(instr, dtypes):
     """The C expressions and dtypes of a kernel instruction's arguments: `v_<name>` for a
     value (its dtype from `dtypes`), a typed literal for a constant."""
@@ -337,7 +353,16 @@ CODE_FOR_OP.update({p: math(p.name) for p in (
     lax.exp_p, lax.exp2_p, lax.log_p, lax.log1p_p, lax.expm1_p, lax.tanh_p, lax.sin_p,
     lax.cos_p, lax.tan_p, lax.asin_p, lax.acos_p, lax.atan_p, lax.sinh_p, lax.cosh_p,
     lax.asinh_p, lax.acosh_p, lax.atanh_p, lax.sqrt_p, lax.cbrt_p, lax.erf_p, lax.erfc_p,
-    lax.lgamma_p, lax.pow_p, lax.atan2_p, lax.nextafter_p, lax.floor_p, lax.ceil_p)})
+    lax.lgamma_p, lax.pow_p, lax.atan2_p, lax.floor_p, lax.ceil_p)})
+
+
+def _nextafter(a, d, p):
+    if np.dtype(d[0]) == np.float16:  # a step in float16, not in the float it computes in
+        return f"fg_nextafter_half({a[0]}, {a[1]})"
+    return math("nextafter")(a, d, p)
+
+
+CODE_FOR_OP[lax.nextafter_p] = _nextafter
 
 
 def def_expression(prim, rule, table=CODE_FOR_OP):

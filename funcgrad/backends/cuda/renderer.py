@@ -28,9 +28,13 @@ TEMPLATES = {"elementwise": "elementwise.cu.j2", "thread_per_row": "reduce_threa
 INDEX_TYPES = {"int32": "int", "int64": "long long"}
 
 
+QUALIFIER = "__device__ __forceinline__"
+
+
 def prelude():
     return ENV.get_template("prelude.cu.j2").render(
-        version=CODEGEN_VERSION, digamma=cstyle.digamma_source("__device__ __forceinline__"))
+        version=CODEGEN_VERSION,
+        helpers=cstyle.digamma_source(QUALIFIER) + cstyle.half_nextafter_source(QUALIFIER))
 
 
 def render(plan):

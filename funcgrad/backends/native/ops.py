@@ -142,7 +142,8 @@ static inline float fg_nanf(void) { return NAN; }
 static inline double fg_inf(void) { return INFINITY; }
 static inline double fg_nan(void) { return NAN; }
 """ + _minmax() + r"""
-""" + cstyle.digamma_source("static inline").rstrip() + r"""
+""" + cstyle.digamma_source("static inline") + cstyle.half_nextafter_source(
+    "static inline").rstrip() + r"""
 /* e^x for x in [0, 20] only (fg_tanhf's argument): Cody-Waite reduction by ln 2, Cephes'
    degree-6 polynomial, the power of two by bits; inline, so a loop calling it vectorizes
    without libmvec's call and its special-case paths (15% of a gelu kernel). */

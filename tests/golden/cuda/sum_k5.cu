@@ -23,6 +23,15 @@ __device__ __forceinline__ double fg_digamma(double x) {
     return (x <= 0.0 && x == floor(x)) ? fg_nan() : r;
 }
 __device__ __forceinline__ float fg_digammaf(float x) { return (float)fg_digamma((double)x); }
+__device__ __forceinline__ float fg_nextafter_half(float x, float y) {
+    if (x != x || y != y) return x + y;
+    if (x == y) return x;  /* numpy's float16 keeps x (-0 towards +0 is -0) */
+    fg_half h = fg_f2h(x);
+    if (x == 0.0f) h.x = y > 0.0f ? 0x0001 : 0x8001;
+    else if ((x < y) == (x > 0.0f)) ++h.x;
+    else --h.x;
+    return fg_h2f(h);
+}
 
 extern "C" __global__ void __launch_bounds__(256)
 fg_k0_mul_f788cfb0(const float* __restrict__ p_in0, float* __restrict__ p_out0)
