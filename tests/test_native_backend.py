@@ -20,7 +20,7 @@ import pytest
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad import lax
+from funcgrad import errors, lax
 from funcgrad.backends import native
 from funcgrad.backends.native import build, tiers
 from funcgrad.compiler import pipeline
@@ -724,3 +724,67 @@ def test_float16_nextafter_steps_a_float16_ulp():
             want = np.nextafter(x, y)
         assert_same(got, [want])
         assert_same(ref, [want])
+
+
+SWEEP_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
+                np.float16, np.float32, np.float64, np.bool_]
+SWEEP_BINARY = [lax.add, lax.sub, lax.mul, lax.div, lax.rem, lax.max, lax.min, lax.pow,
+                lax.atan2, lax.bitwise_and, lax.bitwise_or, lax.bitwise_xor, lax.shift_left,
+                lax.shift_right_arithmetic, lax.shift_right_logical, lax.lt, lax.eq, lax.ne,
+                lax.ge, lax.nextafter, fnp.floor_divide, fnp.remainder, fnp.power]
+SWEEP_UNARY = [lax.neg, lax.abs, lax.sign, lax.bitwise_not, lax.floor, lax.ceil, lax.round,
+               lax.sqrt, lax.exp, lax.log, lax.population_count, lax.is_finite, fnp.square,
+               fnp.reciprocal, fnp.trunc, fnp.rint]
+SWEEP_LIBM = {lax.pow, lax.atan2, lax.sqrt, lax.exp, lax.log, fnp.power}  # a few ulp apart
+
+
+def _sweep_values(dt, rng, n=48):
+    """Random values of `dt` with its extremes first (min, max, 0, +-1, inf, nan, -0...)."""
+    dt = np.dtype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 2, n).astype(bool)
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        out = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+        special = [info.min, info.max, 0, 1, info.max // 2]
+        special += [-1, -2, info.min + 1] if dt.kind == "i" else [2, 3, info.max - 1]
+    else:
+        out = (rng.normal(size=n) * 10).astype(dt)
+        special = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -2.5, 3.5,
+                   np.finfo(dt).max, np.finfo(dt).tiny]
+    out[:len(special)] = np.array(special, dt)
+    return out
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", SWEEP_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_dtype_with_extreme_values_matches_eager(dtype):
+    # every elementwise op and cast the dtype takes, on its extremes, in one program per
+    # dtype: native and the numpy backend against eager, bit for bit (libm: within 4e-7)
+    fg.config.update("enable_x64", True)  # 64-bit values stay 64-bit (reset by conftest)
+    rng = np.random.default_rng(0)
+    a, b = _sweep_values(dtype, rng), _sweep_values(dtype, rng)[::-1].copy()
+    ops = [(f, 2) for f in SWEEP_BINARY] + [(f, 1) for f in SWEEP_UNARY]
+    ops += [(lambda x, d=d: lax.convert_element_type(x, d), 1) for d in SWEEP_DTYPES]
+    usable = []
+    for f, arity in ops:  # the ops eager accepts for this dtype
+        try:
+            with np.errstate(all="ignore"):
+                f(*[fnp.asarray(v) for v in (a, b)[:arity]])
+            usable.append((f, arity))
+        except errors.FuncgradError:
+            pass
+    prog = lambda a, b: tuple(f(*(a, b)[:arity]) for f, arity in usable)
+    with np.errstate(all="ignore"):
+        eager = prog(fnp.asarray(a), fnp.asarray(b))
+    _, got, ref = both(prog, a, b)
+    for (f, _), w, g, r in zip(usable, eager, got, ref):
+        w = np.asarray(w)
+        for label, x in (("native", g), ("numpy backend", r)):
+            x = np.asarray(x)
+            assert x.dtype == w.dtype, (f, label)
+            if f in SWEEP_LIBM and w.dtype.kind == "f":
+                np.testing.assert_allclose(x, w, rtol=4e-7 if w.dtype != np.float16 else 1e-3,
+                                           equal_nan=True, err_msg=f"{f} {label}")
+            else:
+                assert_same([x], [w])
