@@ -13,11 +13,6 @@ divisions), and the optax one with its two divisions by constants as multiplicat
 reciprocals (not exact, so funcgrad does not do it: a bound for what dividing costs).
 """
 
-import argparse
-import os
-import subprocess
-import sys
-import tempfile
 
 HARNESS = r"""
 #include <math.h>
@@ -80,23 +75,8 @@ int main(void) {
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", default=None, help="OMP_NUM_THREADS for the loops")
-    args = ap.parse_args()
-    from funcgrad.backends.native import build
-    cc = build.compiler()
-    if cc is None:
-        sys.exit("no C compiler: nothing to measure")
-    flags = [f for f in cc.flags if f not in ("-shared", "-fPIC")]
-    with tempfile.TemporaryDirectory() as tmp:
-        src, exe = os.path.join(tmp, "adam_cost.c"), os.path.join(tmp, "adam_cost")
-        with open(src, "w") as f:
-            f.write(HARNESS)
-        subprocess.run([cc.path, *flags, src, "-o", exe, *cc.libs, "-lm"], check=True)
-        env = dict(os.environ, **({"OMP_NUM_THREADS": args.threads} if args.threads else {}))
-        print(f"compiler: {cc.version}; flags: {' '.join(flags)}; "
-              f"OMP_NUM_THREADS={env.get('OMP_NUM_THREADS', 'unset')}\n")
-        subprocess.run([exe], check=True, env=env)
+    from bench_tanh_cost import run_harness
+    run_harness(HARNESS, "adam_cost", __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -105,24 +105,31 @@ int main(void) {
 """
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_harness(source, name, description):
+    """Compile C `source` (a `main()` printing a table) with the native backend's compiler and
+    flags, and run it with `--threads` as OMP_NUM_THREADS (also used by bench_adam_cost.py)."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--threads", default=None, help="OMP_NUM_THREADS for the loops")
     args = ap.parse_args()
-    from funcgrad.backends.native import build, ops
+    from funcgrad.backends.native import build
     cc = build.compiler()
     if cc is None:
         sys.exit("no C compiler: nothing to measure")
     flags = [f for f in cc.flags if f not in ("-shared", "-fPIC")]
     with tempfile.TemporaryDirectory() as tmp:
-        src, exe = os.path.join(tmp, "tanh_cost.c"), os.path.join(tmp, "tanh_cost")
+        src, exe = os.path.join(tmp, f"{name}.c"), os.path.join(tmp, name)
         with open(src, "w") as f:
-            f.write(ops.PRELUDE + HARNESS)
+            f.write(source)
         subprocess.run([cc.path, *flags, src, "-o", exe, *cc.libs, "-lm"], check=True)
         env = dict(os.environ, **({"OMP_NUM_THREADS": args.threads} if args.threads else {}))
         print(f"compiler: {cc.version}; flags: {' '.join(flags)}; "
               f"OMP_NUM_THREADS={env.get('OMP_NUM_THREADS', 'unset')}\n")
         subprocess.run([exe], check=True, env=env)
+
+
+def main():
+    from funcgrad.backends.native import ops
+    run_harness(ops.PRELUDE + HARNESS, "tanh_cost", __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
