@@ -161,7 +161,8 @@ def match_scalars(*args):
 def quiet(fn):
     """`fn` with numpy's floating-point warnings off: results follow IEEE, as in XLA
     (`inf - inf` is nan without a RuntimeWarning, and without an error under `-W error`).
-    Every eager implementation that computes floats is wrapped in it.
+    The eager implementations that compute floats are wrapped in it (linalg and special
+    functions hold an `errstate` of their own; `add_any` too, below lax).
 
         >>> quiet(np.add)(np.float32(np.inf), np.float32(-np.inf))
         np.float32(nan)
