@@ -788,3 +788,27 @@ def test_every_dtype_with_extreme_values_matches_eager(dtype):
                                            equal_nan=True, err_msg=f"{f} {label}")
             else:
                 assert_same([x], [w])
+
+
+@needs_cc
+def test_random_numbers_inside_a_loop_stay_a_c_loop_with_the_same_bits():
+    # threefry bits become floats through bitcast_convert_type: as a C copy it keeps an
+    # ADVI- or MCMC-style loop that draws samples each step in C (before: a Python loop)
+    from funcgrad import random
+
+    def f(key, x):
+        def body(i, c):
+            k, x = c
+            k, sub = random.split(k)
+            noise = random.normal(sub, x.shape) + random.uniform(random.fold_in(sub, i), x.shape)
+            return k, x * 0.9 + noise
+        return lax.fori_loop(0, 50, body, (key, x))[1]
+    key, x = random.PRNGKey(3), np.zeros((4, 8), np.float32)
+    closed = fg.make_jaxpr(f)(key, x)
+    with native_mode():
+        exe = pipeline.compile_jaxpr(closed)
+    assert "/* bitcast_convert_type */" in exe.as_text() and "loop */" in exe.as_text()
+    assert _python_calls(exe, key, x) < 50  # not one Python step per iteration
+    numpy_exe = pipeline.compile_jaxpr(closed, backend="numpy")
+    assert_same(exe(key, x), numpy_exe(key, x))
+    assert_same(exe(key, x), [f(key, x)])

@@ -1,10 +1,11 @@
 """Shape and indexing operations of a loop body as C copies, so the loop stays one C loop:
-`reshape`/`squeeze` (a memcpy), `transpose`, `broadcast_in_dim`, static `slice`, `pad`,
-`concatenate`, `dynamic_slice`, `dynamic_update_slice` (start indices clamped as the numpy
-implementation does), `gather` (`x[idx]`, `take`, `take_along_axis`: starts clamped, or with
-mode=fill windows out of bounds filled) and `scatter`/`scatter-add` (`x.at[idx].set/add`, a
-gather's gradient: windows out of bounds dropped, mode=clip clamps), each in the numpy
-implementation's element order, so a loop body that looks up embeddings stays C.
+`reshape`/`squeeze` and `bitcast_convert_type` (a memcpy), `transpose`, `broadcast_in_dim`,
+static `slice`, `pad`, `concatenate`, `dynamic_slice`, `dynamic_update_slice` (start indices
+clamped as the numpy implementation does), `gather` (`x[idx]`, `take`, `take_along_axis`:
+starts clamped, or with mode=fill windows out of bounds filled) and `scatter`/`scatter-add`
+(`x.at[idx].set/add`, a gather's gradient: windows out of bounds dropped, mode=clip clamps),
+each in the numpy implementation's element order, so a loop body that looks up embeddings
+(or draws random numbers) stays C.
 
     /* dynamic_slice (1, 3, 3) */
     void fg_loop0_b_k3(const float *restrict x, const int *restrict s0, ..., float *restrict o)
@@ -20,6 +21,7 @@ import numpy as np
 
 from funcgrad.backends.native import along_axis, linalg, ops, windows
 from funcgrad.lax.indexing import GatherScatterMode, gather_p, scatter_add_p, scatter_p
+from funcgrad.lax.logic import bitcast_convert_type_p
 from funcgrad.lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
 from funcgrad.lax.slicing import (
     concatenate_p,
@@ -44,6 +46,19 @@ class Copy:
     def source(self):
         return (f"/* {self.eqn.prim.name} */\nvoid {self.cname}(const {self.t} *restrict x, "
                 f"{self.t} *restrict o) {{\n    memcpy(o, x, {self.nbytes});\n}}\n")
+
+
+class Bitcast(Copy):
+    """A `bitcast_convert_type` in a loop body (random bits to floats, as `random.uniform`
+    makes them): the bytes copied into a buffer of the other type of the same width."""
+
+    def __init__(self, eqn, cname):
+        super().__init__(eqn, cname)
+        self.out_t = ops.storage(np.dtype(eqn.outvars[0].aval.dtype).name)
+
+    def source(self):
+        return (f"/* {self.eqn.prim.name} */\nvoid {self.cname}(const {self.t} *restrict x, "
+                f"{self.out_t} *restrict o) {{\n    memcpy(o, x, {self.nbytes});\n}}\n")
 
 
 class _Affine(Copy):
@@ -360,7 +375,7 @@ class Concatenate(Copy):
 
 
 IN_LOOPS = {**linalg.ROUTINES, **windows.ROUTINES, **along_axis.ROUTINES,
-            reshape_p: Copy, squeeze_p: Copy,
+            reshape_p: Copy, squeeze_p: Copy, bitcast_convert_type_p: Bitcast,
             transpose_p: Transpose,
             broadcast_in_dim_p: Broadcast, slice_p: Slice, pad_p: Pad,
             dynamic_slice_p: DynamicSlice, dynamic_update_slice_p: DynamicUpdateSlice,
