@@ -199,7 +199,7 @@ def _checkpoint_lin_transpose(cts, *args, jaxpr, nz_in, saved):
         _, t_outs = ad.jvp_eval(jaxpr.jaxpr, [], list(primals), t_ins, known)
         nonzero = [type(t) is not ad.Zero for t in t_outs]
         lin, _ = b.to_jaxpr([b.lift(t) for t, k in zip(t_outs, nonzero) if k])
-    in_vars = [t.var if type(t) is Tracer else None for t in t_ins]
+    in_vars = [t.atom if type(t) is Tracer else None for t in t_ins]
     got = ad.Linearized(lin, b.known, in_vars, nonzero, jaxpr.out_avals).transpose(cts)
     return [None] * (len(primals) + len(saved_vals)) + [g for g, z in zip(got, nz_in) if z]
 

@@ -109,7 +109,7 @@ def record_known(b, args, out_vals, out_avals, name, jvp, fun):
     """Record in `b` one equation from the tracers `args` to outputs already computed one
     level up (`out_vals`); `jvp(tangents)` gives its tangent outputs, `fun(*values)`
     recomputes the outputs should the equation ever be evaluated again."""
-    atoms = [b.lift(a).var for a in args]
+    atoms = [b.lift(a).atom for a in args]
     outvars = [Var(a) for a in out_avals]
     params = dict(out_avals=tuple(out_avals), name=name, _jvp=jvp, _fun=fun)
     b.eqns.append(Eqn(custom_known_call_p, atoms, outvars, params, current_source()))

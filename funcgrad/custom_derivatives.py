@@ -372,7 +372,7 @@ def _jvp_by_run(cj, call, b):
         raise _error(f"custom_jvp rule {_loc(cj.jvp)} computed a primal output from the "
                      "tangents; the primal output must depend on the primals only")
     out_avals = [p.aval for p in p_outs]
-    in_vars = [None if x is None else x.var for x, m in zip(t_ins, mine) if m]
+    in_vars = [None if x is None else x.atom for x, m in zip(t_ins, mine) if m]
     linear = ad.Linearized(lin, t.known, in_vars, nz, out_avals)
     outs = by_run.record_known(b, [x for x, m in zip(call.diff_leaves, mine) if m],
                                [p.val for p in p_outs], out_avals, cj.__name__, linear.apply,

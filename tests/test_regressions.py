@@ -81,3 +81,16 @@ def test_eager_arithmetic_on_infinities_gives_ieee_results_without_warnings():
         from funcgrad.interpreters import ad
         np.testing.assert_array_equal(
             ad.add_any_p.bind(fnp.array(x[:1]), fnp.array(x[1:2])), [np.nan])
+
+
+def test_the_var_method_under_every_transform():
+    # a tracer kept its IR variable in an attribute named `var`, which hid the numpy method:
+    # `x.var()` under jit raised "'Var' object is not callable"
+    x = fnp.arange(4.0)
+    np.testing.assert_allclose(fg.jit(lambda x: x.var())(x), 1.25)
+    np.testing.assert_allclose(fg.grad(lambda x: x.var())(x), [-0.75, -0.25, 0.25, 0.75])
+    np.testing.assert_allclose(fg.vmap(lambda r: r.var(ddof=1))(fnp.arange(6.0).reshape(2, 3)),
+                               [1.0, 1.0])
+    xs = np.arange(4.0)  # d std / dx = (x - mean) / (n std)
+    np.testing.assert_allclose(fg.jit(fg.grad(lambda x: x.std()))(x),
+                               (xs - xs.mean()) / (xs.size * xs.std()), rtol=1e-6)

@@ -341,7 +341,7 @@ class Jitted:
         tracer = _failed_tracer(e)
         if tracer is None or tracer._trace is not builder:
             return
-        deps = [names[i] for i in _depends_on(builder, tracer.var)][:6]
+        deps = [names[i] for i in _depends_on(builder, tracer.atom)][:6]
         tops = tuple(sorted({_top_name(n) for n in deps}))
         e.args = (f"{e.args[0]}\n  while tracing `{self._name}` for jit, this value depends on "
                   f"argument(s) {', '.join(f'`{a}`' for a in deps)}, which jit traces as "

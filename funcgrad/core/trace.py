@@ -349,12 +349,12 @@ class Tracer(ArrayBase):
     """A value inside a trace: its aval, the IR variable (or literal) it stands for and,
     when the trace computes known values, its value one level up (else None)."""
 
-    __slots__ = ("_trace", "aval", "var", "val", "__weakref__")
+    __slots__ = ("_trace", "aval", "atom", "val", "__weakref__")
 
     def __init__(self, trace, aval, var, val=None):
         self._trace = trace
         self.aval = aval
-        self.var = var
+        self.atom = var  # not `var`: that is the numpy method x.var()
         self.val = val
 
     shape = property(lambda self: self.aval.shape)
@@ -505,7 +505,7 @@ class Builder:
     def _atom(self, x, prim=_LIFT):
         if isinstance(x, Tracer):
             if x._trace is self:
-                return x.var, x.aval, x.val
+                return x.atom, x.aval, x.val
             if not x._trace.alive or not self.is_ancestor(x._trace):
                 _leaked(x, _LiftPrim(self.name))
             return self._capture(x, x.aval)
@@ -536,7 +536,7 @@ class Builder:
         atoms, avals, vals = [], [], []
         for a in args:
             if isinstance(a, Tracer) and a._trace is self:
-                atoms.append(a.var), avals.append(a.aval), vals.append(a.val)
+                atoms.append(a.atom), avals.append(a.aval), vals.append(a.val)
             else:
                 atom, aval, val = self._atom(a, prim)
                 atoms.append(atom), avals.append(aval), vals.append(val)
@@ -573,7 +573,7 @@ class Builder:
 
     def to_jaxpr(self, outs):
         """Close the trace: a `Jaxpr` with captured values as constvars, and those values."""
-        outvars = [self.lift(o).var for o in outs]
+        outvars = [self.lift(o).atom for o in outs]
         jaxpr = Jaxpr(list(self.constvars), list(self.invars), outvars, list(self.eqns))
         if config._values["check_jaxprs"]:
             from funcgrad.core.ir import typecheck_jaxpr

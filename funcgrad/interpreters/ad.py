@@ -325,7 +325,7 @@ def linearize_flat(fun, primals):
             kept.clear()  # residuals no jvp rule took (their outputs had zero tangents)
         nonzero = [type(t) is not Zero for t in t_outs]
         lin, _ = b.to_jaxpr([b.lift(t) for t, nz in zip(t_outs, nonzero) if nz])
-        lin_invars = [t.var if type(t) is Tracer else None for t in t_ins]
+        lin_invars = [t.atom if type(t) is Tracer else None for t in t_ins]
     return outs, Linearized(lin, b.known, lin_invars, nonzero, [v.aval for v in jaxpr.outvars])
 
 
@@ -350,7 +350,7 @@ def linearizing(trace):
 def record_known(b, prim, args, params, out_vals):
     """Record in the define-by-run trace `b` one `prim` equation of `args` whose outputs were
     already computed one level up (`out_vals`); returns its output tracers."""
-    atoms = [b.lift(a).var for a in args]
+    atoms = [b.lift(a).atom for a in args]
     out_avals = prim.abstract_eval(*[get_aval(a) for a in args], **params)
     outvars = [Var(a) for a in (out_avals if prim.multiple_results else [out_avals])]
     b.eqns.append(Eqn(prim, atoms, outvars, params, current_source()))
