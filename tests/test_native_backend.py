@@ -812,3 +812,33 @@ def test_random_numbers_inside_a_loop_stay_a_c_loop_with_the_same_bits():
     numpy_exe = pipeline.compile_jaxpr(closed, backend="numpy")
     assert_same(exe(key, x), numpy_exe(key, x))
     assert_same(exe(key, x), [f(key, x)])
+
+
+@needs_cc
+def test_nested_loops_are_one_c_function():
+    # an iLQR/MPC-style fori_loop inside a fori_loop, a while inside a scan, and an inner
+    # body holding an array constant (passed down from the outer C function)
+    w = np.linspace(-1, 1, 12).astype(np.float32).reshape(3, 4)
+
+    def nested(x):
+        def inner(j, c):
+            return fnp.tanh(c @ w.T @ w * 0.1 + fnp.array([0.5, -0.5, 0.25, 0.0]) * j)
+        def outer(i, c):
+            c = lax.fori_loop(0, 4, inner, c)
+            halve = lax.while_loop(lambda d: fnp.sum(fnp.abs(d)) > 0.5, lambda d: d * 0.5, c)
+            return c + halve
+        ys = lax.scan(lambda c, _: (lax.fori_loop(0, 3, outer, c), fnp.sum(c)), x, None,
+                      length=5)
+        return ys
+    x = np.linspace(0.1, 1, 8).astype(np.float32).reshape(2, 4)
+    closed = fg.make_jaxpr(nested)(x)
+    with native_mode():
+        exe = pipeline.compile_jaxpr(closed)
+    text = exe.as_text()
+    assert text.count("loop */") >= 4 and "for i0 in range" not in text, text[:2000]
+    assert _python_calls(exe, x) < 50
+    want = pipeline.compile_jaxpr(closed, backend="numpy")(x)
+    for g, r in zip(exe(x), want):
+        np.testing.assert_allclose(g, r, rtol=2e-6, atol=1e-7)
+    for g, r in zip(exe(x), nested(fnp.asarray(x))):
+        np.testing.assert_allclose(g, np.asarray(r), rtol=2e-6, atol=1e-7)

@@ -26,7 +26,9 @@ small (`BRANCH_MAX_BYTES`; larger ones keep the wrapper's Python `if`); a small 
 shape or indexing operation (transpose, slices, pads, dynamic_slice, gathers such as
 `emb[tokens]` and `take`, scatters such as `x.at[idx].add`) a copy of `shapes.py`;
 `argmax`/`argmin` and the cumulative sums, products, maxima and minima are routines of
-`along_axis.py`, and `select_and_scatter_add` one of `windows.py`.
+`along_axis.py`, and `select_and_scatter_add` one of `windows.py`. A `while_loop` or `scan`
+in a body (nested loops: an MPC step's inner solver) is its own `CLoop` function, called
+from the outer loop (`_Nested`; its constants become the outer function's).
 The carry is written after the whole body ran (a body output that is one of its inputs
 passes through a staging buffer first, so a swap of two carries is right). Scan inputs are
 read at `p + i * slice` and its stacked outputs written the same way. Anything else (another
@@ -167,6 +169,7 @@ class _Body:
         if program is None:
             raise NotNative("the body did not compile natively")
         self.program, self.prefix, self.temps, self.kernels = program, prefix, [], []
+        extra = []  # the constants of nested loops: parameters of the enclosing C function
         for k, node in enumerate(program.nodes):
             if isinstance(node, KernelNode):
                 ck = CKernel(node.spec, f"{prefix}_k{k}", node.eqns, openmp)
@@ -183,12 +186,16 @@ class _Body:
             elif node.eqn.prim is cond_p and compile_executable is not None:
                 br = _Cond(node.eqn, f"{prefix}_k{k}", openmp, compile_executable)
                 self.kernels.append((br, _Node(node.eqn.invars, node.eqn.outvars)))
+            elif node.eqn.prim.name in ("while", "scan") and compile_executable is not None:
+                inner = _Nested(CLoop(f"{prefix}_k{k}", node.eqn, compile_executable, openmp))
+                extra += inner.const_items
+                self.kernels.append((inner, _Node(node.eqn.invars, node.eqn.outvars)))
             else:
                 raise NotNative(f"the body calls {node.eqn.prim.name}")
         for v in program.jaxpr.outvars:
             if type(v) is Literal and (v.aval.shape != () or v.aval.dtype == np.float16):
                 raise NotNative("a body output is an array or float16 literal")
-        self.consts = list(zip(program.jaxpr.constvars, program.consts))
+        self.consts = list(zip(program.jaxpr.constvars, program.consts)) + extra
 
     def statements(self, where):
         """Kernel calls; `where` (var -> C pointer expression) is extended with temps."""
@@ -203,12 +210,15 @@ class _Body:
                     args.append(self._literal(v))
                 else:
                     args.append(where[v])
+            if isinstance(ck, _Nested):  # then the inner loop's constants
+                args += [where[key] for key, _ in ck.const_items]
             for v in node.outputs:
                 name = f"{self.prefix}_t{len(self.temps)}"
                 self.temps.append((name, v.aval))
                 where[v] = name
                 args.append(name)
-            lines.append(f"{ck.cname}({', '.join(args)});")
+            call = f"{ck.cname}({', '.join(args)})"
+            lines.append(f"if ({call}) return 1;" if isinstance(ck, _Nested) else f"{call};")
         for v in self.program.jaxpr.outvars:  # a constant result (`lambda: 1.0`): a temp
             if type(v) is Literal and v not in where:
                 name = f"{self.prefix}_t{len(self.temps)}"
@@ -224,6 +234,23 @@ class _Body:
         if dt == "float16":
             raise NotNative("a float16 literal operand")
         return f"(const {ops.storage(dt)}[]){{{value}}}"
+
+
+class _Nested:
+    """A `while_loop` or `scan` in a loop body: its own C function (a `CLoop`), called from
+    the enclosing loop; its bound constants become constants of the enclosing body
+    (`const_items`: (key, array) pairs, bound to parameters like the body's own)."""
+
+    def __init__(self, loop):
+        self.loop, self.cname = loop, loop.cname
+        self.const_items = [(_ConstKey(), c) for c in loop.consts]
+
+    def source(self):
+        return self.loop.source()
+
+
+class _ConstKey:
+    """A nested loop's constant in a body's `where` map (no IR variable stands for it)."""
 
 
 class _Cond:
