@@ -50,12 +50,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "examples")]
 from bench_char_transformer import ONE_THREAD  # noqa: E402
 
-PROGRAMS = ("gelu", "adam", "mlp128", "mlp1024", "gpt", "rnn", "ilqr", "gp", "embrnn", "pool")
+PROGRAMS = ("gelu", "adam", "mlp128", "mlp1024", "gpt", "rnn", "ilqr", "gp", "embrnn", "pool",
+            "mpc", "advi")
 # program -> (max native/JAX, max native/PyTorch, min share of copy bandwidth), from issue 12
 TARGETS = {"gelu": (1.0, None, 0.7), "adam": (1.0, 1.0, 0.7), "mlp128": (0.8, None, None),
            "mlp1024": (1.0, None, None), "gpt": (1.0, None, None), "rnn": (1.5, None, None),
            "ilqr": (1.5, None, None), "gp": (1.5, None, None),
-           "embrnn": (None, None, None), "pool": (None, None, None)}  # no issue target
+           "embrnn": (None, None, None), "pool": (None, None, None),  # no issue target
+           "mpc": (None, None, None), "advi": (None, None, None)}
 # XLA's CPU client sizes its thread pool from NPROC: without it, XLA_FLAGS alone still leaves
 # JAX 0.10 on two threads (process CPU time 1.85x wall on gelu).
 ONE_THREAD = dict(ONE_THREAD, NPROC="1")
@@ -73,12 +75,12 @@ def namespace(lib):
         import jax.numpy as jnp
         import jax.scipy.linalg as sl
         return SimpleNamespace(np=jnp, lax=jax.lax, value_and_grad=jax.value_and_grad,
-                               grad=jax.grad, jacfwd=jax.jacfwd, sl=sl)
+                               grad=jax.grad, jacfwd=jax.jacfwd, sl=sl, random=jax.random)
     import funcgrad as fg
     import funcgrad.numpy as fnp
     import funcgrad.scipy.linalg as sl
     return SimpleNamespace(np=fnp, lax=fg.lax, value_and_grad=fg.value_and_grad, grad=fg.grad,
-                           jacfwd=fg.jacfwd, sl=sl)
+                           jacfwd=fg.jacfwd, sl=sl, random=fg.random)
 
 
 # --- runners: step() runs one synchronized step; the first n_state outputs feed back ------------
@@ -222,6 +224,46 @@ def pool_spec(shape=(32, 16, 16, 32)):
     return make, [x], (), 0, None
 
 
+def mpc_spec(horizon=50, iters=20, n=4):
+    """A receding-horizon controller's shape: for each of 50 steps an inner fori_loop of 20
+    gradient steps on a small quadratic (nested loops)."""
+    rng = np.random.default_rng(9)
+    a = (np.eye(n) * 2 + 0.1 * rng.normal(size=(n, n))).astype(np.float32)
+    b = rng.normal(size=n).astype(np.float32)
+    x0 = np.zeros(n, np.float32)
+
+    def make(L):
+        def control(a, b, x0):
+            inner = lambda j, u: u - 0.1 * (a.T @ (a @ u - b))
+            outer = lambda i, x: L.lax.fori_loop(0, iters, inner, x) * 0.99 + 0.01 * b
+            return L.lax.fori_loop(0, horizon, outer, x0)
+        return control
+    return make, [a, b, x0], (), 0, None
+
+
+def advi_spec(steps=100, samples=10, dim=2):
+    """ADVI on a 2-D Gaussian: each of 100 steps draws `samples` normals (threefry in the
+    loop), takes the ELBO's gradient and an SGD step."""
+    prec = np.array([[2.0, 0.6], [0.6, 1.0]], np.float32)
+    params = (np.zeros(dim, np.float32), np.zeros(dim, np.float32))  # mean, log-scale
+    key = np.array([0, 7], np.uint32)
+
+    def make(L):
+        def fit(params, key):
+            def neg_elbo(p, eps):
+                z = p[0] + L.np.exp(p[1]) * eps
+                return 0.5 * L.np.mean(L.np.sum((z @ prec) * z, axis=-1)) - L.np.sum(p[1])
+
+            def step(i, carry):
+                p, k = carry
+                k, sub = L.random.split(k)
+                g = L.grad(neg_elbo)(p, L.random.normal(sub, (samples, dim)))
+                return (p[0] - 0.05 * g[0], p[1] - 0.05 * g[1]), k
+            return L.lax.fori_loop(0, steps, step, (params, key))[0]
+        return fit
+    return make, [params, key], (), 0, None
+
+
 def plain_program(spec):
     """{implementation: builder() -> step} for a program written once over `L`."""
     make, args, donate, n_state, nbytes = spec()
@@ -312,7 +354,8 @@ def builders(name):
     if name == "gpt":
         return gpt_program()
     return plain_program({"rnn": rnn_spec, "ilqr": ilqr_spec, "gp": gp_spec,
-                          "embrnn": embrnn_spec, "pool": pool_spec}[name])
+                          "embrnn": embrnn_spec, "pool": pool_spec, "mpc": mpc_spec,
+                          "advi": advi_spec}[name])
 
 
 def _torch_gelu():
