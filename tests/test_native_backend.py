@@ -842,3 +842,17 @@ def test_nested_loops_are_one_c_function():
         np.testing.assert_allclose(g, r, rtol=2e-6, atol=1e-7)
     for g, r in zip(exe(x), nested(fnp.asarray(x))):
         np.testing.assert_allclose(g, np.asarray(r), rtol=2e-6, atol=1e-7)
+
+
+@needs_cc
+def test_rev_in_a_loop_body_is_a_c_copy():
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 24
+    for dims in ((0,), (1,), (2,), (0, 2), (0, 1, 2)):
+        def f(x, dims=dims):
+            return lax.fori_loop(0, 3, lambda i, c: lax.rev(c, dims) * 0.5 + c, x)
+        closed = fg.make_jaxpr(f)(x)
+        with native_mode():
+            exe = pipeline.compile_jaxpr(closed)
+        assert "loop */" in exe.as_text() and f"/* rev {list(dims)} */" in exe.as_text()
+        assert_same(exe(x), pipeline.compile_jaxpr(closed, backend="numpy")(x))
+        assert_same(exe(x), [f(fnp.asarray(x))])

@@ -1,5 +1,5 @@
 """Shape and indexing operations of a loop body as C copies, so the loop stays one C loop:
-`reshape`/`squeeze` and `bitcast_convert_type` (a memcpy), `transpose`, `broadcast_in_dim`,
+`reshape`/`squeeze` and `bitcast_convert_type` (a memcpy), `transpose`, `rev`, `broadcast_in_dim`,
 static `slice`, `pad`, `concatenate`, `dynamic_slice`, `dynamic_update_slice` (start indices
 clamped as the numpy implementation does), `gather` (`x[idx]`, `take`, `take_along_axis`:
 starts clamped, or with mode=fill windows out of bounds filled) and `scatter`/`scatter-add`
@@ -22,7 +22,7 @@ import numpy as np
 from funcgrad.backends.native import along_axis, linalg, ops, windows
 from funcgrad.lax.indexing import GatherScatterMode, gather_p, scatter_add_p, scatter_p
 from funcgrad.lax.logic import bitcast_convert_type_p
-from funcgrad.lax.shape import broadcast_in_dim_p, reshape_p, squeeze_p, transpose_p
+from funcgrad.lax.shape import broadcast_in_dim_p, reshape_p, rev_p, squeeze_p, transpose_p
 from funcgrad.lax.slicing import (
     concatenate_p,
     dynamic_slice_p,
@@ -89,6 +89,17 @@ class Transpose(_Affine):
         shape, perm = self.eqn.invars[0].aval.shape, self.eqn.params["permutation"]
         return self.affine(f"transpose {perm}", [shape[a] for a in perm],
                            [self.in_strides[a] for a in perm])
+
+
+class Rev(_Affine):
+    """A `rev` in a loop body: the reversed axes read from their far end, stride negated."""
+
+    def source(self):
+        shape, dims = self.eqn.invars[0].aval.shape, tuple(self.eqn.params["dimensions"])
+        st = self.in_strides
+        strides = [-s if k in dims else s for k, s in enumerate(st)]
+        offset = sum((shape[k] - 1) * st[k] for k in dims)
+        return self.affine(f"rev {list(dims)}", shape, strides, offset)
 
 
 class Broadcast(_Affine):
@@ -376,7 +387,7 @@ class Concatenate(Copy):
 
 IN_LOOPS = {**linalg.ROUTINES, **windows.ROUTINES, **along_axis.ROUTINES,
             reshape_p: Copy, squeeze_p: Copy, bitcast_convert_type_p: Bitcast,
-            transpose_p: Transpose,
+            transpose_p: Transpose, rev_p: Rev,
             broadcast_in_dim_p: Broadcast, slice_p: Slice, pad_p: Pad,
             dynamic_slice_p: DynamicSlice, dynamic_update_slice_p: DynamicUpdateSlice,
             gather_p: Gather, scatter_p: Scatter, scatter_add_p: Scatter,
