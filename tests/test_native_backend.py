@@ -856,3 +856,40 @@ def test_rev_in_a_loop_body_is_a_c_copy():
         assert "loop */" in exe.as_text() and f"/* rev {list(dims)} */" in exe.as_text()
         assert_same(exe(x), pipeline.compile_jaxpr(closed, backend="numpy")(x))
         assert_same(exe(x), [f(fnp.asarray(x))])
+
+
+@needs_cc
+def test_sorts_in_a_loop_body_match_numpy_stable_order():
+    # sort, argsort (a sort of (x, iota)), sort_key_val and permutation in a C loop body:
+    # the numpy backend's and eager's order exactly (stable; NaNs last; -0.0 and 0.0 tie)
+    rng = np.random.default_rng(0)
+    x = rng.integers(-3, 4, size=(5, 37)).astype(np.float32)
+    x[0, :4] = [np.nan, -0.0, 0.0, np.nan]
+    x[1, 5:9] = [np.inf, -np.inf, np.nan, -0.0]
+    cases = {
+        "sort axis -1": lambda c: fnp.sort(c, axis=-1),
+        "sort axis 0": lambda c: fnp.sort(c, axis=0),
+        "argsort": lambda c: fnp.argsort(c, axis=-1).astype(fnp.float32),
+        "key_val": lambda c: lax.sort_key_val(c, c * 2.0 + 1.0)[1],
+        "ints": lambda c: fnp.sort((c * 3).astype(fnp.int32), axis=1).astype(fnp.float32),
+    }
+    for name, op in cases.items():
+        def f(x, op=op):
+            return lax.fori_loop(0, 2, lambda i, c: op(c) + 0.0 * c, x)
+        closed = fg.make_jaxpr(f)(x)
+        with native_mode():
+            exe = pipeline.compile_jaxpr(closed)
+        text = exe.as_text()
+        assert "loop */" in text and "/* sort axis" in text, name
+        assert_same(exe(x), pipeline.compile_jaxpr(closed, backend="numpy")(x))
+        assert_same(exe(x), [f(fnp.asarray(x))])
+    key = fg.random.PRNGKey(1)
+
+    def perm(k):
+        step = lambda i, s: (fg.random.split(s[0])[0], fg.random.permutation(s[0], 50) + s[1] * 0)
+        return lax.fori_loop(0, 3, step, (k, fnp.arange(50)))[1]
+    closed = fg.make_jaxpr(perm)(key)
+    with native_mode():
+        exe = pipeline.compile_jaxpr(closed)
+    assert "/* sort axis" in exe.as_text()
+    assert_same(exe(key), pipeline.compile_jaxpr(closed, backend="numpy")(key))

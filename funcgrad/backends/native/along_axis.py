@@ -1,7 +1,9 @@
 """Operations along one axis as C routines, so a loop body holding one stays a C loop (greedy
 decoding's `argmax`, a running `cumsum`): `argmax`/`argmin` (the first extremal index, a NaN
 winning, as `np.argmax`) and `cumsum`/`cumprod`/`cummax`/`cummin` (one pass in order, as
-numpy's `accumulate`, from the end when `reverse`; integer sums and products wrap).
+numpy's `accumulate`, from the end when `reverse`; integer sums and products wrap) and
+`sort` by one key (stable, NaNs last, as numpy's stable sort; so `sort`, `argsort` and
+`random.permutation` in a loop body).
 
 The operand is viewed as [outer, n, inner] around the axis; each routine loops over outer and
 inner and walks the axis:
@@ -26,6 +28,7 @@ from funcgrad.lax.reductions import (
     cumprod_p,
     cumsum_p,
 )
+from funcgrad.lax.sorting import sort_p
 
 
 class _AlongAxis(ops.EqnRoutine):
@@ -104,5 +107,58 @@ class Cumulative(_AlongAxis):
         return self._function(self.t, walk)
 
 
+class Sort(_AlongAxis):
+    """`sort` by its first operand (`fnp.sort`, `argsort` as a sort of (x, iota), a
+    permutation): a stable bottom-up merge sort of the indices along the axis, NaNs last, as
+    numpy's stable sort orders; every operand is then gathered in that order."""
+
+    MAX_N = 4096  # the index buffers live on the stack (2 x 32 KiB)
+
+    def __init__(self, eqn, cname):
+        super().__init__(eqn, cname, eqn.params["dimension"])
+        if eqn.params["num_keys"] != 1:
+            raise ops.Unsupported("a sort by several keys in C")
+        if self.n > self.MAX_N:
+            raise ops.Unsupported(f"a sort of {self.n} elements in a loop body")
+        self.types = []
+        for v in eqn.invars:
+            dt = np.dtype(v.aval.dtype)
+            if dt.name == "float16" or dt.kind not in "biuf":
+                raise ops.Unsupported(f"sort of {v.aval} in C")
+            self.types.append(ops.storage(dt.name))
+
+    def source(self):
+        k0 = f"x0[{self.at('_p[_b]')}]"
+        ka = f"x0[{self.at('_p[_a]')}]"
+        less = (f"({k0} < {ka} || ({k0} == {k0} && {ka} != {ka}))" if self.dt.kind == "f"
+                else f"({k0} < {ka})")  # the right one first only when strictly smaller
+        n = self.n
+        walk = [f"long long _p[{n}], _t[{n}];",
+                f"for (long long k = 0; k < {n}; ++k) _p[k] = k;",
+                f"for (long long _w = 1; _w < {n}; _w *= 2) {{",
+                f"    for (long long _lo = 0; _lo < {n}; _lo += 2 * _w) {{",
+                f"        const long long _m = _lo + _w < {n} ? _lo + _w : {n};",
+                f"        const long long _h = _lo + 2 * _w < {n} ? _lo + 2 * _w : {n};",
+                "        long long _a = _lo, _b = _m, _k = _lo;",
+                f"        while (_a < _m && _b < _h) _t[_k++] = {less} ? _p[_b++] : _p[_a++];",
+                "        while (_a < _m) _t[_k++] = _p[_a++];",
+                "        while (_b < _h) _t[_k++] = _p[_b++];",
+                "    }",
+                "    memcpy(_p, _t, sizeof(_p));",
+                "}"]
+        for m in range(len(self.eqn.invars)):
+            walk.append(f"for (long long k = 0; k < {n}; ++k) "
+                        f"o{m}[{self.at('k')}] = x{m}[{self.at('_p[k]')}];")
+        params = [f"const {t} *restrict x{m}" for m, t in enumerate(self.types)]
+        params += [f"{t} *restrict o{m}" for m, t in enumerate(self.types)]
+        lines = [f"/* {self.title} */",
+                 f"void {self.cname}({', '.join(params)}) {{",
+                 f"    for (long long _i = 0; _i < {self.outer}; ++_i)",
+                 f"        for (long long _j = 0; _j < {self.inner}; ++_j) {{"]
+        lines += ["            " + ln for ln in walk] + ["        }", "}"]
+        return "\n".join(lines) + "\n"
+
+
 ROUTINES = {argmax_p: ArgExtremum, argmin_p: ArgExtremum, cumsum_p: Cumulative,
-            cumprod_p: Cumulative, cummax_p: Cumulative, cummin_p: Cumulative}
+            cumprod_p: Cumulative, cummax_p: Cumulative, cummin_p: Cumulative,
+            sort_p: Sort}
