@@ -860,7 +860,7 @@ def test_rev_in_a_loop_body_is_a_c_copy():
 
 @needs_cc
 def test_sorts_in_a_loop_body_match_numpy_stable_order():
-    # sort, argsort (a sort of (x, iota)), sort_key_val and permutation in a C loop body:
+    # sort, argsort (a sort of (x, iota)), sort_key_val, top_k and permutation in a C loop body:
     # the numpy backend's and eager's order exactly (stable; NaNs last; -0.0 and 0.0 tie)
     rng = np.random.default_rng(0)
     x = rng.integers(-3, 4, size=(5, 37)).astype(np.float32)
@@ -883,6 +883,15 @@ def test_sorts_in_a_loop_body_match_numpy_stable_order():
         assert "loop */" in text and "/* sort axis" in text, name
         assert_same(exe(x), pipeline.compile_jaxpr(closed, backend="numpy")(x))
         assert_same(exe(x), [f(fnp.asarray(x))])
+    def topk(x):  # top-k sampling's shape: values and indices, NaN largest, ties by index
+        step = lambda i, s: (s[0], lax.top_k(s[0] + s[1][0][:, :1] * 0.0, 4))
+        return lax.fori_loop(0, 2, step, (x, lax.top_k(x, 4)))[1]
+    closed = fg.make_jaxpr(topk)(x)
+    with native_mode():
+        exe = pipeline.compile_jaxpr(closed)
+    assert "/* top_k axis" in exe.as_text()
+    assert_same(exe(x), pipeline.compile_jaxpr(closed, backend="numpy")(x))
+    assert_same(exe(x), topk(fnp.asarray(x)))
     key = fg.random.PRNGKey(1)
 
     def perm(k):

@@ -3,7 +3,8 @@ decoding's `argmax`, a running `cumsum`): `argmax`/`argmin` (the first extremal 
 winning, as `np.argmax`) and `cumsum`/`cumprod`/`cummax`/`cummin` (one pass in order, as
 numpy's `accumulate`, from the end when `reverse`; integer sums and products wrap) and
 `sort` by one key (stable, NaNs last, as numpy's stable sort; so `sort`, `argsort` and
-`random.permutation` in a loop body).
+`random.permutation` in a loop body) and `top_k` (stable descending, a NaN largest: top-k
+sampling in a decoding loop), on rows of up to `Sort.MAX_N` elements.
 
 The operand is viewed as [outer, n, inner] around the axis; each routine loops over outer and
 inner and walks the axis:
@@ -28,7 +29,7 @@ from funcgrad.lax.reductions import (
     cumprod_p,
     cumsum_p,
 )
-from funcgrad.lax.sorting import sort_p
+from funcgrad.lax.sorting import sort_p, top_k_p
 
 
 class _AlongAxis(ops.EqnRoutine):
@@ -114,51 +115,81 @@ class Sort(_AlongAxis):
 
     MAX_N = 4096  # the index buffers live on the stack (2 x 32 KiB)
 
-    def __init__(self, eqn, cname):
-        super().__init__(eqn, cname, eqn.params["dimension"])
-        if eqn.params["num_keys"] != 1:
+    def __init__(self, eqn, cname, axis=None):
+        super().__init__(eqn, cname, eqn.params["dimension"] if axis is None else axis)
+        if eqn.params.get("num_keys", 1) != 1:
             raise ops.Unsupported("a sort by several keys in C")
         if self.n > self.MAX_N:
             raise ops.Unsupported(f"a sort of {self.n} elements in a loop body")
-        self.types = []
         for v in eqn.invars:
             dt = np.dtype(v.aval.dtype)
             if dt.name == "float16" or dt.kind not in "biuf":
-                raise ops.Unsupported(f"sort of {v.aval} in C")
-            self.types.append(ops.storage(dt.name))
+                raise ops.Unsupported(f"{eqn.prim.name} of {v.aval} in C")
 
-    def source(self):
-        k0 = f"x0[{self.at('_p[_b]')}]"
-        ka = f"x0[{self.at('_p[_a]')}]"
-        less = (f"({k0} < {ka} || ({k0} == {k0} && {ka} != {ka}))" if self.dt.kind == "f"
-                else f"({k0} < {ka})")  # the right one first only when strictly smaller
+    def sorted_indices(self, before):
+        """Lines leaving in `_p` the indices along the axis in a stable order of the key
+        `x0`; `before(a, b)` is the C test "element a goes strictly before element b"."""
         n = self.n
-        walk = [f"long long _p[{n}], _t[{n}];",
+        take_right = before(f"x0[{self.at('_p[_b]')}]", f"x0[{self.at('_p[_a]')}]")
+        return [f"long long _p[{n}], _t[{n}];",
                 f"for (long long k = 0; k < {n}; ++k) _p[k] = k;",
                 f"for (long long _w = 1; _w < {n}; _w *= 2) {{",
                 f"    for (long long _lo = 0; _lo < {n}; _lo += 2 * _w) {{",
                 f"        const long long _m = _lo + _w < {n} ? _lo + _w : {n};",
                 f"        const long long _h = _lo + 2 * _w < {n} ? _lo + 2 * _w : {n};",
                 "        long long _a = _lo, _b = _m, _k = _lo;",
-                f"        while (_a < _m && _b < _h) _t[_k++] = {less} ? _p[_b++] : _p[_a++];",
+                "        while (_a < _m && _b < _h)",
+                f"            _t[_k++] = {take_right} ? _p[_b++] : _p[_a++];",
                 "        while (_a < _m) _t[_k++] = _p[_a++];",
                 "        while (_b < _h) _t[_k++] = _p[_b++];",
                 "    }",
                 "    memcpy(_p, _t, sizeof(_p));",
                 "}"]
-        for m in range(len(self.eqn.invars)):
-            walk.append(f"for (long long k = 0; k < {n}; ++k) "
-                        f"o{m}[{self.at('k')}] = x{m}[{self.at('_p[k]')}];")
-        params = [f"const {t} *restrict x{m}" for m, t in enumerate(self.types)]
-        params += [f"{t} *restrict o{m}" for m, t in enumerate(self.types)]
-        lines = [f"/* {self.title} */",
-                 f"void {self.cname}({', '.join(params)}) {{",
+
+    def ascending(self, a, b):  # NaNs last, as numpy
+        return f"({a} < {b} || ({a} == {a} && {b} != {b}))" if self.dt.kind == "f" \
+            else f"({a} < {b})"
+
+    def routine(self, outs, walk):
+        """The C function over every row: inputs `x0...`, then `outs` ((C type, name))."""
+        params = [f"const {ops.storage(np.dtype(v.aval.dtype).name)} *restrict x{m}"
+                  for m, v in enumerate(self.eqn.invars)]
+        params += [f"{t} *restrict {name}" for t, name in outs]
+        lines = [f"/* {self.title} */", f"void {self.cname}({', '.join(params)}) {{",
                  f"    for (long long _i = 0; _i < {self.outer}; ++_i)",
                  f"        for (long long _j = 0; _j < {self.inner}; ++_j) {{"]
         lines += ["            " + ln for ln in walk] + ["        }", "}"]
         return "\n".join(lines) + "\n"
 
+    def source(self):
+        walk = self.sorted_indices(self.ascending)
+        for m in range(len(self.eqn.invars)):
+            walk.append(f"for (long long k = 0; k < {self.n}; ++k) "
+                        f"o{m}[{self.at('k')}] = x{m}[{self.at('_p[k]')}];")
+        outs = [(ops.storage(np.dtype(v.aval.dtype).name), f"o{m}")
+                for m, v in enumerate(self.eqn.invars)]
+        return self.routine(outs, walk)
+
+
+class TopK(Sort):
+    """`top_k` along the last axis: the stable descending order (a NaN largest, ties by the
+    lower index), as the numpy implementation; values and int32 indices of the first k."""
+
+    def __init__(self, eqn, cname):
+        super().__init__(eqn, cname, eqn.invars[0].aval.ndim - 1)
+        self.k = eqn.params["k"]
+
+    def source(self):
+        def descending(a, b):
+            return (f"({a} > {b} || ({a} != {a} && {b} == {b}))" if self.dt.kind == "f"
+                    else f"({a} > {b})")
+        walk = self.sorted_indices(descending)
+        walk.append(f"for (long long k = 0; k < {self.k}; ++k) {{ "
+                    f"o0[_i * {self.k} + k] = x0[{self.at('_p[k]')}]; "
+                    f"o1[_i * {self.k} + k] = (int)_p[k]; }}")
+        return self.routine([(self.t, "o0"), ("int", "o1")], walk)
+
 
 ROUTINES = {argmax_p: ArgExtremum, argmin_p: ArgExtremum, cumsum_p: Cumulative,
             cumprod_p: Cumulative, cummax_p: Cumulative, cummin_p: Cumulative,
-            sort_p: Sort}
+            sort_p: Sort, top_k_p: TopK}
