@@ -445,7 +445,13 @@ SANITIZED = textwrap.dedent("""
                                fnp.take_along_axis(x[:3], fnp.abs(t)[:, None] % 7, axis=1)),
                  x[:3], i[:, :3].astype(np.int32) // 8),
              lambda x, v, i: (lambda w: fg.lax.scan(
-                 lambda c, r: (fnp.tanh(c @ w + r), x @ c), v, x))(x[:7] * 0.3)]
+                 lambda c, r: (fnp.tanh(c @ w + r), x @ c), v, x))(x[:7] * 0.3),
+             lambda x, v, i: fg.lax.fori_loop(0, 3, lambda k, c: (  # sorts, rev, random, nested
+                 fnp.sort(c[0], axis=0) * 0.5 + fg.lax.rev(c[0], (1,)) * 0.5
+                 + fg.random.normal(fg.random.fold_in(fg.random.PRNGKey(0), k), (9, 7)) * 0.1,
+                 fg.lax.top_k(c[0], 3)[1] + fnp.argsort(c[1], axis=1)[:, :3],
+                 fg.lax.fori_loop(0, 2, lambda j, d: d * 0.5 + 1.0, c[2])),
+                 (x, i[:, :3].astype(np.int32), v))]
     for p in progs:
         f = fg.jit(p)
         out = f(x, v, i)
@@ -453,9 +459,12 @@ SANITIZED = textwrap.dedent("""
         for a, b in zip(fg.tree_util.tree_leaves(out), fg.tree_util.tree_leaves(ref)):
             np.testing.assert_allclose(np.asarray(a, 'f8'), np.asarray(b, 'f8'), rtol=1e-5)
         assert "C module" in f.lower(x, v, i).compile().as_text()
-    assert "dot_general 1x7 @ 7x7" in f.lower(x, v, i).compile().as_text()  # the last one
-    assert "/* lu 7x7 */" in fg.jit(progs[-3]).lower(x, v, i).compile().as_text()
-    assert "/* gather (1, 7) */" in fg.jit(progs[-2]).lower(x, v, i).compile().as_text()
+    text = lambda p: fg.jit(p).lower(x, v, i).compile().as_text()
+    assert "dot_general 1x7 @ 7x7" in text(progs[-2])
+    assert "/* lu 7x7 */" in text(progs[-4])
+    assert "/* gather (1, 7) */" in text(progs[-3])
+    assert all(s in text(progs[-1]) for s in ("/* sort axis", "/* top_k axis", "/* rev",
+                                              "/* bitcast_convert_type */", "loop */"))
     print("sanitized ok")
 """)
 
