@@ -911,3 +911,37 @@ def test_sorts_in_a_loop_body_match_numpy_stable_order():
         exe = pipeline.compile_jaxpr(closed)
     assert "/* sort axis" in exe.as_text()
     assert_same(exe(key), pipeline.compile_jaxpr(closed, backend="numpy")(key))
+
+
+@needs_cc
+def test_products_in_a_loop_body_are_c_routines():
+    # reduce_prod over any axes (and so det) keeps the loop C: integers wrap exactly as the
+    # numpy backend's, floats agree to a few ulp (another multiplication order)
+    fg.config.update("enable_x64", True)  # 64-bit values stay 64-bit (reset by conftest)
+    rng = np.random.default_rng(0)
+    for dt in (np.float32, np.float64, np.int8, np.int32, np.uint16, np.int64):
+        if np.dtype(dt).kind == "f":
+            x = (rng.normal(size=(3, 4, 5)) * 1.3).astype(dt)
+        else:
+            x = rng.integers(0 if np.dtype(dt).kind == "u" else -9, 9, (3, 4, 5)).astype(dt)
+        for axes in ((0,), (2,), (0, 2), (0, 1, 2)):
+            def f(x, axes=axes):
+                step = lambda i, c: (c[0], lax.reduce_prod(c[0] * c[0], axes))
+                return lax.fori_loop(0, 1, step, (x, lax.reduce_prod(x, axes)))[1]
+            closed = fg.make_jaxpr(f)(x)
+            with native_mode():
+                exe = pipeline.compile_jaxpr(closed)
+            assert "/* reduce_prod axes" in exe.as_text() and "loop */" in exe.as_text()
+            got, want = exe(x)[0], pipeline.compile_jaxpr(closed, backend="numpy")(x)[0]
+            assert got.dtype == want.dtype
+            if np.dtype(dt).kind == "f":
+                np.testing.assert_allclose(got, want, rtol=1e-6)
+            else:
+                np.testing.assert_array_equal(got, want)
+    m = (np.eye(3) * 2 + 0.1).astype(np.float32)
+    f = lambda x: lax.fori_loop(0, 3, lambda i, c: c * 0.9 + fnp.linalg.det(c) * 0.01, x)
+    closed = fg.make_jaxpr(f)(m)
+    with native_mode():
+        exe = pipeline.compile_jaxpr(closed)
+    assert "/* reduce_prod axes" in exe.as_text()
+    np.testing.assert_allclose(exe(m)[0], np.asarray(f(fnp.asarray(m))), rtol=1e-6)
