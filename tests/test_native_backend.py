@@ -448,7 +448,8 @@ SANITIZED = textwrap.dedent("""
                  lambda c, r: (fnp.tanh(c @ w + r), x @ c), v, x))(x[:7] * 0.3),
              lambda x, v, i: fg.lax.fori_loop(0, 3, lambda k, c: (  # sorts, rev, random, nested
                  fnp.sort(c[0], axis=0) * 0.5 + fg.lax.rev(c[0], (1,)) * 0.5
-                 + fg.random.normal(fg.random.fold_in(fg.random.PRNGKey(0), k), (9, 7)) * 0.1,
+                 + fg.random.normal(fg.random.fold_in(fg.random.PRNGKey(0), k), (9, 7)) * 0.1
+                 + fnp.prod(c[0] * 0.1 + 1.0, axis=0) * 0.01,
                  fg.lax.top_k(c[0], 3)[1] + fnp.argsort(c[1], axis=1)[:, :3],
                  fg.lax.fori_loop(0, 2, lambda j, d: d * 0.5 + 1.0, c[2])),
                  (x, i[:, :3].astype(np.int32), v))]
@@ -464,6 +465,7 @@ SANITIZED = textwrap.dedent("""
     assert "/* lu 7x7 */" in text(progs[-4])
     assert "/* gather (1, 7) */" in text(progs[-3])
     assert all(s in text(progs[-1]) for s in ("/* sort axis", "/* top_k axis", "/* rev",
+                                              "/* reduce_prod axes",
                                               "/* bitcast_convert_type */", "loop */"))
     print("sanitized ok")
 """)
