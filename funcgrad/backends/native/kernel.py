@@ -86,7 +86,7 @@ class CKernel:
         if instr.dtype == "float16":
             text = f"fg_round_half({text})"
         note = self.comments.get(instr.dst)
-        return f"const {ops.ctype(instr.dtype)} v_{instr.dst} = {text};" + (
+        return f"const {_value_type(instr.dtype)} v_{instr.dst} = {text};" + (
             f"  /* {note} */" if note else "")
 
     def load(self, operand, offset):
@@ -95,7 +95,7 @@ class CKernel:
             text = f"fg_h2f({text})"
         elif operand.dtype == "bool":  # numpy's bools are the bytes 0 and 1
             text = f"({text} != 0)"
-        return f"const {ops.ctype(operand.dtype)} v_{operand.name} = {text};"
+        return f"const {_value_type(operand.dtype)} v_{operand.name} = {text};"
 
     @staticmethod
     def store(name, dtype, offset, value):
@@ -223,6 +223,13 @@ class CKernel:
             value = f"({at}){value}"
         return (at, ops.cstyle.identity(r.op, r.dtype, dt),
                 f"{acc} = {ops.cstyle.combine(r.op, acc, value, dt)};")
+
+
+def _value_type(dtype):
+    """The C type of a kernel's value of `dtype`: booleans as `int` 0/1 (a loop mixing
+    `_Bool` values with floats does not vectorize with gcc 12: a GP's kernel-matrix kernel,
+    with its masks, ran scalar at 10 ns per element), else the dtype's compute type."""
+    return "int" if dtype == "bool" else ops.ctype(dtype)
 
 
 def _acc_dtype(r):

@@ -140,9 +140,14 @@ class TriangularSolve(_Routine):
             if not p["unit_diagonal"]:
                 body += [f"    const {t} d = {e('i', 'i')};",
                          f"    for (long long c = 0; c < {nrhs}; ++c) {x('i', 'c')} /= d;"]
-            body += [f"    for ({rest}) {{", f"        const {t} f = {e('r', 'i')};",
-                     f"        for (long long c = 0; c < {nrhs}; ++c) "
-                     f"{x('r', 'c')} -= f * {x('i', 'c')};", "    }", "}"]
+            if nrhs == 1:  # one right-hand side: the update runs along x itself (SIMD)
+                body += [f"    const {t} v = {x('i', 0)};", "    #pragma omp simd",
+                         f"    for ({rest}) {x('r', 0)} -= {e('r', 'i')} * v;", "}"]
+            else:
+                body += [f"    for ({rest}) {{", f"        const {t} f = {e('r', 'i')};",
+                         "        #pragma omp simd",
+                         f"        for (long long c = 0; c < {nrhs}; ++c) "
+                         f"{x('r', 'c')} -= f * {x('i', 'c')};", "    }", "}"]
         else:  # one right-hand side (a row of x) at a time: the inner loop runs along it
             if not p["unit_diagonal"]:  # reciprocals once (a division per entry is slow)
                 body += [f"{t} rd[{m}];",
@@ -150,7 +155,7 @@ class TriangularSolve(_Routine):
             body += [f"for (long long c = 0; c < {nrhs}; ++c)", f"    for ({order}) {{"]
             if not p["unit_diagonal"]:
                 body += [f"        {x('i', 'c')} *= rd[i];"]
-            body += [f"        const {t} v = {x('i', 'c')};",
+            body += [f"        const {t} v = {x('i', 'c')};", "        #pragma omp simd",
                      f"        for ({rest}) {x('r', 'c')} -= {e('r', 'i')} * v;", "    }"]
         params = [(t, "a", m * m), (t, "b", rows * cols), (t, "x", rows * cols)]
         return self._function(f"triangular_solve {m}x{m}, b {rows}x{cols}", params, body)
