@@ -160,3 +160,24 @@ def test_address_sanitizer_finds_an_out_of_bounds_read():
     rc, out = emulate.sanitizer_run(plan, "address", case.device,
                                     patch=lambda s: s.replace("_i < 100003", "_i <= 100003"))
     assert rc != 0 and "heap-buffer-overflow" in out
+
+
+def test_float16_nextafter_steps_a_float16_ulp():
+    # the CUDA prelude's fg_nextafter_half, run through the emulation on every finite half
+    # towards +inf, -inf and zero, against numpy (a float32 nextafterf would round back)
+    x = np.arange(0, 0x10000, dtype=np.uint16).view(np.float16)
+    x = x[np.isfinite(x)][:8192]
+    n = x.size
+    for target in (np.inf, -np.inf, 0.0):
+        y = np.full_like(x, target)
+        spec = KernelSpec("nextafter16", (n,),
+                          (KernelInput("in0", "float16", (n,), (0,)),
+                           KernelInput("in1", "float16", (n,), (0,))),
+                          (Instr("t0", "nextafter", ("in0", "in1"), "float16"),),
+                          (KernelOutput("out0", "t0", "float16", (n,)),))
+        plan = plan_kernel(spec)
+        lib = emulate.build([plan])
+        got = run(lib, plan, [x, y], canonical.CASES[0].device)[0]
+        with np.errstate(over="ignore"):
+            want = np.nextafter(x, y)
+        np.testing.assert_array_equal(got.view(np.uint16), want.view(np.uint16))
