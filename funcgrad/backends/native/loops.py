@@ -44,7 +44,7 @@ from funcgrad.backends.native import build, ops, shapes
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.compiler.fusion import KernelNode
 from funcgrad.core import Literal
-from funcgrad.lax.control_flow import cond_p
+from funcgrad.lax.control_flow import cond_p, scan_p, while_p
 from funcgrad.lax.linalg import dot_general_p
 
 # A top-level cond whose results are larger stays a Python `if` (its branches' buffers are
@@ -186,7 +186,7 @@ class _Body:
             elif node.eqn.prim is cond_p and compile_executable is not None:
                 br = _Cond(node.eqn, f"{prefix}_k{k}", openmp, compile_executable)
                 self.kernels.append((br, _Node(node.eqn.invars, node.eqn.outvars)))
-            elif node.eqn.prim.name in ("while", "scan") and compile_executable is not None:
+            elif node.eqn.prim in (while_p, scan_p) and compile_executable is not None:
                 inner = _Nested(CLoop(f"{prefix}_k{k}", node.eqn, compile_executable, openmp))
                 extra += inner.const_items
                 self.kernels.append((inner, _Node(node.eqn.invars, node.eqn.outvars)))
@@ -324,7 +324,7 @@ class CLoop:
 
     def __init__(self, cname, eqn, compile_executable, openmp):
         self.cname, self.eqn = cname, eqn
-        if eqn.prim.name == "while":
+        if eqn.prim is while_p:
             self._while(compile_executable, openmp)
         elif eqn.prim is cond_p:
             self._branch(compile_executable, openmp)

@@ -33,7 +33,8 @@ from funcgrad.lax.slicing import (
 
 
 class Copy:
-    """A `reshape` or `squeeze` in a loop body: the data copied to the new shape's buffer."""
+    """A `reshape`, `squeeze` or `bitcast_convert_type` (random bits to floats, as
+    `random.uniform` makes them) in a loop body: the bytes copied into the result's buffer."""
 
     def __init__(self, eqn, cname):
         self.eqn, self.cname = eqn, cname
@@ -41,20 +42,8 @@ class Copy:
         if 0 in aval.shape:
             raise ops.Unsupported(f"{eqn.prim.name} of an empty array")
         self.t = ops.storage(np.dtype(aval.dtype).name)
+        self.out_t = ops.storage(np.dtype(eqn.outvars[0].aval.dtype).name)  # same width
         self.nbytes = math.prod(aval.shape) * np.dtype(aval.dtype).itemsize
-
-    def source(self):
-        return (f"/* {self.eqn.prim.name} */\nvoid {self.cname}(const {self.t} *restrict x, "
-                f"{self.t} *restrict o) {{\n    memcpy(o, x, {self.nbytes});\n}}\n")
-
-
-class Bitcast(Copy):
-    """A `bitcast_convert_type` in a loop body (random bits to floats, as `random.uniform`
-    makes them): the bytes copied into a buffer of the other type of the same width."""
-
-    def __init__(self, eqn, cname):
-        super().__init__(eqn, cname)
-        self.out_t = ops.storage(np.dtype(eqn.outvars[0].aval.dtype).name)
 
     def source(self):
         return (f"/* {self.eqn.prim.name} */\nvoid {self.cname}(const {self.t} *restrict x, "
@@ -386,7 +375,7 @@ class Concatenate(Copy):
 
 
 IN_LOOPS = {**linalg.ROUTINES, **windows.ROUTINES, **along_axis.ROUTINES,
-            reshape_p: Copy, squeeze_p: Copy, bitcast_convert_type_p: Bitcast,
+            reshape_p: Copy, squeeze_p: Copy, bitcast_convert_type_p: Copy,
             transpose_p: Transpose, rev_p: Rev,
             broadcast_in_dim_p: Broadcast, slice_p: Slice, pad_p: Pad,
             dynamic_slice_p: DynamicSlice, dynamic_update_slice_p: DynamicUpdateSlice,
