@@ -103,6 +103,36 @@ def test_float_arithmetic_is_bit_exact(name):
     assert_same(got, want)
 
 
+def _float32_bits(rng, n):
+    """`n` float32s of uniformly random bit patterns (every exponent: subnormals, inf, NaN),
+    with a third of them having the divisor's significand (quotients near powers of two)."""
+    return rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_division_by_a_row_invariant_divisor_is_ieee_division(dtype):
+    # C kernels divide by a value that is the same along the inner loop (a scalar, a
+    # per-row divisor, a literal) as a product with its double reciprocal: exact, as
+    # the kernel's docstring argues; this checks it on every class of float
+    rng = np.random.default_rng(12)
+    x = _float32_bits(rng, 256 * 1024).reshape(256, 1024)
+    d = np.concatenate([_float32_bits(rng, 256 - len(SPECIAL)), SPECIAL.astype(np.float32)])
+    d[:40] = rng.integers(1, 1000, 40) / rng.integers(1, 97, 40)  # ordinary divisors
+    d[40:48] = np.float32(2.0) ** rng.integers(-149, 127, 8)  # powers of two, subnormal ones
+    x[:40] = (rng.integers(0, 1 << 20, (40, 1)) * d[:40, None]).astype(np.float32)  # ~exact
+    with np.errstate(over="ignore"):
+        x, d = x.astype(dtype), d.astype(dtype)
+    fns = {"row": lambda x, d: x / d[:, None],
+           "scalar": lambda x, d: (x / d[3], x / (d[5] * 2 + 1)),
+           "literal": lambda x, d: (x / 0.65132153, x / 3.0, x / -1e-40, x / 7e3)}
+    for name, fn in fns.items():
+        exe, got, want = both(fn, x, d)
+        text = exe.as_text()
+        assert "= 1.0 / (double)v_" in text or "* 0x1." in text, name  # the rule applied
+        assert_same(got, want)
+
+
 @needs_cc
 @pytest.mark.parametrize("dt", sorted(INTS) + sorted(UINTS))
 def test_integer_ops_wrap_and_divide_as_numpy(dt):

@@ -63,7 +63,9 @@ class CKernel:
         self.dtypes.update({i.dst: i.dtype for i in spec.body})
         self.params = ([("in", inp.name, _pointee(inp.dtype)) for inp in spec.inputs]
                        + [("out", o.name, _pointee(o.dtype)) for o in spec.outputs])
+        self.invariant, self.recips = self._invariant_values(), []
         self.body = [self.instr(i) for i in spec.body]  # raises Unsupported early
+        self.hoisted = self._hoisted()
 
     def source(self, restrict=True):
         """The C text; `restrict=False` when an output may share an input's buffer."""
@@ -82,12 +84,78 @@ class CKernel:
 
     def instr(self, instr):
         args, dts = cstyle.operands(instr, self.dtypes)
-        text = ops.expr(instr, args, dts)
+        text = self._invariant_division(instr, args, dts) or ops.expr(instr, args, dts)
         if instr.dtype == "float16":
             text = f"fg_round_half({text})"
         note = self.comments.get(instr.dst)
         return f"const {_value_type(instr.dtype)} v_{instr.dst} = {text};" + (
             f"  /* {note} */" if note else "")
+
+    def _simd_axis(self):
+        """The plan dimension the innermost (vectorized) loop runs over."""
+        p = self.plan
+        if p.reductions and len(p.outer) == 1 and p.rows > 1 and not self._rows_contiguous():
+            return 0  # column reductions: the rows are innermost
+        return len(p.outer) + len(p.inner) - 1
+
+    def _invariant_values(self):
+        """Names of the values that do not change along the innermost loop: inputs with
+        stride 0 there, and instructions on those and on literals."""
+        axis = self._simd_axis()
+        if axis < 0:  # no loop
+            return set()
+        out = {inp.name for inp in self.plan.inputs if not inp.strides[axis]}
+        for i in self.spec.body:
+            if all(not isinstance(a, str) or a in out for a in i.args):
+                out.add(i.dst)
+        return out
+
+    def _hoisted(self):
+        """The invariant values the reciprocals need (their inputs and instructions)."""
+        need = set(self.recips)
+        for i in reversed(self.spec.body):
+            if i.dst in need:
+                need.update(a for a in i.args if isinstance(a, str))
+        return need
+
+    def hoist(self, heads, counters):
+        """`heads` (loop headers) with the reciprocals of invariant divisors, and what they
+        are computed from, declared before the innermost loop (once per row)."""
+        if not self.recips:
+            return heads
+        lines = [self.load(inp, _offset(counters, inp.strides)) for inp in self.plan.inputs
+                 if inp.name in self.hoisted]
+        lines += [ln for i, ln in zip(self.spec.body, self.body) if i.dst in self.hoisted]
+        lines += [f"const double r_{b} = 1.0 / (double)v_{b};" for b in self.recips]
+        at = max(k for k, h in enumerate(heads) if h.startswith("for"))
+        if at and heads[at - 1] == "#pragma omp simd":
+            at -= 1
+        return heads[:at] + lines + heads[at:]
+
+    def _invariant_division(self, instr, args, dts):
+        """`a / b` in float32 with `b` the same along the innermost loop, as `a` times
+        the double reciprocal of `b`, rounded to float: the reciprocal is computed once per
+        row (the compiler hoists it), and the quotient is exactly IEEE float division's.
+        Why exact: a float32 quotient `a/b` is never a rounding midpoint and lies at least
+        2^-49 (relative) from one, since `a - m*b` is a nonzero multiple of the product of
+        the significands' ulps; the double reciprocal and product are within 2^-52 of it,
+        so they round to the same float (special values: b = 0, inf, NaN give inf, 0, NaN
+        as the division does; tests/test_native.py checks many millions of pairs). None
+        when the rule does not apply (other primitives, dtypes, varying divisors)."""
+        if instr.op != "div" or ops.ctype(instr.dtype) != "float" or \
+                any(ops.ctype(d) != "float" for d in dts):
+            return None
+        b = instr.args[1]
+        if isinstance(b, str):
+            if b not in self.invariant:
+                return None
+            if b not in self.recips:
+                self.recips.append(b)
+            return f"((float)((double){args[0]} * r_{b}))"
+        value = float(np.dtype(b.dtype).type(b.value))  # as the C literal holds it
+        if value == 0.0 or not math.isfinite(value):
+            return None
+        return f"((float)((double){args[0]} * {float.hex(1.0 / value)}))"
 
     def load(self, operand, offset):
         text = f"p_{operand.name}[{offset}]"
@@ -132,11 +200,7 @@ class CKernel:
         parallel = self.openmp and p.n >= self.parallel_min
         head = self.loops(dims, "i", True, parallel)
         counters = [f"i{d}" for d in range(len(dims))]
-        inner = [self.load(inp, _offset(counters, inp.strides)) for inp in p.inputs]
-        inner += self.body
-        inner += [self.store(o.name, o.dtype, _offset(counters, o.strides), f"v_{v}")
-                  for o, v in self.out_values()]
-        return _nest(head, inner)
+        return _nest(self.hoist(head, counters), self.element(counters))
 
     def reduction(self):
         p = self.plan
@@ -148,6 +212,7 @@ class CKernel:
         counters = outer + [f"k{d}" for d in range(ni)]
         row = _offset(outer, _row_major(p.outer)) if no else "0"
         init, inner, write = [], self.element(counters), []
+        heads = self.hoist(self.loops(p.inner, "k", False, False), counters)
         clauses = []
         for j, r in enumerate(p.reductions):
             at, ident, update = self.accumulator(j, r, f"acc{j}")
@@ -169,7 +234,6 @@ class CKernel:
                 clauses.append(None)
             inner.append(update)
             write.append(self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)}){result}"))
-        heads = self.loops(p.inner, "k", False, False)
         if heads and None not in clauses:  # partial results in SIMD lanes (deterministic)
             heads.insert(len(heads) - 1, f"#pragma omp simd {' '.join(clauses)}")
         rows_body = init + _nest(heads, inner) + write
@@ -190,7 +254,8 @@ class CKernel:
             write.append("for (long long i0 = _r; i0 < _e; ++i0) " + self.store(
                 r.out, r.dtype, "i0", f"({ops.ctype(r.dtype)})acc{j}[i0 - _r]"))
         rows_loop = ["#pragma omp simd", "for (long long i0 = _r; i0 < _e; ++i0) {"]
-        body = init + _nest(self.loops(p.inner, "k", False, False) + rows_loop, inner) + write
+        heads = self.hoist(self.loops(p.inner, "k", False, False) + rows_loop, counters)
+        body = init + _nest(heads, inner) + write
         head = ["#pragma omp parallel for"] if self.openmp and p.n >= self.parallel_min else []
         head += [f"for (long long _r = 0; _r < {rows}; _r += {b}) {{",
                  f"const long long _e = _r + {b} < {rows} ? _r + {b} : {rows};"]
@@ -206,10 +271,12 @@ class CKernel:
         return main.strides[-1] == 1 or not any(main.strides[len(p.outer):])
 
     def element(self, counters):
-        """Loads, the body and the elementwise stores of one iteration."""
+        """Loads, the body and the elementwise stores of one iteration of the innermost
+        loop (less what `hoist` moved out of it)."""
         p = self.plan
-        lines = [self.load(inp, _offset(counters, inp.strides)) for inp in p.inputs]
-        lines += self.body
+        lines = [self.load(inp, _offset(counters, inp.strides)) for inp in p.inputs
+                 if inp.name not in self.hoisted]
+        lines += [ln for i, ln in zip(self.spec.body, self.body) if i.dst not in self.hoisted]
         lines += [self.store(o.name, o.dtype, _offset(counters, o.strides), f"v_{v}")
                   for o, v in self.out_values()]
         return lines
