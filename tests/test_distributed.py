@@ -595,7 +595,6 @@ def test_a_raising_process_aborts_the_job_promptly():
 
 @pytest.mark.parametrize("n", [2, 4])
 def test_data_parallel_example_matches_one_process(n):
-    pytest.importorskip("sklearn")
     rc, out, err, _ = run_mpi(n, ["examples/data_parallel_digits.py", "--epochs", "2"],
                               timeout=120)
     assert rc == 0, out + err
