@@ -11,7 +11,13 @@ gelu kernel with the tanh replaced by: nothing (the `x*a+b` pass, which runs at 
 division only (`1 - 2/(e+1)`, no polynomial branch and no selects: a lower bound for any tanh
 of this form), and Eigen's 13/6 rational approximation (which XLA uses; its error in ulp over
 every 7th float in [0, 11] is printed).
-The share is of memcpy's bandwidth over the same bytes (read x, write out).
+Two more rows: the gelu arithmetic with no tanh at all, and the `x*a+b` pass writing with
+non-temporal stores (as glibc's memcpy does for copies larger than its cache threshold).
+The share is of memcpy's bandwidth over the same bytes (read x, write out); the last column is
+of the copy bandwidth bench_native_programs.py reports (np.copyto of 256 MiB, which glibc
+does with non-temporal stores). `--cold` writes a 256 MiB buffer before every timed run, as
+the other libraries' steps do between the interleaved steps of bench_native_programs.py: x
+then comes from memory and the caches hold dirty lines.
 """
 
 import argparse
@@ -24,6 +30,7 @@ HARNESS = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <immintrin.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -65,6 +72,29 @@ static void k_copy(const float *restrict x, const float *restrict a, const float
     _Pragma("omp parallel for") for (long long i = 0; i < ROWS; ++i)
         memcpy(o + i * COLS, x + i * COLS, COLS * sizeof(float));
 }
+#define IDENTITY(u) (u)
+GELU(k_no_tanh, IDENTITY)
+static void k_stream(const float *restrict x, const float *restrict a, const float *restrict b,
+                     float *restrict o) {  /* x*a+b through an L1 row, non-temporal stores */
+    _Pragma("omp parallel for") for (long long i = 0; i < ROWS; ++i) {
+        float row[COLS] __attribute__((aligned(64)));
+        _Pragma("omp simd") for (long long j = 0; j < COLS; ++j)
+            row[j] = x[i * COLS + j] * a[j] + b[j];
+#ifdef __AVX512F__
+        for (long long j = 0; j < COLS; j += 16)
+            _mm512_stream_ps(o + i * COLS + j, _mm512_load_ps(row + j));
+#else
+        for (long long j = 0; j < COLS; j += 8)
+            _mm256_stream_ps(o + i * COLS + j, _mm256_load_ps(row + j));
+#endif
+    }
+    _mm_sfence();
+}
+#define BIG (1LL << 26)  /* 256 MiB of float32 */
+static float *big_out;
+static void flush(void) {  /* dirty 256 MiB, as other libraries' steps do */
+    for (long long i = 0; i < BIG; ++i) big_out[i] += 1.0f;
+}
 typedef void (*kern)(const float *, const float *, const float *, float *);
 static double now(void) {
     struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec;
@@ -72,23 +102,34 @@ static double now(void) {
 static int cmp(const void *p, const void *q) {
     const double a = *(const double *)p, b = *(const double *)q; return (a > b) - (a < b);
 }
-int main(void) {
+int main(int argc, char **argv) {
+    (void)argc;
     float *x = aligned_alloc(64, 4 * N), *o = aligned_alloc(64, 4 * N), a[COLS], b[COLS];
     srand(1);
     for (long long i = 0; i < N; ++i) x[i] = 6.0f * rand() / (float)RAND_MAX - 3.0f;
     for (int j = 0; j < COLS; ++j) { a[j] = 1.0f; b[j] = 0.0f; }
-    kern ks[] = {k_copy, k_none, k_shipped, k_libm, k_expdiv, k_eigen};
-    const char *names[] = {"memcpy", "x*a+b only", "fg_tanhf_inline (1.05 ulp)",
+    big_out = calloc(BIG, 4);
+    const double copy_bw = atof(argv[1]);  /* bytes/s, bench_native.copy_bandwidth() */
+    kern ks[] = {k_copy, k_none, k_stream, k_no_tanh, k_shipped, k_libm, k_expdiv, k_eigen};
+    const char *names[] = {"memcpy", "x*a+b only", "x*a+b, non-temporal stores",
+                           "gelu arithmetic, no tanh", "fg_tanhf_inline (1.05 ulp)",
                            "tanhf (glibc)", "exp + one division only", "Eigen rational (XLA)"};
     double copy = 0;
-    printf("| loop | best ms | median ms | share of memcpy |\n| --- | ---: | ---: | ---: |\n");
-    for (int k = 0; k < 6; ++k) {
+    printf("%s; copy bandwidth (np.copyto of 256 MiB) %.1f GB/s\n\n",
+           FG_COLD ? "cold: 256 MiB written before each run" : "warm: runs back to back",
+           copy_bw / 1e9);
+    printf("| loop | best ms | median ms | share of memcpy | share of copy bandwidth |\n"
+           "| --- | ---: | ---: | ---: | ---: |\n");
+    for (int k = 0; k < 8; ++k) {
         double t[15];
-        for (int r = 0; r < 15; ++r) { double s = now(); ks[k](x, a, b, o); t[r] = now() - s; }
+        for (int r = 0; r < 15; ++r) {
+            if (FG_COLD) flush();
+            double s = now(); ks[k](x, a, b, o); t[r] = now() - s;
+        }
         qsort(t, 15, sizeof(double), cmp);
         if (k == 0) copy = t[0];
-        printf("| %s | %.3f | %.3f | %.0f%% |\n", names[k], 1e3 * t[0], 1e3 * t[7],
-               100.0 * copy / t[0]);
+        printf("| %s | %.3f | %.3f | %.0f%% | %.0f%% |\n", names[k], 1e3 * t[0], 1e3 * t[7],
+               100.0 * copy / t[0], 100.0 * 8.0 * N / t[0] / copy_bw);
     }
     double worst = 0;
     for (unsigned u = 0; u < 0x41300000u; u += 7) {
@@ -105,17 +146,22 @@ int main(void) {
 """
 
 
-def run_harness(source, name, description):
+def run_harness(source, name, description, cold=False):
     """Compile C `source` (a `main()` printing a table) with the native backend's compiler and
-    flags, and run it with `--threads` as OMP_NUM_THREADS (also used by bench_adam_cost.py)."""
+    flags, and run it with `--threads` as OMP_NUM_THREADS (also used by bench_adam_cost.py);
+    `cold`: offer `--cold`, compiled in as FG_COLD (0 or 1)."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--threads", default=None, help="OMP_NUM_THREADS for the loops")
+    if cold:
+        ap.add_argument("--cold", action="store_true", help="dirty 256 MiB before each run")
     args = ap.parse_args()
     from funcgrad.backends.native import build
     cc = build.compiler()
     if cc is None:
         sys.exit("no C compiler: nothing to measure")
     flags = [f for f in cc.flags if f not in ("-shared", "-fPIC")]
+    if cold:
+        flags.append(f"-DFG_COLD={int(args.cold)}")
     with tempfile.TemporaryDirectory() as tmp:
         src, exe = os.path.join(tmp, f"{name}.c"), os.path.join(tmp, name)
         with open(src, "w") as f:
@@ -124,12 +170,17 @@ def run_harness(source, name, description):
         env = dict(os.environ, **({"OMP_NUM_THREADS": args.threads} if args.threads else {}))
         print(f"compiler: {cc.version}; flags: {' '.join(flags)}; "
               f"OMP_NUM_THREADS={env.get('OMP_NUM_THREADS', 'unset')}\n")
-        subprocess.run([exe], check=True, env=env)
+        extra = []
+        if cold:  # the copy bandwidth as bench_native_programs.py measures it
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            from bench_native import copy_bandwidth
+            extra = [repr(copy_bandwidth())]
+        subprocess.run([exe, *extra], check=True, env=env)
 
 
 def main():
     from funcgrad.backends.native import ops
-    run_harness(ops.PRELUDE + HARNESS, "tanh_cost", __doc__.splitlines()[0])
+    run_harness(ops.PRELUDE + HARNESS, "tanh_cost", __doc__.splitlines()[0], cold=True)
 
 
 if __name__ == "__main__":
