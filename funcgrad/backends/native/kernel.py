@@ -127,8 +127,11 @@ class CKernel:
                  if inp.name in self.hoisted]
         lines += [ln for i, ln in zip(self.spec.body, self.body) if i.dst in self.hoisted]
         lines += [f"const double r_{b} = 1.0 / (double)v_{b};" for b in self.recips]
-        at = max(k for k, h in enumerate(heads) if h.startswith("for"))
-        if at and heads[at - 1] == "#pragma omp simd":
+        fors = [k for k, h in enumerate(heads) if h.startswith("for")]
+        if not fors:  # the rows are the innermost loop (reduced axes of size 1)
+            return heads + lines
+        at = fors[-1]
+        if at and heads[at - 1].startswith("#pragma omp simd"):
             at -= 1
         return heads[:at] + lines + heads[at:]
 
@@ -212,7 +215,6 @@ class CKernel:
         counters = outer + [f"k{d}" for d in range(ni)]
         row = _offset(outer, _row_major(p.outer)) if no else "0"
         init, inner, write = [], self.element(counters), []
-        heads = self.hoist(self.loops(p.inner, "k", False, False), counters)
         clauses = []
         for j, r in enumerate(p.reductions):
             at, ident, update = self.accumulator(j, r, f"acc{j}")
@@ -234,8 +236,10 @@ class CKernel:
                 clauses.append(None)
             inner.append(update)
             write.append(self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)}){result}"))
+        heads = self.loops(p.inner, "k", False, False)
         if heads and None not in clauses:  # partial results in SIMD lanes (deterministic)
             heads.insert(len(heads) - 1, f"#pragma omp simd {' '.join(clauses)}")
+        heads = self.hoist(heads, counters)
         rows_body = init + _nest(heads, inner) + write
         return _nest(self.loops(p.outer, "i", False, parallel), rows_body)
 
