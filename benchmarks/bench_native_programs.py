@@ -4,6 +4,7 @@ side by side with JAX (jit) and PyTorch, in one process per thread setting, as r
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=. \\
         /work/bench-venv/bin/python benchmarks/bench_native_programs.py \\
         [--threads 1|all|both] [--repeat 15] [--only gelu adam ...] [--profile] [--no-first]
+        [--alone]
 
 Programs (each written once, over a namespace `L` of numpy / lax / transforms, so funcgrad and
 JAX run the same math): `gelu` gelu(x*a+b) on 4M f32; `adam` one Adam update of 670k f32
@@ -30,7 +31,9 @@ torch.set_num_threads(1); `all` leaves every library its defaults. The "CPU / wa
 one actually used. First calls run
 in fresh processes sharing one temporary native cache: the numpy backend's first call
 (trace + compile + run), the native first call with an empty cache (the gcc build), and a
-second process's native first call from the disk cache. `--profile` prints
+second process's native first call from the disk cache. `--alone` times each implementation
+in a fresh process of its own instead (no other library imported, so no other library's
+threads spinning beside it): median ms and process CPU / wall. `--profile` prints
 `funcgrad.profile` tables of the native tier. JAX and PyTorch are optional (columns "-").
 """
 
@@ -528,6 +531,43 @@ def parent(args):
               f"{runs[1][name + ' native']:.0f} |")
 
 
+def alone_child(args):
+    """Time the one implementation `args.impl` of program `args.only[0]`, alone."""
+    from bench_native import interleaved
+    name = args.only[0]
+    if args.threads == "1" and args.impl.startswith("PyTorch"):
+        import torch
+        torch.set_num_threads(1)
+    fn = builders(name)[0][args.impl]()
+    fn(), fn()
+    acc = {args.impl: (0.0, 0)}
+    t = interleaved({args.impl: _cpu_timed(fn, acc, args.impl)}, args.repeat)[args.impl]
+    print(json.dumps({"cell": _cell(t), "median": float(np.median(t)),
+                      "cpu": acc[args.impl][0] / (t.sum() * 1e-3)}))
+
+
+def alone(args):
+    """`--alone`: every implementation of every program in a fresh process of its own."""
+    settings = ("1", "all") if args.threads == "both" else (args.threads,)
+    for threads in settings:
+        env = dict(os.environ, **(ONE_THREAD if threads == "1" else {}))
+        print(f"\neach implementation alone in a fresh process, threads {threads}; {uptime()}; "
+              f"medians of {args.repeat} steps, ms (p25-p75)\n")
+        print("| program | implementation | ms | CPU / wall | / native |\n"
+              "| --- | --- | ---: | ---: | ---: |", flush=True)
+        for name in args.only:
+            rows = {}
+            for impl in builders(name)[0]:
+                out = subprocess.run([sys.executable, __file__, "--alone-impl", impl, "--threads",
+                                      threads, "--repeat", str(args.repeat), "--only", name],
+                                     env=env, check=True, capture_output=True, text=True)
+                rows[impl] = json.loads(out.stdout.splitlines()[-1])
+            for impl, r in rows.items():
+                rel = r["median"] / rows["native"]["median"]
+                print(f"| {name} | {LABELS.get(impl, impl)} | {r['cell']} | {r['cpu']:.1f} | "
+                      f"{rel:.2f} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", choices=("1", "all", "both"), default="both")
@@ -537,8 +577,14 @@ def main():
     ap.add_argument("--no-first", action="store_true")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--first-calls", metavar="CACHE_DIR", help=argparse.SUPPRESS)
+    ap.add_argument("--alone", action="store_true")
+    ap.add_argument("--alone-impl", dest="impl", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.first_calls:
+    if args.impl:
+        alone_child(args)
+    elif args.alone:
+        alone(args)
+    elif args.first_calls:
         first_calls(args)
     elif args.child:
         child(args)
