@@ -466,6 +466,7 @@ SANITIZED = textwrap.dedent("""
                  fnp.linalg.solve(m, v), fg.lax.linalg.lu(x),
                  fg.lax.linalg.cholesky(fnp.stack([m @ m.T, -m, m @ m.T])),
                  fg.lax.linalg.triangular_solve(m, x[:3], lower=True, transpose_a=True),
+                 fg.lax.linalg.triangular_solve(m, x[:7, :5], left_side=True),  # blocked
                  fg.lax.fori_loop(0, 5, lambda k, c: c + fnp.linalg.solve(m, fnp.tanh(c)), v),
                  fg.lax.fori_loop(0, 9, lambda k, c: c.at[k + 3].add(c[k - 2] * 0.5), x),
                  fg.vmap(lambda w: fg.lax.fori_loop(0, 3, lambda k, c: fnp.tanh(w @ c), w[0]))(

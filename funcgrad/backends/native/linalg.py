@@ -144,10 +144,23 @@ class TriangularSolve(_Routine):
                 body += [f"    const {t} v = {x('i', 0)};", "    #pragma omp simd",
                          f"    for ({rest}) {x('r', 0)} -= {e('r', 'i')} * v;", "}"]
             else:
-                body += [f"    for ({rest}) {{", f"        const {t} f = {e('r', 'i')};",
-                         "        #pragma omp simd",
-                         f"        for (long long c = 0; c < {nrhs}; ++c) "
-                         f"{x('r', 'c')} -= f * {x('i', 'c')};", "    }", "}"]
+                scale = None if p["unit_diagonal"] else f"/= {e('i', 'i')}"
+                body = body[:1] + self._blocked(m, nrhs, lower, scale, e, x)
+        elif nrhs > 1 and rows * cols <= self.TRANSPOSED_MAX:
+            # x transposed into w (the right-hand sides innermost), solved as on the left
+            # with each row scaled by the diagonal's reciprocal, as the loop below does
+            w = lambda i, c: f"w[(long long){i} * {nrhs} + {c}]"  # noqa: E731
+            body = [f"{t} w[{rows * cols}];",
+                    f"for (long long c = 0; c < {nrhs}; ++c)",
+                    f"    for (int i = 0; i < {m}; ++i) {w('i', 'c')} = b_m[c * {cols} + i];"]
+            scale = None
+            if not p["unit_diagonal"]:
+                body += [f"{t} rd[{m}];",
+                         f"for (int i = 0; i < {m}; ++i) rd[i] = 1 / {e('i', 'i')};"]
+                scale = "*= rd[i]"
+            body += self._blocked(m, nrhs, lower, scale, e, w)
+            body += [f"for (long long c = 0; c < {nrhs}; ++c)",
+                     f"    for (int i = 0; i < {m}; ++i) {x('i', 'c')} = {w('i', 'c')};"]
         else:  # one right-hand side (a row of x) at a time: the inner loop runs along it
             if not p["unit_diagonal"]:  # reciprocals once (a division per entry is slow)
                 body += [f"{t} rd[{m}];",
@@ -159,6 +172,54 @@ class TriangularSolve(_Routine):
                      f"        for ({rest}) {x('r', 'c')} -= {e('r', 'i')} * v;", "    }"]
         params = [(t, "a", m * m), (t, "b", rows * cols), (t, "x", rows * cols)]
         return self._function(f"triangular_solve {m}x{m}, b {rows}x{cols}", params, body)
+
+    BLOCK = 4  # solved rows applied to the rest together (one pass over each row per block)
+    TRANSPOSED_MAX = 1 << 14  # entries of a right-side b solved transposed (on the stack)
+
+    def _blocked(self, m, nrhs, lower, scale, e, x):
+        """Rows of x (`x(i, c)`: entry c of row i) solved `BLOCK` at a time, each row `i`
+        first scaled by `x(i, c) {scale}` (None: unit diagonal): the block's rows are
+        finished among themselves, then each remaining row takes their `BLOCK` updates in
+        one pass (loads and stores of x cut by `BLOCK`). Every entry still takes its updates
+        one by one, in the unblocked order, so the result is the same bit for bit."""
+        t, B = self.t, self.BLOCK
+        if lower:  # block [i0, i1), the rest below it
+            lines = [f"for (int i0 = 0; i0 < {m}; i0 += {B}) {{",
+                     f"    const int i1 = i0 + {B} < {m} ? i0 + {B} : {m};",
+                     "    for (int i = i0; i < i1; ++i) {"]
+            inner, rest, order = "int r = i + 1; r < i1; ++r", f"int r = i1; r < {m}; ++r", 1
+        else:  # block (i1, i0], the rest above it, solved from the last row up
+            lines = [f"for (int i0 = {m - 1}; i0 >= 0; i0 -= {B}) {{",
+                     f"    const int i1 = i0 - {B} > -1 ? i0 - {B} : -1;",
+                     "    for (int i = i0; i > i1; --i) {"]
+            inner, rest, order = "int r = i1 + 1; r < i; ++r", "int r = 0; r <= i1; ++r", -1
+        if scale is not None:
+            lines += [f"        for (long long c = 0; c < {nrhs}; ++c) {x('i', 'c')} {scale};"]
+        update = lambda r, i, f: f"{x(r, 'c')} -= {f} * {x(i, 'c')};"  # noqa: E731
+        lines += [f"        for ({inner}) {{", f"            const {t} f = {e('r', 'i')};",
+                  "            #pragma omp simd",
+                  f"            for (long long c = 0; c < {nrhs}; ++c) {update('r', 'i', 'f')}",
+                  "        }", "    }"]
+        pivots = [f"i0 {'+' if order > 0 else '-'} {k}" if k else "i0" for k in range(B)]
+        full = f"i1 - i0 == {B}" if lower else f"i0 - i1 == {B}"
+        lines += [f"    if ({full}) {{", f"        for ({rest}) {{"]
+        lines += [f"            const {t} f{k} = {e('r', f'({q})')};"
+                  for k, q in enumerate(pivots)]
+        lines += ["            #pragma omp simd",
+                  f"            for (long long c = 0; c < {nrhs}; ++c) {{",
+                  f"                {t} v = {x('r', 'c')};"]
+        lines += [f"                v -= f{k} * {x(f'({q})', 'c')};"
+                  for k, q in enumerate(pivots)]
+        lines += [f"                {x('r', 'c')} = v;", "            }", "        }",
+                  "    } else {"]
+        step = "++i" if lower else "--i"
+        cond = "i < i1" if lower else "i > i1"
+        lines += [f"        for (int i = i0; {cond}; {step})",
+                  f"            for ({rest}) {{", f"                const {t} f = {e('r', 'i')};",
+                  "                #pragma omp simd",
+                  f"                for (long long c = 0; c < {nrhs}; ++c) {update('r', 'i', 'f')}",
+                  "            }", "    }", "}"]
+        return lines
 
 
 class Cholesky(_Routine):
