@@ -101,6 +101,43 @@ def test_triangular_solve_every_flag(dtype):
         _close(g, want, dtype, 5 * 10)  # unit-diagonal solves grow up to ~10x here
 
 
+def _substitution(a, b, left, lower):
+    """The C routine's arithmetic, one rounded numpy operation at a time: rows of x scaled
+    by the diagonal (a division on the left, the reciprocal's product on the right), then
+    each solved row taken off the rest in solve order."""
+    x = (b if left else b.T).copy()
+    e = a if left else a.T  # E x = b on each right-hand side (a column of x here)
+    m, one = a.shape[0], a.dtype.type(1)
+    for i in (range(m) if lower == left else range(m - 1, -1, -1)):
+        x[i] = x[i] / e[i, i] if left else x[i] * (one / e[i, i])
+        for r in (range(i + 1, m) if lower == left else range(i)):
+            x[r] = x[r] - e[r, i] * x[i]
+    return x if left else x.T
+
+
+SIDES = list(itertools.product([True, False], repeat=2))  # (left_side, lower)
+
+
+def _solve_every_side(a, bl, br):
+    return [decomp.triangular_solve(a, bl if left else br, left_side=left, lower=lower)
+            for left, lower in SIDES]
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_blocked_triangular_solves_keep_the_substitution_order(dtype):
+    # several right-hand sides are solved 4 rows at a time (TriangularSolve._blocked); every
+    # entry must still take the unblocked substitution's operations in its order: same bits
+    rng = np.random.default_rng(5)
+    for m, k in [(13, 9), (8, 3), (3, 5)]:
+        a = _well_conditioned(rng, (m, m), dtype)
+        bl, br = rng.normal(size=(m, k)).astype(dtype), rng.normal(size=(k, m)).astype(dtype)
+        got, text = _native(_solve_every_side, a, bl, br)
+        assert "if (i1 - i0 == 4)" in text or m < 4
+        for g, (left, lower) in zip(got, SIDES):
+            np.testing.assert_array_equal(g, _substitution(a, bl if left else br, left, lower))
+
+
 @needs_cc
 def test_cholesky_of_a_matrix_that_is_not_positive_definite_is_nan():
     spd = np.array([[4.0, 2.0], [2.0, 5.0]])
