@@ -32,10 +32,12 @@ import math
 
 import numpy as np
 
+from funcgrad import lax
 from funcgrad.backends import cstyle
 from funcgrad.backends.cuda.plan import plan_kernel
 from funcgrad.backends.native import ops
 from funcgrad.compiler import escape
+from funcgrad.core import Primitive
 
 PARALLEL_MIN_ELEMENTS = 1 << 17  # below this, starting threads costs more than it saves
 PARALLEL_BLOCK = 1 << 14  # elements per thread task of a one-dimensional kernel
@@ -138,15 +140,16 @@ class CKernel:
     def _invariant_division(self, instr, args, dts):
         """`a / b` in float32 with `b` the same along the innermost loop, as `a` times
         the double reciprocal of `b`, rounded to float: the reciprocal is computed once per
-        row (the compiler hoists it), and the quotient is exactly IEEE float division's.
-        Why exact: a float32 quotient `a/b` is never a rounding midpoint and lies at least
-        2^-49 (relative) from one, since `a - m*b` is a nonzero multiple of the product of
-        the significands' ulps; the double reciprocal and product are within 2^-52 of it,
-        so they round to the same float (special values: b = 0, inf, NaN give inf, 0, NaN
-        as the division does; tests/test_native.py checks many millions of pairs). None
-        when the rule does not apply (other primitives, dtypes, varying divisors)."""
-        if instr.op != "div" or ops.ctype(instr.dtype) != "float" or \
-                any(ops.ctype(d) != "float" for d in dts):
+        row (`hoist` declares it before the innermost loop; a literal's is a constant), and
+        the quotient is exactly IEEE float division's. Why exact: a float32 quotient `a/b`
+        is never a rounding midpoint and lies at least 2^-49 (relative) from one, since
+        `a - m*b` is a nonzero multiple of the product of the significands' ulps; the double
+        reciprocal and product are within 2^-52 of it, so they round to the same float
+        (special values: b = 0, inf, NaN give inf, 0, NaN as the division does;
+        tests/test_native_backend.py checks every class of float). None when the rule does
+        not apply (other primitives, dtypes, varying divisors)."""
+        if Primitive.fusible_named(instr.op) is not lax.div_p or \
+                ops.ctype(instr.dtype) != "float" or any(ops.ctype(d) != "float" for d in dts):
             return None
         b = instr.args[1]
         if isinstance(b, str):
