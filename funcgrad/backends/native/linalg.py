@@ -200,25 +200,14 @@ class TriangularSolve(_Routine):
                   "            #pragma omp simd",
                   f"            for (long long c = 0; c < {nrhs}; ++c) {update('r', 'i', 'f')}",
                   "        }", "    }"]
+        # the rest (empty after a last, partial block, so all BLOCK pivots exist)
         pivots = [f"i0 {'+' if order > 0 else '-'} {k}" if k else "i0" for k in range(B)]
-        full = f"i1 - i0 == {B}" if lower else f"i0 - i1 == {B}"
-        lines += [f"    if ({full}) {{", f"        for ({rest}) {{"]
-        lines += [f"            const {t} f{k} = {e('r', f'({q})')};"
-                  for k, q in enumerate(pivots)]
-        lines += ["            #pragma omp simd",
-                  f"            for (long long c = 0; c < {nrhs}; ++c) {{",
-                  f"                {t} v = {x('r', 'c')};"]
-        lines += [f"                v -= f{k} * {x(f'({q})', 'c')};"
-                  for k, q in enumerate(pivots)]
-        lines += [f"                {x('r', 'c')} = v;", "            }", "        }",
-                  "    } else {"]
-        step = "++i" if lower else "--i"
-        cond = "i < i1" if lower else "i > i1"
-        lines += [f"        for (int i = i0; {cond}; {step})",
-                  f"            for ({rest}) {{", f"                const {t} f = {e('r', 'i')};",
-                  "                #pragma omp simd",
-                  f"                for (long long c = 0; c < {nrhs}; ++c) {update('r', 'i', 'f')}",
-                  "            }", "    }", "}"]
+        lines += [f"    for ({rest}) {{"]
+        lines += [f"        const {t} f{k} = {e('r', f'({q})')};" for k, q in enumerate(pivots)]
+        lines += ["        #pragma omp simd", f"        for (long long c = 0; c < {nrhs}; ++c) {{",
+                  f"            {t} v = {x('r', 'c')};"]
+        lines += [f"            v -= f{k} * {x(f'({q})', 'c')};" for k, q in enumerate(pivots)]
+        lines += [f"            {x('r', 'c')} = v;", "        }", "    }", "}"]
         return lines
 
 
@@ -236,19 +225,37 @@ class Cholesky(_Routine):
         body = ([f"double w[{n * n}];  /* U in double */"] if wide else ["double *w = l_m;"])
         body += [f"for (int i = 0; i < {n}; ++i)  /* U = the lower triangle of x, transposed */",
                  f"    for (int j = 0; j < {n}; ++j) {u('i', 'j')} = j < i ? 0 : x_m[j * {n} + i];",
-                 f"for (int j = 0; j < {n}; ++j) {{",
-                 f"    const double s = {u('j', 'j')};",
-                 "    if (s <= 0) {  /* not positive definite: all NaN (NaN propagates) */",
-                 f"        for (int e = 0; e < {n * n}; ++e) l_m[e] = NAN;",
-                 "        goto next;",
-                 "    }",
-                 "    const double d = sqrt(s);",
-                 f"    {u('j', 'j')} = d;",
-                 f"    for (int k = j + 1; k < {n}; ++k) {u('j', 'k')} /= d;",
-                 f"    for (int i = j + 1; i < {n}; ++i) {{",
-                 f"        const double g = {u('j', 'i')};",
-                 f"        for (int k = i; k < {n}; ++k) {u('i', 'k')} -= g * {u('j', 'k')};",
-                 "    }", "}"]
+                 # pivots 4 at a time: the block's rows finished among themselves, then each
+                 # row below takes the 4 updates in one pass, each entry in the unblocked
+                 # order (the same bits as one pivot at a time)
+                 f"for (int j0 = 0; j0 < {n}; j0 += 4) {{",
+                 f"    const int j1 = j0 + 4 < {n} ? j0 + 4 : {n};",
+                 "    for (int j = j0; j < j1; ++j) {",
+                 f"        const double s = {u('j', 'j')};",
+                 "        if (s <= 0) {  /* not positive definite: all NaN (NaN propagates) */",
+                 f"            for (int e = 0; e < {n * n}; ++e) l_m[e] = NAN;",
+                 "            goto next;",
+                 "        }",
+                 "        const double d = sqrt(s);",
+                 f"        {u('j', 'j')} = d;",
+                 f"        for (int k = j + 1; k < {n}; ++k) {u('j', 'k')} /= d;",
+                 "        for (int i = j + 1; i < j1; ++i) {",
+                 f"            const double g = {u('j', 'i')};",
+                 f"            for (int k = i; k < {n}; ++k) {u('i', 'k')} -= g * {u('j', 'k')};",
+                 "        }", "    }",
+                 # rows below the block (none below a last, partial block)
+                 f"    for (int i = j1; i < {n}; ++i) {{",
+                 f"        const double g0 = {u('j0', 'i')}, g1 = {u('(j0 + 1)', 'i')};",
+                 f"        const double g2 = {u('(j0 + 2)', 'i')}, g3 = {u('(j0 + 3)', 'i')};",
+                 "        #pragma omp simd",
+                 f"        for (int k = i; k < {n}; ++k) {{",
+                 f"            double v = {u('i', 'k')};",
+                 f"            v -= g0 * {u('j0', 'k')};",
+                 f"            v -= g1 * {u('(j0 + 1)', 'k')};",
+                 f"            v -= g2 * {u('(j0 + 2)', 'k')};",
+                 f"            v -= g3 * {u('(j0 + 3)', 'k')};",
+                 f"            {u('i', 'k')} = v;",
+                 "        }", "    }", "}"]
         if wide:
             body += [f"for (int i = 0; i < {n}; ++i)  /* L = U^T, rounded */",
                      f"    for (int j = 0; j < {n}; ++j) "
