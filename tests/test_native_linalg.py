@@ -138,6 +138,32 @@ def test_blocked_triangular_solves_keep_the_substitution_order(dtype):
             np.testing.assert_array_equal(g, _substitution(a, bl if left else br, left, lower))
 
 
+def _cholesky_steps(a):
+    """The C cholesky's arithmetic one rounded numpy operation at a time: right-looking on
+    the upper factor in double, one pivot after the other, the lower factor rounded."""
+    n, w = a.shape[0], np.triu(a.T.astype(np.float64))
+    for j in range(n):
+        if not w[j, j] > 0 and not np.isnan(w[j, j]):
+            return np.full_like(a, np.nan)
+        w[j, j] = np.sqrt(w[j, j])
+        w[j, j + 1:] = w[j, j + 1:] / w[j, j]
+        for i in range(j + 1, n):
+            w[i, i:] = w[i, i:] - w[j, i] * w[j, i:]
+    return np.tril(w.T).astype(a.dtype)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_blocked_cholesky_keeps_the_pivot_order(dtype):
+    rng = np.random.default_rng(6)
+    for n in (1, 6, 13):
+        g = rng.normal(size=(n, n))
+        spd = (g @ g.T / n + np.eye(n)).astype(dtype)
+        (got,), text = _native(decomp.cholesky_p.bind, spd)
+        assert "v -= g3 * " in text  # the blocked update
+        np.testing.assert_array_equal(got, _cholesky_steps(spd))
+
+
 @needs_cc
 def test_cholesky_of_a_matrix_that_is_not_positive_definite_is_nan():
     spd = np.array([[4.0, 2.0], [2.0, 5.0]])
