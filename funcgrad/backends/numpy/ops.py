@@ -320,8 +320,32 @@ def _broadcast_in_dim(r, eqn, args):
     return f"np.broadcast_to({src}, {_shape(shape)})", "view"
 
 
+class _Padder:
+    """`pad` with no negative or interior padding: a filled array with the operand set into
+    it (the bound eager implementation costs 3.9 us per call on a scalar, this 1.2 us)."""
+
+    def __init__(self, shape, dtype, index):
+        self.shape, self.dtype, self.index = shape, dtype, index
+
+    def __call__(self, x, value):
+        out = np.full(self.shape, value, self.dtype)
+        out[self.index] = x
+        return out
+
+
+def _pad(r, eqn, args):
+    config = eqn.params["padding_config"]
+    x, out = eqn.invars[0].aval, eqn.outvars[0].aval
+    if any(lo < 0 or hi < 0 or interior for lo, hi, interior in config) or x.dtype != out.dtype:
+        return None
+    index = tuple(slice(lo, lo + n) for (lo, _, _), n in zip(config, x.shape))
+    fn = r.constant(_Padder(tuple(out.shape), out.dtype, index), "_pad")
+    return f"{fn}({args[0]}, {args[1]})", "fresh"
+
+
 CALLS = {lax.dot_general_p: _dot_general, lax.reshape_p: _reshape, lax.squeeze_p: _reshape,
-         lax.transpose_p: _transpose, lax.broadcast_in_dim_p: _broadcast_in_dim}
+         lax.transpose_p: _transpose, lax.broadcast_in_dim_p: _broadcast_in_dim,
+         lax.pad_p: _pad}
 
 
 def _expanded(inp, S):
