@@ -126,6 +126,8 @@ def test_division_by_a_row_invariant_divisor_is_ieee_division(dtype):
     fns = {"row": lambda x, d: x / d[:, None],
            "scalar": lambda x, d: (x / d[3], x / (d[5] * 2 + 1)),
            "literal": lambda x, d: (x / 0.65132153, x / 3.0, x / -1e-40, x / 7e3),
+           "loop": lambda x, d: fg.lax.fori_loop(  # a C loop's kernels
+               0, 3, lambda k, c: c / (fnp.abs(c).max(1, keepdims=True) + 1), x),
            "reductions": lambda x, d: ((x / d[:, None]).max(1), (x / d[7]).min(0),  # exact
                                        (x[:, :1] / d[3]).max(1), (x[:, :1] / d[:, None]).max(1))}
     for name, fn in fns.items():
