@@ -138,6 +138,19 @@ def test_division_by_a_row_invariant_divisor_is_ieee_division(dtype):
 
 
 @needs_cc
+def test_broadcast_constants_are_made_contiguous_once():
+    # constant folding leaves masks (eye, tril) as broadcast views; a C kernel would copy
+    # each one on every call, so the native program binds contiguous copies instead
+    x = np.random.default_rng(2).normal(size=(64, 64)).astype(np.float32)
+    fn = lambda x: x * fnp.eye(64, dtype=np.float32) + fnp.tril(x) * 2
+    exe, got, want = both(fn, x)
+    consts = {k: v for k, v in exe._fn.__globals__.items() if k[0] == "c" and k[1:].isdigit()}
+    assert consts and all(v.flags.c_contiguous and not v.flags.writeable
+                          for v in consts.values()), {k: v.strides for k, v in consts.items()}
+    assert_same(got, want)
+
+
+@needs_cc
 @pytest.mark.parametrize("dt", sorted(INTS) + sorted(UINTS))
 def test_integer_ops_wrap_and_divide_as_numpy(dt):
     fg.config.update("enable_x64", True)  # 64-bit integers stay 64-bit (reset by conftest)

@@ -26,12 +26,13 @@ from funcgrad import errors
 from funcgrad.backends.native import build, linalg, loops, ops, windows
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.backends.numpy import render as numpy_render
-from funcgrad.backends.numpy.runtime import Executable
+from funcgrad.backends.numpy.runtime import Executable, readonly
 from funcgrad.compiler import memory
 from funcgrad.core import Literal
 from funcgrad.lax.control_flow import cond_p, scan_p, while_p
 
 NATIVE_LOOPS = (while_p, scan_p, cond_p)  # C loops, and C branches for cond/switch
+CONTIGUOUS_CONST_MAX = 1 << 24  # bytes: a broadcast constant up to this is made contiguous once
 ROUTINES = {**linalg.ROUTINES, **windows.ROUTINES}  # C routines called at top level
 
 
@@ -92,6 +93,19 @@ class NativeRenderer(numpy_render.Renderer):
                          compile_subprogram=compile_subprogram)
         self.openmp = openmp
         self.c_kernels = []
+
+    def build(self):
+        """The numpy renderer's build, with each bound constant that is a broadcast view (as
+        constant folding leaves `eye` and `tril` masks: strides 0) made contiguous once: C
+        reads contiguous memory, and `_caller` would otherwise copy it on every call (six
+        100x100 masks made one GP kernel 57 us instead of 11)."""
+        super().build()
+        for i in range(len(self.jaxpr.constvars)):
+            c = self.ns.get(f"c{i}")
+            if (isinstance(c, np.ndarray) and not c.flags.c_contiguous
+                    and c.size * c.itemsize <= CONTIGUOUS_CONST_MAX):
+                self.ns[f"c{i}"] = readonly(np.ascontiguousarray(c))
+        return self
 
     def _kernel(self, node):
         try:
