@@ -1,17 +1,16 @@
-"""What an OpenMP parallel kernel costs against one thread, by size: where threads pay off.
+"""What a kernel on funcgrad's thread pool costs against one thread, by size.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=. \\
         python benchmarks/bench_parallel_threshold.py [--repeat 200]
 
 Times two jitted native kernels, `x * 2 + 1` (memory-bound) and `tanh(x) * 0.5 + x`, on
-float32 vectors of 128k to 2M elements, in fresh processes: one thread (OMP_NUM_THREADS=1),
-every core with funcgrad's default OpenMP wait policy (PASSIVE: idle threads sleep, so
-every parallel region wakes them), and every core with idle threads spinning for
-GOMP_SPINCOUNT=100000 iterations (the next region finds them awake). Kernels from
-`kernel.PARALLEL_MIN_ELEMENTS` (128k) elements on run on threads. The spinning column is
-not funcgrad's default because spinning threads take the cores from OpenBLAS's threads
-and from Python: the GPT step of bench_native_programs.py runs 2.5x slower with
-GOMP_SPINCOUNT=30000 on two cores. Medians of `--repeat` calls, microseconds.
+float32 vectors of 32k to 2M elements, in fresh processes: one thread (OMP_NUM_THREADS=1),
+every core with the pool as it is (idle workers spin, yielding, for `threads.SPIN_US`
+before they sleep), and every core with workers that sleep at once after their last block
+(SPIN_US = 0: every call wakes a worker, which on this project's VM costs the caller more
+than the worker saves below 256k elements). Kernels from
+`kernel.PARALLEL_MIN_ELEMENTS` elements on run on the pool. Medians of `--repeat` calls,
+microseconds.
 """
 
 import argparse
@@ -21,10 +20,10 @@ import subprocess
 import sys
 import time
 
-SIZES = [1 << k for k in range(17, 22)]
+SIZES = [1 << k for k in range(15, 22)]
 SETTINGS = {"1 thread": {"OMP_NUM_THREADS": "1"},
-            "all cores, threads sleep (default)": {},
-            "all cores, threads spin": {"GOMP_SPINCOUNT": "100000"}}
+            "all cores (default)": {},
+            "all cores, workers sleep at once": {"BENCH_SPIN_US": "0"}}
 
 
 def child(repeat):
@@ -32,6 +31,8 @@ def child(repeat):
 
     import funcgrad as fg
     import funcgrad.numpy as fnp
+    from funcgrad.backends.native import threads
+    threads.SPIN_US = int(os.environ.get("BENCH_SPIN_US", threads.SPIN_US))  # before its start
     fg.config.update("native", "sync")
     out = {}
     for n in SIZES:

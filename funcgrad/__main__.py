@@ -9,7 +9,6 @@ Exit status: 0 when the report is complete (with or without a GPU), 1 when a GPU
 present but the smoke kernel fails.
 """
 
-import os
 import platform
 import sys
 
@@ -116,10 +115,10 @@ def _smoke(arch, on_gpu, fixes):
 
 
 def _native(fixes):
-    """The native C backend: compiler, flags, OpenMP, cache; a smoke kernel run vs numpy."""
+    """The native C backend: compiler, flags, threads, cache; a smoke kernel run vs numpy."""
     import funcgrad as fg
     import funcgrad.numpy as fnp
-    from funcgrad.backends.native import build, tiers
+    from funcgrad.backends.native import build, kernel, tiers
     cc = build.compiler()
     if cc is None:
         _line("C compiler", f"none ({', '.join(build._candidates())} not found)")
@@ -127,15 +126,11 @@ def _native(fixes):
         return
     _line("C compiler", f"{cc.path} ({cc.version})")
     _line("C flags", " ".join(cc.flags + cc.libs))
-    if not cc.openmp:
-        omp = "no threads (the compiler has no OpenMP)"
-    elif cc.parallel_min:
-        omp = (f"threads only for loops of {cc.parallel_min} elements or more: a libgomp that "
-               "another library (PyTorch) loaded first spins after each parallel region; "
-               "setting OMP_WAIT_POLICY before starting Python lifts the limit")
-    else:
-        omp = "yes, OMP_WAIT_POLICY=" + os.environ.get("OMP_WAIT_POLICY", "unset")
-    _line("OpenMP", omp)
+    from funcgrad.backends.native import threads
+    pool = threads.address(cc) and threads.threads()
+    _line("threads", f"{pool} (funcgrad's pool; OMP_NUM_THREADS sets it), for kernels of "
+          f"{kernel.PARALLEL_MIN_ELEMENTS} elements or more" if pool else
+          "none (the thread pool did not build: kernels run on one thread)")
     _line("native mode", f"{fg.config.native!r} (config.update('native', ...))")
     files, size = build.cache_size()
     _line("native cache", f"{build.cache_dir()}: {files} modules, {size / 2**20:.1f} MiB")

@@ -61,7 +61,7 @@ def test_golden_source(name):
     case = canonical.by_name(name)
     program = case.trace(case.make(np.random.default_rng(0)))
     node = program.kernels[0]
-    src = CKernel(node.spec, "fg_k0", node.eqns, openmp=True).source()
+    src = CKernel(node.spec, "fg_k0", node.eqns).source()
     src = "\n".join(ln.split("  /*")[0] if "/* " in ln and "kernel" not in ln else ln
                     for ln in src.splitlines()) + "\n"  # source lines differ by checkout
     path = os.path.join(GOLDEN, f"{name}.c")

@@ -1,6 +1,6 @@
 """C source -> a loaded shared object, with the system C compiler and a two-level cache.
 
-    cc = compiler()            # a Compiler (path, version, flags, openmp), or None
+    cc = compiler()            # a Compiler (path, version, flags, libraries), or None
     lib = load(source)         # ctypes.CDLL, compiled once per (source, compiler, flags)
 
 The compiler is `$CC` when set (a missing `$CC` means no compiler: it is never silently
@@ -8,11 +8,12 @@ replaced), else the first of `cc`, `gcc`, `clang` on PATH. Flags: `-O3`, the hos
 ISA (`-march=native` when the compiler takes it), `-std=c11 -fPIC -shared`, and
 `-ffp-contract=off -fno-math-errno -fno-trapping-math` (never `-ffast-math`: values stay IEEE,
 as numpy's; only FP exception flags, which nothing reads, may differ);
-`-fopenmp` when a test program builds with it, and glibc's SIMD math library (libmvec:
+`-fopenmp-simd` (the `omp simd` pragmas; threads are `threads.py`'s pool, not OpenMP's) when
+a test program builds with it, and glibc's SIMD math library (libmvec:
 `-DFG_VECTOR_MATH ... -lmvec`, so loops calling exp/tanh/... vectorize) when a probe calling
 every function `ops.VECTOR_MATH` declares links and loads (both checked once).
 `config.native_sanitize` (e.g. "address,undefined") builds with `-fsanitize=...`, `-O1 -g`
-and no OpenMP instead.
+instead (the thread pool too).
 Cache: in memory by key, then on disk under `cache_dir()` (`config.native_cache_dir`, else
 `$XDG_CACHE_HOME/funcgrad/native`, else `~/.cache/funcgrad/native`) as `<key>.so` next to
 its `<key>.c`, key = sha256 of (source, compiler and version, flags, CPU features), written
@@ -21,7 +22,6 @@ atomically (a temporary file renamed into place), so a second process pays no co
 
 import contextlib
 import ctypes
-import dataclasses
 import functools
 import hashlib
 import json
@@ -51,14 +51,12 @@ class NativeCompileError(errors.FuncgradInternalError):
 
 @dataclass(frozen=True)
 class Compiler:
-    """The C compiler funcgrad uses and how: path, version line, flags, OpenMP."""
+    """The C compiler funcgrad uses and how: path, version line, flags, libraries."""
 
     path: str
     version: str
     flags: tuple
-    openmp: bool
     libs: tuple = ()
-    parallel_min: int = 0  # elements from which a loop runs on threads (0: the kernel default)
 
 
 def _candidates():
@@ -93,40 +91,17 @@ def _builds(path, flags, text="int fg_probe(void) { return 0; }\n", load=False, 
         return done.returncode == 0
 
 
-SPINNING_PARALLEL_MIN = 1 << 22  # see _probe
-PROBE_VERSION = "2"  # what `_probe_flags` tries: a change must not reuse old answers
-
-
-def _libgomp_loaded():
-    """True when this process has already loaded a libgomp (dlopen with RTLD_NOLOAD)."""
-    try:
-        ctypes.CDLL("libgomp.so.1", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
-    except (OSError, AttributeError):
-        return False
-    return True
+PROBE_VERSION = "3"  # what `_probe_flags` tries: a change must not reuse old answers
 
 
 @functools.cache
 def _probe(path, sanitize):
-    # libgomp's idle threads spin after each parallel region by default, starving numpy's
-    # OpenBLAS threads and Python (a transformer step ran 4.5x slower on 2 cores). libgomp
-    # reads this once, when the first OpenMP module (a probe below) loads; a user's value wins.
-    # A libgomp that another library loaded first (PyTorch ships one) was set up spinning:
-    # then only loops of SPINNING_PARALLEL_MIN elements and more start OpenMP threads (with
-    # the usual threshold, the GPT step with torch imported first took 285 ms, as against 38
-    # ms without torch: many short regions, each followed by a spin; a 4M-element gelu
-    # kernel takes milliseconds, and halves on two cores).
-    spinning = "OMP_WAIT_POLICY" not in os.environ and _libgomp_loaded()
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         version = subprocess.run([path, "--version"], capture_output=True, text=True,
                                  timeout=60).stdout.splitlines()[0].strip()
     except (OSError, subprocess.SubprocessError, IndexError):
         return None
-    cc = _probe_on_disk(path, version, sanitize)
-    if cc is not None and spinning and cc.openmp:
-        cc = dataclasses.replace(cc, parallel_min=SPINNING_PARALLEL_MIN)
-    return cc
+    return _probe_on_disk(path, version, sanitize)
 
 
 def _probe_on_disk(path, version, sanitize):
@@ -140,11 +115,11 @@ def _probe_on_disk(path, version, sanitize):
         with open(file) as f:
             kept = json.load(f)
         return None if kept is None else Compiler(path, version, tuple(kept["flags"]),
-                                                  bool(kept["openmp"]), tuple(kept["libs"]))
+                                                  tuple(kept["libs"]))
     except (OSError, ValueError, KeyError, TypeError):
         pass
     cc = _probe_flags(path, version, sanitize)
-    kept = None if cc is None else {"flags": cc.flags, "openmp": cc.openmp, "libs": cc.libs}
+    kept = None if cc is None else {"flags": cc.flags, "libs": cc.libs}
     try:
         os.makedirs(os.path.dirname(file), exist_ok=True)
         fd, tmp = tempfile.mkstemp(suffix=".json", dir=os.path.dirname(file))
@@ -163,7 +138,7 @@ def _probe_flags(path, version, sanitize):
     if sanitize:
         flags += ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitize}",
                   "-fno-sanitize-recover=all"]
-        return Compiler(path, version, tuple(flags), False) if _builds(path, flags) else None
+        return Compiler(path, version, tuple(flags)) if _builds(path, flags) else None
     flags.insert(0, "-O3")
     if _builds(path, flags + ["-march=native"]):
         flags.append("-march=native")
@@ -173,16 +148,12 @@ def _probe_flags(path, version, sanitize):
         # AVX-512)
         if _builds(path, flags + ["-mprefer-vector-width=512"]):
             flags.append("-mprefer-vector-width=512")
-    omp = _builds(path, flags + ["-fopenmp"], "#include <omp.h>\nint fg_probe(void) "
-                                               "{ return omp_get_max_threads(); }\n")
-    if omp:
-        flags.append("-fopenmp")
-    elif _builds(path, flags + ["-fopenmp-simd"]):  # no threads, but `omp simd` pragmas
+    if _builds(path, flags + ["-fopenmp-simd"]):
         flags.append("-fopenmp-simd")
     libs = ("-lmvec",)
     if _builds(path, flags + ["-DFG_VECTOR_MATH"], _vector_math_probe(), True, libs):
-        return Compiler(path, version, tuple(flags + ["-DFG_VECTOR_MATH"]), omp, libs)
-    return Compiler(path, version, tuple(flags), omp)
+        return Compiler(path, version, tuple(flags + ["-DFG_VECTOR_MATH"]), libs)
+    return Compiler(path, version, tuple(flags))
 
 
 def _vector_math_probe():
@@ -275,6 +246,9 @@ def load(source, cc=None):
     if hasattr(lib, "fg_set_gemm"):  # a module whose loops call BLAS: hand it numpy's gemm
         gemm = blas_gemm()
         lib.fg_set_gemm(ctypes.c_void_p(gemm.get("float32")), ctypes.c_void_p(gemm.get("float64")))
+    if hasattr(lib, "fg_set_parallel"):  # a module's large kernels: hand it the thread pool
+        from funcgrad.backends.native import threads
+        lib.fg_set_parallel(ctypes.c_void_p(threads.address(cc)))
     with _lock:
         _memory[key] = lib
     return lib

@@ -22,7 +22,9 @@ nested `for` loops, innermost contiguous, so the C compiler vectorizes it:
 
 Reductions: the outer (kept) axes are loops, each row accumulates over the inner axes in
 order (float sums in double, so results are as accurate as numpy's pairwise sums or
-better). Large kernels run their outermost loop with OpenMP threads. Every identifier is
+better). Large kernels run their outermost loop in blocks on the thread pool
+(`threads.py`): a task function per block, and the kernel function hands the blocks to the
+pool. Every identifier is
 generated (`p_`, `v_`, `i`/`k` loop counters, `acc`), user text appears only in comments
 through `compiler.escape`. Float16 values are rounded to float16 after every instruction,
 as numpy does.
@@ -36,11 +38,13 @@ from funcgrad import lax
 from funcgrad.backends import cstyle
 from funcgrad.backends.cuda.plan import plan_kernel
 from funcgrad.backends.native import ops
+from funcgrad.backends.native.threads import MAX_BLOCKS
 from funcgrad.compiler import escape
 from funcgrad.core import Primitive
 
-PARALLEL_MIN_ELEMENTS = 1 << 17  # below this, starting threads costs more than it saves
-PARALLEL_BLOCK = 1 << 14  # elements per thread task of a one-dimensional kernel
+PARALLEL_MIN_ELEMENTS = 1 << 16  # kernels from this size on run on the thread pool
+PARALLEL_BLOCK = 1 << 14  # elements (at least) per block a thread claims
+_TASKS = "/* blocks on the thread pool */"  # first line of a body `source` splits into tasks
 COLUMN_BLOCK = 256  # rows a column reduction accumulates side by side (on the stack)
 
 
@@ -55,11 +59,10 @@ class CKernel:
     it). `params` are (role, spec operand name, C type) in call order: inputs, then
     outputs as the spec lists them."""
 
-    def __init__(self, spec, cname, eqns=(), openmp=False):
-        self.spec, self.cname, self.openmp = spec, cname, bool(openmp)
-        # `openmp`: False, True (threads from PARALLEL_MIN_ELEMENTS on) or that minimum
-        self.parallel_min = PARALLEL_MIN_ELEMENTS if openmp is True else int(openmp or 0)
+    def __init__(self, spec, cname, eqns=()):
+        self.spec, self.cname = spec, cname
         self.plan = plan_kernel(spec)
+        self.tasks = 0  # blocks run on the thread pool (`loops` sets it; 0: one C loop)
         self.comments = {i.dst: _comment(e) for i, e in zip(spec.body, eqns)}
         self.dtypes = {inp.name: inp.dtype for inp in spec.inputs}
         self.dtypes.update({i.dst: i.dtype for i in spec.body})
@@ -77,10 +80,25 @@ class CKernel:
         spec = self.spec
         head = f"/* kernel {escape.comment(spec.name)}: {list(spec.iter_shape)}"
         head += f", reduces axes {list(spec.reduce_axes)} */" if spec.reduce_axes else " */"
-        lines = [head, f"void {self.cname}({params}) {{"]
         body = self.reduction() if self.plan.reductions else self.elementwise()
+        if body[:1] == [_TASKS]:  # body[1] is the loop over the blocks: a task per block
+            return head + "\n" + self.task_source(params, q, body[2:-1])
+        lines = [head, f"void {self.cname}({params}) {{"]
         lines += ["    " + ln for ln in body]
         return "\n".join(lines + ["}"]) + "\n"
+
+    def task_source(self, params, q, block):
+        """The kernel as a task function running one block `_t` of its outermost loop and
+        the kernel function, which runs its `tasks` blocks on the pool (`threads.py`)."""
+        lines = [f"static void {self.cname}_task(void *const *fg_a, long long _t) {{"]
+        for k, (role, n, t) in enumerate(self.params):
+            c = "const " if role == "in" else ""
+            lines.append(f"    {c}{t}{q}p_{n} = ({c}{t} *)fg_a[{k}];")
+        lines += block + ["}", f"void {self.cname}({params}) {{"]
+        ptrs = ", ".join(f"(void *)p_{n}" for _, n, _ in self.params)
+        lines += [f"    void *const fg_a[] = {{{ptrs}}};",
+                  f"    fg_parallel({self.cname}_task, fg_a, {self.tasks});", "}"]
+        return "\n".join(lines) + "\n"
 
     # --- pieces --------------------------------------------------------------------------
 
@@ -179,32 +197,40 @@ class CKernel:
         values = {o.name: o.value for o in self.spec.outputs if o.reduce is None}
         return [(o, values[o.name]) for o in self.plan.outputs]
 
-    def loops(self, dims, var, simd, parallel):
+    def loops(self, dims, var, simd, work=None):
         """`for` headers over `dims` with counters `{var}0, {var}1...`; the innermost gets
-        `#pragma omp simd` when `simd`, the outermost a parallel for when `parallel`."""
+        `#pragma omp simd` when `simd`. With `work` (the elements one step of the outermost
+        loop costs), a kernel of `PARALLEL_MIN_ELEMENTS` or more runs that loop in blocks
+        of about `PARALLEL_BLOCK` elements on the thread pool: the headers then start with
+        `_TASKS` and the loop over the blocks `_t` (see `source`)."""
         lines = []
-        if parallel and len(dims) == 1:  # threads over blocks, SIMD within each block
-            n, b = dims[0], PARALLEL_BLOCK
-            lines.append("#pragma omp parallel for")
-            lines.append(f"for (long long _b = 0; _b < {n}; _b += {b}) {{")
-            lines.append(f"const long long _e = _b + {b} < {n} ? _b + {b} : {n};")
-            lines.append("#pragma omp simd" if simd else "")
-            lines.append(f"for (long long {var}0 = _b; {var}0 < _e; ++{var}0) {{")
-            return [ln for ln in lines if ln]
+        tasks, rows = self.blocks(dims[0] if dims else 1, work)
+        if tasks > 1:
+            n = dims[0]
+            self.tasks = tasks
+            lines += [_TASKS, f"for (long long _t = 0; _t < {tasks}; ++_t) {{",
+                      f"const long long _lo = _t * {rows}, "
+                      f"_hi = _lo + {rows} < {n} ? _lo + {rows} : {n};"]
         for d, size in enumerate(dims):
-            inner = d == len(dims) - 1
-            if d == 0 and parallel:
-                lines.append("#pragma omp parallel for")
-            if inner and simd:
+            if d == len(dims) - 1 and simd:
                 lines.append("#pragma omp simd")
-            lines.append(f"for (long long {var}{d} = 0; {var}{d} < {size}; ++{var}{d}) {{")
+            lo, hi = ("_lo", "_hi") if d == 0 and tasks > 1 else ("0", size)
+            lines.append(f"for (long long {var}{d} = {lo}; {var}{d} < {hi}; ++{var}{d}) {{")
         return lines
+
+    def blocks(self, n, work):
+        """(tasks, steps per task) of a loop of `n` steps costing `work` elements each: one
+        task below `PARALLEL_MIN_ELEMENTS` elements, else blocks of `PARALLEL_BLOCK`
+        elements or more, at most `threads.MAX_BLOCKS` of them."""
+        if work is None or n * work < PARALLEL_MIN_ELEMENTS or n < 2:
+            return 1, n
+        rows = max(-(-PARALLEL_BLOCK // max(work, 1)), -(-n // MAX_BLOCKS))
+        return -(-n // rows), rows
 
     def elementwise(self):
         p = self.plan
         dims = p.outer + p.inner
-        parallel = self.openmp and p.n >= self.parallel_min
-        head = self.loops(dims, "i", True, parallel)
+        head = self.loops(dims, "i", True, math.prod(dims[1:]))
         counters = [f"i{d}" for d in range(len(dims))]
         return _nest(self.hoist(head, counters), self.element(counters))
 
@@ -213,7 +239,6 @@ class CKernel:
         if len(p.outer) == 1 and p.rows > 1 and not self._rows_contiguous():
             return self.column_reduction()
         no, ni = len(p.outer), len(p.inner)
-        parallel = self.openmp and p.n >= self.parallel_min and p.rows > 1 and no
         outer = [f"i{d}" for d in range(no)]
         counters = outer + [f"k{d}" for d in range(ni)]
         row = _offset(outer, _row_major(p.outer)) if no else "0"
@@ -244,7 +269,8 @@ class CKernel:
             heads.insert(len(heads) - 1, f"#pragma omp simd {' '.join(clauses)}")
         heads = self.hoist(heads, counters)
         rows_body = init + _nest(heads, inner) + write
-        return _nest(self.loops(p.outer, "i", False, parallel), rows_body)
+        work = math.prod(p.outer[1:]) * math.prod(p.inner)
+        return _nest(self.loops(p.outer, "i", False, work if no else None), rows_body)
 
     def column_reduction(self):
         """Rows not contiguous in memory (column sums): blocks of `COLUMN_BLOCK` rows
@@ -263,9 +289,14 @@ class CKernel:
         rows_loop = ["#pragma omp simd", "for (long long i0 = _r; i0 < _e; ++i0) {"]
         heads = self.hoist(self.loops(p.inner, "k", False, False) + rows_loop, counters)
         body = init + _nest(heads, inner) + write
-        head = ["#pragma omp parallel for"] if self.openmp and p.n >= self.parallel_min else []
-        head += [f"for (long long _r = 0; _r < {rows}; _r += {b}) {{",
-                 f"const long long _e = _r + {b} < {rows} ? _r + {b} : {rows};"]
+        tasks = -(-rows // b)
+        end = f"_e = _r + {b} < {rows} ? _r + {b} : {rows};"
+        if tasks > 1 and p.n >= PARALLEL_MIN_ELEMENTS:  # a block of rows per task
+            self.tasks = tasks
+            head = [_TASKS, f"for (long long _t = 0; _t < {tasks}; ++_t) {{",
+                    f"const long long _r = _t * {b}, {end}"]
+        else:
+            head = [f"for (long long _r = 0; _r < {rows}; _r += {b}) {{", f"const long long {end}"]
         return _nest(head, body)
 
     def _rows_contiguous(self):

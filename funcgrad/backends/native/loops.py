@@ -164,7 +164,7 @@ class _Body:
     """One body program printed as calls of its kernels; `args` maps its invars and consts
     to C pointer expressions (consts: names of extra loop parameters)."""
 
-    def __init__(self, exe, prefix, openmp, compile_executable=None):
+    def __init__(self, exe, prefix, compile_executable=None):
         program = getattr(exe, "program", None)
         if program is None:
             raise NotNative("the body did not compile natively")
@@ -172,7 +172,7 @@ class _Body:
         extra = []  # the constants of nested loops: parameters of the enclosing C function
         for k, node in enumerate(program.nodes):
             if isinstance(node, KernelNode):
-                ck = CKernel(node.spec, f"{prefix}_k{k}", node.eqns, openmp)
+                ck = CKernel(node.spec, f"{prefix}_k{k}", node.eqns)
                 self.kernels.append((ck, _Node(node.inputs, node.outputs)))
             elif node.eqn.prim is dot_general_p:
                 dot = SmallDot(node.eqn, f"{prefix}_k{k}")
@@ -184,10 +184,10 @@ class _Body:
                     raise NotNative(str(e)) from None
                 self.kernels.append((routine, _Node(node.eqn.invars, node.eqn.outvars)))
             elif node.eqn.prim is cond_p and compile_executable is not None:
-                br = _Cond(node.eqn, f"{prefix}_k{k}", openmp, compile_executable)
+                br = _Cond(node.eqn, f"{prefix}_k{k}", compile_executable)
                 self.kernels.append((br, _Node(node.eqn.invars, node.eqn.outvars)))
             elif node.eqn.prim in (while_p, scan_p) and compile_executable is not None:
-                inner = _Nested(CLoop(f"{prefix}_k{k}", node.eqn, compile_executable, openmp))
+                inner = _Nested(CLoop(f"{prefix}_k{k}", node.eqn, compile_executable))
                 extra += inner.const_items
                 self.kernels.append((inner, _Node(node.eqn.invars, node.eqn.outvars)))
             else:
@@ -257,9 +257,9 @@ class _Cond:
     """A `cond` in a loop body: C `if`/`else` around each branch's kernels, every branch
     copying its results into the same temporaries."""
 
-    def __init__(self, eqn, prefix, openmp, compile_executable):
+    def __init__(self, eqn, prefix, compile_executable):
         self.eqn = eqn
-        self.branches = [_Body(compile_executable(b), f"{prefix}_br{k}", openmp,
+        self.branches = [_Body(compile_executable(b), f"{prefix}_br{k}",
                                compile_executable)
                          for k, b in enumerate(eqn.params["branches"])]
         if any(b.consts for b in self.branches):
@@ -322,22 +322,22 @@ class CLoop:
     `operands`: (dtype, size) of every pointer parameter, inputs first; `n_in` inputs;
     `consts`: numpy arrays the wrapper passes after the equation's operands."""
 
-    def __init__(self, cname, eqn, compile_executable, openmp):
+    def __init__(self, cname, eqn, compile_executable):
         self.cname, self.eqn = cname, eqn
         if eqn.prim is while_p:
-            self._while(compile_executable, openmp)
+            self._while(compile_executable)
         elif eqn.prim is cond_p:
-            self._branch(compile_executable, openmp)
+            self._branch(compile_executable)
         else:
-            self._scan(compile_executable, openmp)
+            self._scan(compile_executable)
 
     # --- cond / switch at top level: one C if/else, no loop ----------------------------------
 
-    def _branch(self, compile_executable, openmp):
+    def _branch(self, compile_executable):
         eqn = self.eqn
         if sum(_nbytes(v.aval) for v in eqn.outvars) > BRANCH_MAX_BYTES:
             raise NotNative("large branch results (the Python if returns them uncopied)")
-        cond = _Cond(eqn, self.cname, openmp, compile_executable)
+        cond = _Cond(eqn, self.cname, compile_executable)
         ins = [f"p_a{i}" for i in range(len(eqn.invars))]
         outs = [f"p_o{j}" for j in range(len(eqn.outvars))]
         holder = _Temps(f"{self.cname}_r")
@@ -349,12 +349,12 @@ class CLoop:
 
     # --- while ------------------------------------------------------------------------------
 
-    def _while(self, compile_executable, openmp):
+    def _while(self, compile_executable):
         p, eqn = self.eqn.params, self.eqn
         ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
-        cond = _Body(compile_executable(p["cond_jaxpr"]), f"{self.cname}_c", openmp,
+        cond = _Body(compile_executable(p["cond_jaxpr"]), f"{self.cname}_c",
                      compile_executable)
-        body = _Body(compile_executable(p["body_jaxpr"]), f"{self.cname}_b", openmp,
+        body = _Body(compile_executable(p["body_jaxpr"]), f"{self.cname}_b",
                      compile_executable)
         ins = [f"p_a{i}" for i in range(len(eqn.invars))]
         outs = [f"p_o{j}" for j in range(len(eqn.outvars))]
@@ -376,10 +376,10 @@ class CLoop:
 
     # --- scan -------------------------------------------------------------------------------
 
-    def _scan(self, compile_executable, openmp):
+    def _scan(self, compile_executable):
         p, eqn = self.eqn.params, self.eqn
         nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
-        body = _Body(compile_executable(p["jaxpr"]), f"{self.cname}_b", openmp,
+        body = _Body(compile_executable(p["jaxpr"]), f"{self.cname}_b",
                      compile_executable)
         ins = [f"p_a{i}" for i in range(len(eqn.invars))]
         outs = [f"p_o{j}" for j in range(len(eqn.outvars))]

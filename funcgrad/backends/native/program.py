@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.backends.native import build, linalg, loops, ops, windows
+from funcgrad.backends.native import build, linalg, loops, ops, threads, windows
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.backends.numpy import render as numpy_render
 from funcgrad.backends.numpy.runtime import Executable, readonly
@@ -88,10 +88,9 @@ class _Routine:
 class NativeRenderer(numpy_render.Renderer):
     """The numpy renderer, with fused kernels as calls into C (see the module docstring)."""
 
-    def __init__(self, program, donate_argnums=(), compile_subprogram=None, openmp=False):
+    def __init__(self, program, donate_argnums=(), compile_subprogram=None):
         super().__init__(program, donate_argnums, chunking=False,
                          compile_subprogram=compile_subprogram)
-        self.openmp = openmp
         self.c_kernels = []
 
     def build(self):
@@ -109,7 +108,7 @@ class NativeRenderer(numpy_render.Renderer):
 
     def _kernel(self, node):
         try:
-            ck = CKernel(node.spec, f"fg_k{len(self.c_kernels)}", node.eqns, self.openmp)
+            ck = CKernel(node.spec, f"fg_k{len(self.c_kernels)}", node.eqns)
         except ops.Unsupported:
             return super()._kernel(node)
         k = _Kernel(ck, self.fresh_name("_nk"))
@@ -146,7 +145,7 @@ class NativeRenderer(numpy_render.Renderer):
         if eqn.prim in NATIVE_LOOPS:
             try:
                 loop = loops.CLoop(f"fg_loop{len(self.c_kernels)}", eqn,
-                                   self.compile_executable, self.openmp)
+                                   self.compile_executable)
             except (loops.NotNative, ops.Unsupported):
                 loop = None
             if loop is not None:
@@ -203,6 +202,8 @@ class NativeRenderer(numpy_render.Renderer):
         body = "".join("\n" + k.source() for k in self.c_kernels)
         if "fg_sgemm(" in body or "fg_dgemm(" in body:  # loops that call BLAS (loops.SmallDot)
             head += loops.GEMM_HEADER
+        if "fg_parallel(" in body:  # kernels whose blocks run on the thread pool
+            head += threads.MODULE_HEADER
         return head + body
 
     def bind(self, lib):
@@ -275,8 +276,7 @@ def compile_native(program, donate_argnums=(), ir=None, compile_subprogram=None,
     """`program` rendered as a Python wrapper around one C module; None when no kernel of
     it is printable in C (the numpy backend then serves it as it is)."""
     cc = cc or build.compiler()
-    openmp = (cc.parallel_min or True) if cc.openmp else False  # see kernel.CKernel
-    r = NativeRenderer(program, donate_argnums, compile_subprogram, openmp=openmp).build()
+    r = NativeRenderer(program, donate_argnums, compile_subprogram).build()
     if not r.c_kernels:
         return None
     c_src = r.c_source()

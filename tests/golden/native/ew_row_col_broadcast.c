@@ -1,7 +1,11 @@
 /* kernel k0_mul_add_tanh: [37, 53, 129] */
-void fg_k0(const float *restrict p_in0, const float *restrict p_in1, const float *restrict p_in2, float *restrict p_out0) {
-    #pragma omp parallel for
-    for (long long i0 = 0; i0 < 37; ++i0) {
+static void fg_k0_task(void *const *fg_a, long long _t) {
+    const float *restrict p_in0 = (const float *)fg_a[0];
+    const float *restrict p_in1 = (const float *)fg_a[1];
+    const float *restrict p_in2 = (const float *)fg_a[2];
+    float *restrict p_out0 = (float *)fg_a[3];
+    const long long _lo = _t * 3, _hi = _lo + 3 < 37 ? _lo + 3 : 37;
+    for (long long i0 = _lo; i0 < _hi; ++i0) {
         for (long long i1 = 0; i1 < 53; ++i1) {
             #pragma omp simd
             for (long long i2 = 0; i2 < 129; ++i2) {
@@ -15,4 +19,8 @@ void fg_k0(const float *restrict p_in0, const float *restrict p_in1, const float
             }
         }
     }
+}
+void fg_k0(const float *restrict p_in0, const float *restrict p_in1, const float *restrict p_in2, float *restrict p_out0) {
+    void *const fg_a[] = {(void *)p_in0, (void *)p_in1, (void *)p_in2, (void *)p_out0};
+    fg_parallel(fg_k0_task, fg_a, 13);
 }
