@@ -563,6 +563,13 @@ SANITIZED = textwrap.dedent("""
     assert all(s in text(progs[-1]) for s in ("/* sort axis", "/* top_k axis", "/* rev",
                                               "/* reduce_prod axes",
                                               "/* bitcast_convert_type */", "loop */"))
+    big = rng.normal(size=(700, 300)).astype(np.float32)  # kernels in blocks on the pool
+    g = lambda b: (fnp.tanh(b) * 2.0 - b[:, :1], fnp.sum(b, axis=1), fnp.sum(b, axis=0),
+                   fnp.max(b * b, axis=0), fg.lax.fori_loop(0, 2, lambda k, c: c * 0.5, b))
+    for a, r in zip(fg.jit(g)(big), fg.jit(g, backend="numpy")(big)):
+        np.testing.assert_allclose(np.asarray(a, 'f8'), np.asarray(r, 'f8'), rtol=1e-5,
+                                   atol=1e-4)  # libm ulps; float32 sums of 700 (numpy)
+    assert fg.jit(g).lower(big).compile().as_text().count("fg_parallel(fg_") >= 4
     print("sanitized ok")
 """)
 
