@@ -1,6 +1,6 @@
 """`python -m funcgrad doctor`: what this machine offers funcgrad's native C and CUDA backends.
 
-Native: the C compiler, its flags, OpenMP, the on-disk cache (directory, modules, size) and
+Native: the C compiler, its flags, the thread pool, the on-disk cache (directory, modules, size) and
 a smoke kernel compiled and run against numpy. CUDA: the NVIDIA driver, the CUDA runtime,
 NVRTC, nvcc and CuPy versions and the GPUs; compiles a smoke kernel for the GPU's
 architecture (sm_90 when there is none), runs it on the GPU when there is one, and ends

@@ -2,7 +2,8 @@
 numpy backend's Python wrapper (library calls, control flow, shape operations).
 
     ops.py       the tables: `cstyle.CODE_FOR_OP` plus C's few overrides, the C prelude
-    kernel.py    KernelSpec -> one C function (nested loops, OpenMP above a size)
+    kernel.py    KernelSpec -> one C function (nested loops; blocks on the pool above a size)
+    threads.py   the thread pool large kernels split their outermost loop over
     program.py   Program -> the Python wrapper calling one C module (NativeExecutable)
     loops.py     while/scan/fori loops whose bodies C can run as one C function
     linalg.py    small lu, triangular_solve, cholesky as C routines (in loops, top level)
