@@ -91,7 +91,7 @@ def _builds(path, flags, text="int fg_probe(void) { return 0; }\n", load=False, 
         return done.returncode == 0
 
 
-PROBE_VERSION = "3"  # what `_probe_flags` tries: a change must not reuse old answers
+PROBE_VERSION = "4"  # what `_probe_flags` tries: a change must not reuse old answers
 
 
 @functools.cache
@@ -150,6 +150,10 @@ def _probe_flags(path, version, sanitize):
             flags.append("-mprefer-vector-width=512")
     if _builds(path, flags + ["-fopenmp-simd"]):
         flags.append("-fopenmp-simd")
+    # -fPIC alone lets another library interpose any global function, so gcc calls a C
+    # loop's kernels through the PLT and never inlines them (clang assumes this already)
+    if _builds(path, flags + ["-fno-semantic-interposition"]):
+        flags.append("-fno-semantic-interposition")
     libs = ("-lmvec",)
     if _builds(path, flags + ["-DFG_VECTOR_MATH"], _vector_math_probe(), True, libs):
         return Compiler(path, version, tuple(flags + ["-DFG_VECTOR_MATH"]), libs)

@@ -6,15 +6,13 @@ gives a `NativeExecutable` whose fused program holds only kernels C can print, i
 are printed again into the enclosing module (renamed) and called from a C loop:
 
     int fg_loop0(const float *restrict p_a0, const float *restrict p_a1, float *p_o0) {
-        float *t0 = (float *)malloc(400);                 /* body temporaries, once */
-        if (!t0) return 1;
+        float t0[100];                                    /* body temporaries (large: malloc) */
         memcpy(p_o0, p_a1, 400);                          /* the carry lives in the output */
         for (long long _it = 0; _it < 100; ++_it) {
             const long long _i = _it;
             fg_loop0_b0(p_a0, p_o0, t0);                  /* the body's kernels */
             memcpy(p_o0, t0, 400);                        /* the new carry */
         }
-        free(t0);
         return 0;
     }
 
@@ -51,6 +49,7 @@ from funcgrad.lax.linalg import dot_general_p
 # returned as they are; the C branches copy the results once).
 BRANCH_MAX_BYTES = 1 << 16
 SMALL_DOT_MAX_FLOPS = 1 << 18  # without BLAS, larger products leave the loop to Python
+STACK_TEMPS_MAX_BYTES = 1 << 13  # a loop function's temporaries up to this live on its stack
 BLAS_MIN_FLOPS = 1 << 12  # with numpy's BLAS (build.blas_gemm), products from here call it
 # A module whose loops call BLAS holds the two gemm pointers; build.load sets them.
 GEMM_HEADER = """
@@ -303,17 +302,35 @@ class _Cond:
         return [kn for b in self.branches for kn in b.kernels]
 
 
-def _alloc(temps):
-    lines = []
+def _on_stack(temps):
+    """[(name, aval, on the stack?)] of a loop function's temporaries: arrays on its stack
+    while they fit `STACK_TEMPS_MAX_BYTES` together (an MPC step's inner loop: 5 x 16 bytes,
+    50 calls per program call, each paying 5 mallocs and frees), the rest `malloc`ed."""
+    out, used = [], 0
     for name, aval in temps:
+        n = max(_nbytes(aval), 1)
+        out.append((name, aval, used + n <= STACK_TEMPS_MAX_BYTES))
+        used += n if out[-1][2] else 0
+    return out
+
+
+def _alloc(temps):
+    lines, heap = [], []
+    for name, aval, stack in _on_stack(temps):
         t = _ctype(aval)
-        lines.append(f"{t} *{name} = ({t} *)malloc({max(_nbytes(aval), 1)});")
-        lines.append(f"if (!{name}) return 1;")
+        if stack:
+            lines.append(f"{t} {name}[{max(math.prod(aval.shape), 1)}];")
+        else:
+            lines.append(f"{t} *{name} = ({t} *)malloc({max(_nbytes(aval), 1)});")
+            heap.append(name)
+    if heap:
+        lines.append(f"if ({' || '.join('!' + h for h in heap)}) {{ "
+                     + "".join(f"free({h}); " for h in heap) + "return 1; }")
     return lines
 
 
 def _free(temps):
-    return [f"free({name});" for name, _ in temps]
+    return [f"free({name});" for name, _, stack in _on_stack(temps) if not stack]
 
 
 class CLoop:
