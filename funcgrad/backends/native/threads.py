@@ -20,10 +20,12 @@ worker still waking finds nothing left. Idle workers spin for `SPIN_US` after th
 block, calling `sched_yield` every 64 pauses, so a sequence of kernels (an optimizer update
 over many arrays, a C loop, a training step) finds them awake while any other runnable
 thread (OpenBLAS's, Python's) still gets the core; then they sleep on a condition variable.
-On two cores (`benchmarks/bench_parallel_threshold.py`, RESULTS.md) every kernel from 64k
-elements runs 1.5-2x faster than on one thread, and spinning 1 ms this way left the GPT
-and MLP steps as fast as workers that sleep after 50 us, where spinning without yielding
-made them 10-50% slower.
+On two cores (`benchmarks/bench_parallel_threshold.py`, RESULTS.md) kernels from 128k
+elements (`kernel.PARALLEL_MIN_ELEMENTS`) run 1.5-2x faster than on one thread, and
+spinning 1 ms this way left the GPT and MLP steps as fast as workers that sleep after
+50 us, where spinning without yielding made them 10-50% slower. A call of fewer than 8
+blocks wakes no sleeping worker (the caller's wake-up call costs more than the worker
+saves there) but uses those awake.
 
 One caller at a time: a kernel called while another thread's kernel holds the pool runs its
 blocks serially (same results). A forked child starts its own workers on first use. The
@@ -68,11 +70,13 @@ POOL_SOURCE = r"""
 #include <signal.h>
 #include <stdatomic.h>
 #include <time.h>
-#include <unistd.h>
 typedef void (*fg_task)(void *const *, long long);
 
 static int fg_threads = 1;
 static long long fg_spin_ns = 1000000;
+/* Smaller calls use only the workers already awake: waking one costs the caller more than
+   it saves there (on this project's VM, below 256k elements) */
+#define FG_WAKE_MIN_BLOCKS 8
 static pthread_mutex_t fg_submit = PTHREAD_MUTEX_INITIALIZER;  /* one caller at a time */
 static pthread_mutex_t fg_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fg_wake = PTHREAD_COND_INITIALIZER;
@@ -83,7 +87,7 @@ static _Atomic long long fg_worker_blocks;  /* blocks the workers ran (tests rea
 static fg_task fg_call_task;
 static void *const *fg_call_args;
 static unsigned long long fg_generation;
-static pid_t fg_started_in;  /* the process whose workers exist (0: none yet) */
+static int fg_started;  /* whether this process's workers exist (a forked child: not yet) */
 
 static long long fg_now(void) {
     struct timespec t;
@@ -154,14 +158,14 @@ static void fg_forked(void) {
     fg_wake = c;
     atomic_store(&fg_sleepers, 0);
     atomic_store(&fg_state, 0);
-    fg_started_in = 0;
+    fg_started = 0;
 }
 
 int fg_pool_configure(int threads, long long spin_ns) {
     static int registered;
     pthread_mutex_lock(&fg_submit);
     if (!registered) { pthread_atfork(0, 0, fg_forked); registered = 1; }
-    if (fg_started_in == 0) {
+    if (!fg_started) {
         fg_threads = threads < 1 ? 1 : threads;
         fg_spin_ns = spin_ns;
     }
@@ -171,7 +175,7 @@ int fg_pool_configure(int threads, long long spin_ns) {
 }
 
 static void fg_start(void) {
-    fg_started_in = getpid();
+    fg_started = 1;
     for (int k = 1; k < fg_threads; ++k) {
         pthread_t t;
         pthread_attr_t attr;
@@ -190,20 +194,25 @@ void fg_parallel_run(fg_task task, void *const *args, long long blocks) {
         for (long long b = 0; b < blocks; ++b) task(args, b);
         return;
     }
-    if (fg_started_in != getpid()) fg_start();
+    if (!fg_started) fg_start();
     fg_call_task = task;
     fg_call_args = args;
     atomic_store_explicit(&fg_done, 0, memory_order_relaxed);
     fg_generation = (fg_generation + 1) & 0xffffffffULL;
     atomic_store(&fg_state, fg_generation << 32 | (unsigned long long)blocks << 16);
     int asleep = atomic_load(&fg_sleepers);
-    if (asleep > 0) {  /* wake no more workers than there are blocks for */
+    if (asleep > 0 && blocks >= FG_WAKE_MIN_BLOCKS) {  /* no more than there are blocks for */
         pthread_mutex_lock(&fg_sleep_lock);
         for (long long k = 0; k < asleep && k < blocks - 1; ++k) pthread_cond_signal(&fg_wake);
         pthread_mutex_unlock(&fg_sleep_lock);
     }
     while (fg_run_one()) {}
-    while (atomic_load_explicit(&fg_done, memory_order_acquire) < blocks) fg_relax();
+    /* the blocks still running on workers; yielding now and then, in case one of them was
+       preempted in favour of this thread */
+    for (int spins = 1; atomic_load_explicit(&fg_done, memory_order_acquire) < blocks; ++spins) {
+        fg_relax();
+        if (spins % 64 == 0) sched_yield();
+    }
     pthread_mutex_unlock(&fg_submit);
 }
 """
