@@ -292,6 +292,15 @@ def test_large_kernels_run_on_threads_with_the_same_numbers():
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
     assert_same(got[2:3], want[2:3])
     np.testing.assert_allclose(got[3], want[3], rtol=1e-5)
+    # column reductions in blocks of rows, and an outer axis of 3 split one step per block
+    c = rng.normal(size=(400, 1000)).astype(np.float32)
+    t = rng.normal(size=(3, 300, 200)).astype(np.float32)
+    exe, got, want = both(lambda c, t: (fnp.max(c, axis=0), fnp.sum(c, axis=0),
+                                        t * t[:1] - t[:, :1]), c, t)
+    text = exe.as_text()
+    assert "fg_parallel(fg_k0_task, fg_a, 4)" in text and ", fg_a, 3);" in text, text[-3000:]
+    assert_same([got[0], got[2]], [want[0], want[2]])
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-4)
 
 
 POOL_PROBE = r"""
