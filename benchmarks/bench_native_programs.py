@@ -375,7 +375,8 @@ LABELS = {"numpy": NUMPY, "native": NATIVE, "jax": JAX}
 # --- timing and the table ----------------------------------------------------------------------
 
 def _cell(v):
-    return f"{np.median(v):.2f} ({np.percentile(v, 25):.2f}-{np.percentile(v, 75):.2f})"
+    d = 3 if np.median(v) < 1 else 2  # sub-millisecond steps to the microsecond
+    return f"{np.median(v):.{d}f} ({np.percentile(v, 25):.{d}f}-{np.percentile(v, 75):.{d}f})"
 
 
 def _verdict(name, med, bw, nbytes):
