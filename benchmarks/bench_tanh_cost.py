@@ -159,7 +159,10 @@ def run_harness(source, name, description, cold=False):
     cc = build.compiler()
     if cc is None:
         sys.exit("no C compiler: nothing to measure")
-    flags = [f for f in cc.flags if f not in ("-shared", "-fPIC")]
+    # the kernels' flags; the harness's own loops use OpenMP threads (the kernels use
+    # funcgrad's pool, which a standalone program does not have)
+    flags = [f for f in cc.flags if f not in ("-shared", "-fPIC", "-fopenmp-simd")]
+    flags += ["-fopenmp", "-D_POSIX_C_SOURCE=199309L"]
     if cold:
         flags.append(f"-DFG_COLD={int(args.cold)}")
     with tempfile.TemporaryDirectory() as tmp:
