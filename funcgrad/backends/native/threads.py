@@ -32,9 +32,9 @@ blocks serially (same results). A forked child starts its own workers on first u
 pool has `threads()` threads counting the caller: `OMP_NUM_THREADS` when set, else the CPUs
 this process may run on.
 
-    from funcgrad.backends.native import threads
-    threads.threads()   # e.g. 2
-    threads.address()   # the C function `fg_set_parallel` hands each module, or None
+    from funcgrad.backends.native import build, threads
+    threads.threads()                      # e.g. 2
+    threads.address(build.compiler())      # what `fg_set_parallel` gets, or None
 """
 
 import ctypes
@@ -46,8 +46,9 @@ import threading
 SPIN_US = 1000  # how long an idle worker looks for the next kernel's blocks before sleeping
 MAX_BLOCKS = 0xFFFF  # blocks one parallel call may have (the kernels make at most this many)
 
-# Declared by every C module (ops.PRELUDE): a kernel's blocks run on the pool once
-# `fg_set_parallel` has been called, serially before that and without a pool.
+# Declared by every C module with such kernels (`program.NativeRenderer.c_source`): their
+# blocks run on the pool once `build.load` has called `fg_set_parallel`, serially before
+# that and without a pool.
 MODULE_HEADER = r"""
 typedef void (*fg_task)(void *const *, long long);
 typedef void (*fg_runner)(fg_task, void *const *, long long);
@@ -239,8 +240,8 @@ def _pool(cc):
     pool_cc = dataclasses.replace(cc, flags=cc.flags + ("-pthread",), libs=("-pthread",))
     try:
         lib = build.load(POOL_SOURCE, pool_cc)
-    except Exception:  # no pthreads: every kernel runs its blocks serially
-        return None
+    except (build.NativeCompileError, OSError):  # no pthreads: kernels run their blocks
+        return None                               # in order on the calling thread
     lib.fg_pool_configure.argtypes = [ctypes.c_int, ctypes.c_longlong]
     lib.fg_pool_configure(threads(), SPIN_US * 1000)
     return lib
