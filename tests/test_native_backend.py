@@ -356,6 +356,11 @@ def test_the_thread_pool_runs_every_block_exactly_once():
         assert threads.worker_blocks(cc) > before
     else:
         assert threads.worker_blocks(cc) == before
+    # without a pool (as when it does not build) the blocks run in order on the caller
+    lib.fg_set_parallel(None)
+    before = threads.worker_blocks(cc)
+    run(0)
+    assert not failures and threads.worker_blocks(cc) == before
 
 
 POOL_FORK = textwrap.dedent("""
