@@ -334,6 +334,7 @@ def test_the_thread_pool_runs_every_block_exactly_once():
     lib = build.load(ops.PRELUDE + threads.MODULE_HEADER + POOL_PROBE, cc)
     lib.fg_run_counting.argtypes = [ctypes.c_void_p, ctypes.c_longlong, ctypes.c_int]
     lib.fg_run_counting.restype = ctypes.c_longlong
+    lib.fg_set_parallel(ctypes.c_void_p(threads.address(cc)))  # as build.load did
     before = threads.worker_blocks(cc)
     sizes = [1, 2, 3, 7, 64, 1000, threads.MAX_BLOCKS]
     failures = []
