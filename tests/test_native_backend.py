@@ -19,6 +19,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
@@ -301,6 +303,20 @@ def test_large_kernels_run_on_threads_with_the_same_numbers():
     assert "fg_parallel(fg_k0_task, fg_a, 4)" in text and ", fg_a, 3);" in text, text[-3000:]
     assert_same([got[0], got[2]], [want[0], want[2]])
     np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 1 << 40), st.integers(1, 1 << 24))
+def test_parallel_blocks_cover_the_loop_once_within_the_pool_limit(n, work):
+    # a loop of n steps of `work` elements: the blocks cover every step once, with at
+    # least PARALLEL_BLOCK elements each, at most MAX_BLOCKS of them, and small loops whole
+    from funcgrad.backends.native import kernel, threads
+    tasks, rows = kernel.CKernel.blocks(n, work)
+    if n * work < kernel.PARALLEL_MIN_ELEMENTS or n < 2:
+        assert (tasks, rows) == (1, n)
+        return
+    assert 1 <= tasks <= threads.MAX_BLOCKS and (tasks - 1) * rows < n <= tasks * rows
+    assert rows * work >= kernel.PARALLEL_BLOCK or rows == n
 
 
 POOL_PROBE = r"""

@@ -221,7 +221,8 @@ class CKernel:
             lines.append(f"for (long long {var}{d} = {lo}; {var}{d} < {hi}; ++{var}{d}) {{")
         return lines
 
-    def blocks(self, n, work):
+    @staticmethod
+    def blocks(n, work):
         """(tasks, steps per task) of a loop of `n` steps costing `work` elements each: one
         task below `PARALLEL_MIN_ELEMENTS` elements, else blocks of `PARALLEL_BLOCK`
         elements or more, at most `threads.MAX_BLOCKS` of them."""
