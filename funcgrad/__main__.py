@@ -118,7 +118,7 @@ def _native(fixes):
     """The native C backend: compiler, flags, threads, cache; a smoke kernel run vs numpy."""
     import funcgrad as fg
     import funcgrad.numpy as fnp
-    from funcgrad.backends.native import build, kernel, tiers
+    from funcgrad.backends.native import build, kernel, threads, tiers
     cc = build.compiler()
     if cc is None:
         _line("C compiler", f"none ({', '.join(build._candidates())} not found)")
@@ -126,7 +126,6 @@ def _native(fixes):
         return
     _line("C compiler", f"{cc.path} ({cc.version})")
     _line("C flags", " ".join(cc.flags + cc.libs))
-    from funcgrad.backends.native import threads
     pool = threads.address(cc) and threads.threads()
     _line("threads", f"{pool} (funcgrad's pool; OMP_NUM_THREADS sets it), for kernels of "
           f"{kernel.PARALLEL_MIN_ELEMENTS} elements or more" if pool else

@@ -8,8 +8,9 @@ replaced), else the first of `cc`, `gcc`, `clang` on PATH. Flags: `-O3`, the hos
 ISA (`-march=native` when the compiler takes it), `-std=c11 -fPIC -shared`, and
 `-ffp-contract=off -fno-math-errno -fno-trapping-math` (never `-ffast-math`: values stay IEEE,
 as numpy's; only FP exception flags, which nothing reads, may differ);
-`-fopenmp-simd` (the `omp simd` pragmas; threads are `threads.py`'s pool, not OpenMP's) when
-a test program builds with it, and glibc's SIMD math library (libmvec:
+`-fopenmp-simd` (the `omp simd` pragmas; threads are `threads.py`'s pool, not OpenMP's) and
+`-fno-semantic-interposition` (calls between a module's functions inline) when a test
+program builds with them, and glibc's SIMD math library (libmvec:
 `-DFG_VECTOR_MATH ... -lmvec`, so loops calling exp/tanh/... vectorize) when a probe calling
 every function `ops.VECTOR_MATH` declares links and loads (both checked once).
 `config.native_sanitize` (e.g. "address,undefined") builds with `-fsanitize=...`, `-O1 -g`
