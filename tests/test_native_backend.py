@@ -380,6 +380,56 @@ def test_the_thread_pool_runs_every_block_exactly_once():
     assert not failures and threads.worker_blocks(cc) == before
 
 
+POOL_TSAN_MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+static void count(void *const *a, long long b) {
+    atomic_fetch_add_explicit((_Atomic int *)a[0] + b, 1, memory_order_relaxed);
+}
+static void *caller(void *arg) {  /* calls of 1..3000 blocks, each checked at once */
+    long long bad = 0;
+    for (int r = 0; r < 300; ++r) {
+        const long long blocks = 1 + (r * 37 + (long long)arg * 11) % 3000;
+        _Atomic int *counts = calloc(blocks, sizeof(int));
+        void *const args[] = {(void *)counts};
+        fg_parallel_run(count, args, blocks);
+        for (long long b = 0; b < blocks; ++b) bad += atomic_load(counts + b) != 1;
+        free(counts);
+    }
+    return (void *)bad;
+}
+int main(void) {
+    fg_pool_configure(4, 200000);
+    pthread_t t[3];
+    for (long k = 0; k < 3; ++k) pthread_create(&t[k], 0, caller, (void *)k);
+    long long bad = (long long)caller((void *)3);
+    for (int k = 0; k < 3; ++k) { void *r; pthread_join(t[k], &r); bad += (long long)r; }
+    printf("bad %lld workers %lld\n", bad, fg_pool_worker_blocks());
+    return bad != 0;
+}
+"""
+
+
+@needs_cc
+def test_the_thread_pool_is_clean_under_the_thread_sanitizer(tmp_path):
+    # the pool's C alone, four threads calling it, built with -fsanitize=thread: a data race
+    # (a plain variable read without the ordering the claims rely on) is reported
+    from funcgrad.backends.native import threads
+    cc = build.find_compiler()
+    src, exe = tmp_path / "pool.c", tmp_path / "pool"
+    src.write_text(threads.POOL_SOURCE + POOL_TSAN_MAIN)
+    done = subprocess.run([cc, "-std=c11", "-O1", "-g", "-fsanitize=thread", "-pthread",
+                           str(src), "-o", str(exe)], capture_output=True, text=True)
+    if done.returncode != 0 and "tsan" in done.stderr.lower():
+        pytest.skip("the compiler has no ThreadSanitizer runtime (the exactly-once test "
+                    "checks the pool without it)")
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, TSAN_OPTIONS="halt_on_error=1"))
+    assert run.returncode == 0 and "ThreadSanitizer" not in run.stderr, run.stderr[-4000:]
+    assert run.stdout.startswith("bad 0 ")
+
+
 POOL_FORK = textwrap.dedent("""
     import os, sys
     import numpy as np, funcgrad as fg, funcgrad.numpy as fnp
