@@ -380,6 +380,33 @@ def test_the_thread_pool_runs_every_block_exactly_once():
     assert not failures and threads.worker_blocks(cc) == before
 
 
+@pytest.mark.parametrize("files, cpus", [
+    ({"cpu.max": "200000 100000\n"}, 2), ({"cpu.max": "150000 100000\n"}, 2),
+    ({"cpu.max": "max 100000\n"}, None), ({}, None), ({"cpu.max": "junk\n"}, None),
+    ({"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 1),
+    ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None)])
+def test_the_pool_keeps_to_the_cgroup_cpu_quota(tmp_path, files, cpus):
+    from funcgrad.backends.native import threads
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert threads.cgroup_cpus(str(tmp_path)) == cpus
+
+
+def test_the_pool_size_is_omp_num_threads_else_cpus_within_the_quota(monkeypatch):
+    from funcgrad.backends.native import threads
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "cgroup_cpus", lambda: None)
+    cpus = threads.threads()
+    assert cpus == len(os.sched_getaffinity(0))
+    monkeypatch.setattr(threads, "cgroup_cpus", lambda: 1)
+    assert threads.threads() == 1
+    monkeypatch.setattr(threads, "cgroup_cpus", lambda: cpus + 5)  # a quota above the CPUs
+    assert threads.threads() == cpus
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert threads.threads() == 3
+
+
 POOL_TSAN_MAIN = r"""
 #include <stdio.h>
 #include <stdlib.h>

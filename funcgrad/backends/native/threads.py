@@ -30,7 +30,7 @@ saves there) but uses those awake.
 One caller at a time: a kernel called while another thread's kernel holds the pool runs its
 blocks serially (same results). A forked child starts its own workers on first use. The
 pool has `threads()` threads counting the caller: `OMP_NUM_THREADS` when set, else the CPUs
-this process may run on.
+this process may run on, at most its cgroup's CPU quota.
 
     from funcgrad.backends.native import build, threads
     threads.threads()                      # e.g. 2
@@ -221,14 +221,37 @@ void fg_parallel_run(fg_task task, void *const *args, long long blocks) {
 
 def threads():
     """The pool's threads, the caller included: `OMP_NUM_THREADS` when set (as the
-    benchmarks pin one thread), else the CPUs this process may run on."""
+    benchmarks pin one thread), else the CPUs this process may run on, no more than its
+    cgroup's CPU quota (a container limited to 2 CPUs on a 64-core host: 2, not 64 threads
+    spinning through the quota)."""
     env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    quota = cgroup_cpus()
+    return max(1, min(cpus, quota)) if quota else cpus
+
+
+def cgroup_cpus(root="/sys/fs/cgroup"):
+    """The CPU quota of this process's cgroup rounded up (`cpu.max` of cgroup v2, else
+    `cpu.cfs_quota_us / cpu.cfs_period_us` of v1), or None when there is none."""
+    def read(name):
+        try:
+            with open(os.path.join(root, name)) as f:
+                return f.read().split()
+        except OSError:
+            return None
+    limit = read("cpu.max")  # "max 100000" (none) or "200000 100000"
+    if not limit or limit[0] == "max":
+        limit = (read("cpu/cpu.cfs_quota_us") or ["-1"]) + (read("cpu/cpu.cfs_period_us") or [])
+    try:
+        quota, period = int(limit[0]), int(limit[1])
+    except (ValueError, IndexError):
+        return None
+    return -(-quota // period) if quota > 0 and period > 0 else None
 
 
 _lock = threading.Lock()
