@@ -257,8 +257,14 @@ def cgroup_cpus(root="/sys/fs/cgroup"):
 _lock = threading.Lock()
 
 
-@functools.cache
 def _pool(cc):
+    """The pool's loaded module for compiler `cc` (built and configured once), or None."""
+    with _lock:
+        return _build_pool(cc)
+
+
+@functools.cache
+def _build_pool(cc):
     from funcgrad.backends.native import build
     pool_cc = dataclasses.replace(cc, flags=cc.flags + ("-pthread",), libs=("-pthread",))
     try:
@@ -267,21 +273,17 @@ def _pool(cc):
         return None                               # in order on the calling thread
     lib.fg_pool_configure.argtypes = [ctypes.c_int, ctypes.c_longlong]
     lib.fg_pool_configure(threads(), SPIN_US * 1000)
+    lib.fg_pool_worker_blocks.restype = ctypes.c_longlong
     return lib
 
 
 def worker_blocks(cc):
     """How many blocks the pool's workers (not the callers) have run in this process."""
-    with _lock:
-        lib = _pool(cc)
-    if lib is None:
-        return 0
-    lib.fg_pool_worker_blocks.restype = ctypes.c_longlong
-    return lib.fg_pool_worker_blocks()
+    lib = _pool(cc)
+    return 0 if lib is None else lib.fg_pool_worker_blocks()
 
 
 def address(cc):
     """The address of the pool's `fg_parallel_run` built with compiler `cc`, or None."""
-    with _lock:
-        lib = _pool(cc)
+    lib = _pool(cc)
     return None if lib is None else ctypes.cast(lib.fg_parallel_run, ctypes.c_void_p).value
