@@ -4,7 +4,7 @@ side by side with JAX (jit) and PyTorch, in one process per thread setting, as r
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=. \\
         /work/bench-venv/bin/python benchmarks/bench_native_programs.py \\
         [--threads 1|all|both] [--repeat 15] [--only gelu adam ...] [--profile] [--no-first]
-        [--alone]
+        [--alone] [--gomp-default]
 
 Programs (each written once, over a namespace `L` of numpy / lax / transforms, so funcgrad and
 JAX run the same math): `gelu` gelu(x*a+b) on 4M f32; `adam` one Adam update of 670k f32
@@ -26,7 +26,12 @@ target with met / not met.
 `--threads 1` re-executes this script with OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1,
 XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" and NPROC=1 (XLA's
 CPU thread pool; the flags alone leave JAX on two threads) set before any import, and
-torch.set_num_threads(1); `all` leaves every library its defaults. The "CPU / wall" column
+torch.set_num_threads(1); `all` leaves every library its defaults but one: GOMP_SPINCOUNT=1000
+(unless set, or with `--gomp-default`). PyTorch's libgomp threads otherwise spin on a core for
+milliseconds after each of its parallel loops, so in the interleaved rounds the next
+implementation ran beside them: funcgrad's Adam step on two cores took 0.55 ms after
+PyTorch's fused step against 0.38 ms with the short spin, and PyTorch's own step 0.43 and
+0.40 ms (RESULTS.md, "Prefetching"). The "CPU / wall" column
 (process CPU time over wall time, per implementation in column order) shows the threads each
 one actually used. First calls run
 in fresh processes sharing one temporary native cache: the numpy backend's first call
@@ -472,6 +477,7 @@ def child(args):
     from bench_native import copy_bandwidth
     bw = copy_bandwidth()
     print(f"\nthreads: {args.threads} (OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"
+          f", GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', 'unset')}"
           f", {os.cpu_count()} CPUs); copy bandwidth {bw / 1e9:.1f} GB/s; {uptime()} at start; "
           f"{time.strftime('%H:%M UTC', time.gmtime())}; medians of {args.repeat} interleaved "
           "steps, ms (p25-p75)\n", flush=True)
@@ -511,6 +517,8 @@ def parent(args):
         rest += ["--profile", str(args.profile)]
     for threads in settings:
         env = dict(os.environ, **(ONE_THREAD if threads == "1" else {}))
+        if threads == "all" and not args.gomp_default:
+            env.setdefault("GOMP_SPINCOUNT", "1000")
         subprocess.run([sys.executable, __file__, "--child", "--threads", threads, *rest],
                        env=env, check=True)
     if args.no_first:
@@ -579,6 +587,8 @@ def main():
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--first-calls", metavar="CACHE_DIR", help=argparse.SUPPRESS)
     ap.add_argument("--alone", action="store_true")
+    ap.add_argument("--gomp-default", action="store_true",
+                    help="leave libgomp's spin count at its default on all cores")
     ap.add_argument("--alone-impl", dest="impl", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.impl:

@@ -305,6 +305,35 @@ def test_large_kernels_run_on_threads_with_the_same_numbers():
     np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-4)
 
 
+@needs_cc
+def test_streaming_kernels_prefetch_ahead_with_the_same_numbers():
+    # kernels of PREFETCH_MIN_BYTES or more run their innermost loop in chunks that first
+    # prefetch the arrays they read whole; chunk tails, block edges, every element size
+    from funcgrad.backends.native import kernel
+    fg.config.update("enable_x64", True)  # float64 stays float64 (reset by conftest)
+    rng = np.random.default_rng(3)
+    n = kernel.PREFETCH_MIN_BYTES // 4 + 37  # float32 in and out: over the limit, odd tail
+    x = rng.normal(size=n).astype(np.float32)
+    d = rng.normal(size=(n // 300, 301))  # float64 rows of 301: a tail in every row
+    r = rng.normal(size=301)  # broadcast along the rows: not a stream
+    h = rng.normal(size=(900, 700)).astype(np.float16)
+    m = rng.integers(-100, 100, size=(900, 700)).astype(np.int8)
+
+    def f(x, d, r, h, m):
+        return (x * 3.0 - 1.0, d * r + d, h * h + 1.0, fnp.where(m > 3, m * 2, m - 1),
+                (m > 0) & (h > 0))
+    exe, got, want = both(f, x, d, r, h, m)
+    text = exe.as_text()
+    fetched = {ln.split("(")[1].split(",")[0] for ln in text.splitlines()
+               if ln.strip().startswith("FG_PREFETCH(")}
+    assert text.count("for (long long _c = ") == 5 and "fg_parallel(" in text, text[-4000:]
+    assert len(fetched) == 2 and "p_in1" in fetched  # d, not r; per kernel, renumbered
+    assert_same(got, want)
+    small = both(lambda x: x * 3.0 - 1.0, x[: n // 4])[0].as_text()
+    narrow = both(lambda d, r: d * r, rng.normal(size=(8000, 40)), r[:40])[0].as_text()
+    assert "FG_PREFETCH(p_" not in small + narrow  # too few bytes; rows too short
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 1 << 40), st.integers(1, 1 << 24))
 def test_parallel_blocks_cover_the_loop_once_within_the_pool_limit(n, work):
@@ -678,7 +707,8 @@ SANITIZED = textwrap.dedent("""
     for a, r in zip(fg.jit(g)(big), fg.jit(g, backend="numpy")(big)):
         np.testing.assert_allclose(np.asarray(a, 'f8'), np.asarray(r, 'f8'), rtol=1e-5,
                                    atol=1e-4)  # libm ulps; float32 sums of 700 (numpy)
-    assert fg.jit(g).lower(big).compile().as_text().count("fg_parallel(fg_") >= 4
+    big_text = fg.jit(g).lower(big).compile().as_text()
+    assert big_text.count("fg_parallel(fg_") >= 4 and "FG_PREFETCH(p_" in big_text
     print("sanitized ok")
 """)
 

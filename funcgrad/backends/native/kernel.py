@@ -49,6 +49,16 @@ PARALLEL_MIN_ELEMENTS = 1 << 17
 PARALLEL_BLOCK = 1 << 14  # elements (at least) per block a thread claims
 _TASKS = "/* blocks on the thread pool */"  # first line of a body `source` splits into tasks
 COLUMN_BLOCK = 256  # rows a column reduction accumulates side by side (on the stack)
+# Elementwise kernels streaming this many bytes or more run their innermost loop in chunks
+# of `PREFETCH_CHUNK` elements, each first asking for the cache lines `PREFETCH_BYTES`
+# ahead in every array it reads (`FG_PREFETCH`, ops.PRELUDE). The hardware prefetchers of
+# this project's Xeon keep too few lines in flight for several streams coming from L3 or
+# memory: after 64 MiB of other writes, one thread, an Adam update over 670k floats took
+# 1.32 -> 1.10 ms and gelu(x*a+b) on 4M floats 3.45 -> 2.92 ms (RESULTS.md, "Prefetching").
+PREFETCH_MIN_BYTES = 1 << 20
+PREFETCH_BYTES = 2048
+PREFETCH_CHUNK = 64
+_CHUNK_LOOP = "for (long long _c = "  # the header of a chunked innermost loop
 
 
 def _pointee(dtype):
@@ -154,7 +164,10 @@ class CKernel:
         if not fors:  # the rows are the innermost loop (reduced axes of size 1)
             return heads + lines
         at = fors[-1]
-        if at and heads[at - 1].startswith("#pragma omp simd"):
+        chunked = [k for k in fors if heads[k].startswith(_CHUNK_LOOP)]
+        if chunked:  # before the loop over the chunks
+            at = chunked[-1]
+        elif at and heads[at - 1].startswith("#pragma omp simd"):
             at -= 1
         return heads[:at] + lines + heads[at:]
 
@@ -200,12 +213,14 @@ class CKernel:
         values = {o.name: o.value for o in self.spec.outputs if o.reduce is None}
         return [(o, values[o.name]) for o in self.plan.outputs]
 
-    def loops(self, dims, var, simd, work=None):
+    def loops(self, dims, var, simd, work=None, fetch=None):
         """`for` headers over `dims` with counters `{var}0, {var}1...`; the innermost gets
         `#pragma omp simd` when `simd`. With `work` (the elements one step of the outermost
         loop costs), a kernel of `PARALLEL_MIN_ELEMENTS` or more runs that loop in blocks
         of about `PARALLEL_BLOCK` elements on the thread pool: the headers then start with
-        `_TASKS` and the loop over the blocks `_t` (see `source`)."""
+        `_TASKS` and the loop over the blocks `_t` (see `source`). With `fetch` (the
+        prefetch statements of a chunk starting at a counter), the innermost loop runs in
+        chunks of `PREFETCH_CHUNK` (see `prefetches`)."""
         lines = []
         tasks, rows = self.blocks(dims[0] if dims else 1, work)
         if tasks > 1:
@@ -215,11 +230,43 @@ class CKernel:
                       f"const long long _lo = _t * {rows}, "
                       f"_hi = _lo + {rows} < {n} ? _lo + {rows} : {n};"]
         for d, size in enumerate(dims):
+            lo, hi = ("_lo", "_hi") if d == 0 and tasks > 1 else ("0", size)
+            if d == len(dims) - 1 and simd and fetch:
+                c = PREFETCH_CHUNK
+                lines += [f"{_CHUNK_LOOP}{lo}; _c < {hi}; _c += {c}) {{",
+                          f"const long long _ce = _c + {c} < {hi} ? _c + {c} : {hi};",
+                          *fetch("_c")]
+                lo, hi = "_c", "_ce"
             if d == len(dims) - 1 and simd:
                 lines.append("#pragma omp simd")
-            lo, hi = ("_lo", "_hi") if d == 0 and tasks > 1 else ("0", size)
             lines.append(f"for (long long {var}{d} = {lo}; {var}{d} < {hi}; ++{var}{d}) {{")
         return lines
+
+    def prefetches(self, dims, counters):
+        """None, or for a kernel streaming `PREFETCH_MIN_BYTES` or more: a function of the
+        innermost counter's value at a chunk's start giving the `FG_PREFETCH` statements of
+        the lines `PREFETCH_BYTES` ahead in each array read whole (row-major over `dims`;
+        broadcast rows stay in cache anyway). Outputs are not fetched: a line an output
+        writes is read by then, or is new and costs the same either way."""
+        if not dims or dims[-1] < PREFETCH_CHUNK:
+            return None
+        n, whole = math.prod(dims), tuple(_row_major(dims))
+        streams = [o for o in self.plan.inputs if tuple(o.strides) == whole]
+        moved = sum(n * np.dtype(o.dtype).itemsize for o in self.plan.inputs + self.plan.outputs
+                    if tuple(o.strides) == whole)
+        if not streams or moved < PREFETCH_MIN_BYTES:
+            return None
+
+        def fetch(start):
+            lines = []
+            for o in streams:
+                size = 2 if o.dtype == "float16" else np.dtype(o.dtype).itemsize
+                at = _offset(counters[:-1] + [start], o.strides)
+                ahead = PREFETCH_BYTES // size
+                for k in range(max(1, PREFETCH_CHUNK * size // 64)):
+                    lines.append(f"FG_PREFETCH(p_{o.name}, {at} + {ahead + k * 64 // size});")
+            return lines
+        return fetch
 
     @staticmethod
     def blocks(n, work):
@@ -234,8 +281,9 @@ class CKernel:
     def elementwise(self):
         p = self.plan
         dims = p.outer + p.inner
-        head = self.loops(dims, "i", True, math.prod(dims[1:]))
         counters = [f"i{d}" for d in range(len(dims))]
+        head = self.loops(dims, "i", True, math.prod(dims[1:]),
+                          self.prefetches(dims, counters))
         return _nest(self.hoist(head, counters), self.element(counters))
 
     def reduction(self):

@@ -107,7 +107,16 @@ def vector_math_declarations(names=VECTOR_MATH):
 PRELUDE = r"""// funcgrad native C module
 #include <math.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
+/* Asks for the cache line of element `i` of `p` (kernel.PREFETCH_BYTES ahead of a loop):
+   in integers, as the address may lie past the array's end, where a prefetch cannot fault */
+#if defined(__GNUC__) || defined(__clang__)
+#define FG_PREFETCH(p, i) \
+    __builtin_prefetch((const void *)((uintptr_t)(p) + (uintptr_t)(i) * sizeof(*(p))))
+#else
+#define FG_PREFETCH(p, i) ((void)0)
+#endif
 #ifdef FG_VECTOR_MATH
 """ + vector_math_declarations() + r"""
 #endif
