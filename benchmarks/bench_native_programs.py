@@ -4,7 +4,7 @@ side by side with JAX (jit) and PyTorch, in one process per thread setting, as r
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE PYTHONPATH=. \\
         /work/bench-venv/bin/python benchmarks/bench_native_programs.py \\
         [--threads 1|all|both] [--repeat 15] [--only gelu adam ...] [--profile] [--no-first]
-        [--alone] [--gomp-default]
+        [--alone] [--gomp-spincount N]
 
 Programs (each written once, over a namespace `L` of numpy / lax / transforms, so funcgrad and
 JAX run the same math): `gelu` gelu(x*a+b) on 4M f32; `adam` one Adam update of 670k f32
@@ -26,15 +26,14 @@ target with met / not met.
 `--threads 1` re-executes this script with OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1,
 XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" and NPROC=1 (XLA's
 CPU thread pool; the flags alone leave JAX on two threads) set before any import, and
-torch.set_num_threads(1); `all` leaves every library its defaults but one: GOMP_SPINCOUNT=1000
-(unless set, or with `--gomp-default`). PyTorch's libgomp threads otherwise spin on a core for
-milliseconds after each of its parallel loops, so in the interleaved rounds the next
-implementation ran beside them: funcgrad's Adam step on two cores took 0.55 ms after
-PyTorch's fused step against 0.38 ms with the short spin, and PyTorch's own step 0.43 and
-0.40 ms (RESULTS.md, "Prefetching"). The "CPU / wall" column
-(process CPU time over wall time, per implementation in column order) shows the threads each
-one actually used. First calls run
-in fresh processes sharing one temporary native cache: the numpy backend's first call
+torch.set_num_threads(1); `all` leaves every library its defaults. PyTorch's libgomp threads
+spin on a core for milliseconds after each of its parallel loops, so in the interleaved
+rounds the implementation after it runs beside them (funcgrad's Adam step on two cores:
+0.55 ms after PyTorch's fused step, 0.38 ms when libgomp spins briefly).
+`--gomp-spincount 1000` sets GOMP_SPINCOUNT on all cores to show that; it also slows
+PyTorch's foreach optimizers (RESULTS.md, "Prefetching"), so it is not the default. The
+"CPU / wall" column (process CPU time over wall time, per implementation in column order)
+shows the threads each one actually used. First calls run in fresh processes sharing one temporary native cache: the numpy backend's first call
 (trace + compile + run), the native first call with an empty cache (the gcc build), and a
 second process's native first call from the disk cache. `--alone` times each implementation
 in a fresh process of its own instead (no other library imported, so no other library's
@@ -517,8 +516,8 @@ def parent(args):
         rest += ["--profile", str(args.profile)]
     for threads in settings:
         env = dict(os.environ, **(ONE_THREAD if threads == "1" else {}))
-        if threads == "all" and not args.gomp_default:
-            env.setdefault("GOMP_SPINCOUNT", "1000")
+        if threads == "all" and args.gomp_spincount is not None:
+            env["GOMP_SPINCOUNT"] = str(args.gomp_spincount)
         subprocess.run([sys.executable, __file__, "--child", "--threads", threads, *rest],
                        env=env, check=True)
     if args.no_first:
@@ -587,8 +586,8 @@ def main():
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--first-calls", metavar="CACHE_DIR", help=argparse.SUPPRESS)
     ap.add_argument("--alone", action="store_true")
-    ap.add_argument("--gomp-default", action="store_true",
-                    help="leave libgomp's spin count at its default on all cores")
+    ap.add_argument("--gomp-spincount", type=int, metavar="N",
+                    help="GOMP_SPINCOUNT on all cores (default: libgomp's)")
     ap.add_argument("--alone-impl", dest="impl", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.impl:
