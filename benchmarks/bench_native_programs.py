@@ -33,10 +33,10 @@ rounds the implementation after it runs beside them (funcgrad's Adam step on two
 `--gomp-spincount 1000` sets GOMP_SPINCOUNT on all cores to show that; it also slows
 PyTorch's foreach optimizers (RESULTS.md, "Prefetching"), so it is not the default. The
 "CPU / wall" column (process CPU time over wall time, per implementation in column order)
-shows the threads each one actually used. First calls run in fresh processes sharing one temporary native cache: the numpy backend's first call
-(trace + compile + run), the native first call with an empty cache (the gcc build), and a
-second process's native first call from the disk cache. `--alone` times each implementation
-in a fresh process of its own instead (no other library imported, so no other library's
+shows the threads each one actually used. First calls run in fresh processes sharing one
+temporary native cache: the numpy backend's first call (trace + compile + run), the native
+first call with an empty cache (the gcc build), and a second process's native first call
+from the disk cache. `--alone` times each implementation in a fresh process of its own instead (no other library imported, so no other library's
 threads spinning beside it): median ms and process CPU / wall. `--profile` prints
 `funcgrad.profile` tables of the native tier. JAX and PyTorch are optional (columns "-").
 """
