@@ -36,9 +36,10 @@ PyTorch's foreach optimizers (RESULTS.md, "Prefetching"), so it is not the defau
 shows the threads each one actually used. First calls run in fresh processes sharing one
 temporary native cache: the numpy backend's first call (trace + compile + run), the native
 first call with an empty cache (the gcc build), and a second process's native first call
-from the disk cache. `--alone` times each implementation in a fresh process of its own instead (no other library imported, so no other library's
-threads spinning beside it): median ms and process CPU / wall. `--profile` prints
-`funcgrad.profile` tables of the native tier. JAX and PyTorch are optional (columns "-").
+from the disk cache. `--alone` times each implementation in a fresh process of its own
+instead (no other library imported, so no other library's threads spinning beside it):
+median ms and process CPU / wall. `--profile` prints `funcgrad.profile` tables of the
+native tier. JAX and PyTorch are optional (columns "-").
 """
 
 import argparse
