@@ -120,13 +120,14 @@ def fg_jit_N(a0):
 
 GOLDEN_ADAM_DONATED = """\
 # funcgrad jit program N: 5 inputs, 3 outputs, 1 kernels, 0 calls
-def fg_jit_N(a0, a1, a2, a3, a4):
+def fg_jit_N(a0, a1, a2, a3, a4, _owned=False):
     # a0: f32[4,8]
     # a1: f32[4,8]
     # a2: f32[4,8]
     # a3: f32[4,8]
     # a4: f32[]
-    a0, a2, a3 = _own((a0, a1, a2, a3, a4), (0, 2, 3))
+    if not _owned:
+        a0, a2, a3 = _own((a0, a1, a2, a3, a4), (0, 2, 3))
     # kernel k0_mul_add_sqrt_div_sub: float32[4, 8]
     np.multiply(0.8999999761581421, a2, out=a2)           # test_codegen.py:L (adam)
     b3 = np.multiply(0.10000000149011612, a1)             # test_codegen.py:L (adam)

@@ -119,6 +119,30 @@ def _lines_per_leaf(n):
     return lines / n
 
 
+@pytest.mark.parametrize("backend", ["numpy", "cpu"])
+def test_jit_checks_donated_buffers_once_and_the_program_trusts_it(backend, monkeypatch):
+    # jit's donation makes every donated buffer private (copying those it may not take),
+    # so the program skips its own check (`runtime.own`), which direct calls still run
+    from funcgrad.backends.numpy import render
+    calls, real = [], render.own
+    monkeypatch.setattr(render, "own", lambda *a: calls.append(1) or real(*a))
+    step = fg.jit(lambda p, g: (p - 0.5 * g, g * 2.0), donate_argnums=0, backend=backend)
+    p, g = fnp.ones(3) + 0.0, fnp.ones(3)
+    user = np.ones(3, np.float32)
+    shared = fnp.asarray(user)  # the user's buffer: donated as a copy
+    p = step(p, g)[0]
+    close(step(shared, g)[0], [0.5] * 3)
+    assert np.all(user == 1.0) and jit_cache.is_deleted(shared)
+    q = step(p, g)[0]
+    close(q, [0.0] * 3)
+    exe = step.lower(q, g).compile()._exe  # the program itself
+    assert "_own(" in exe.as_text() and not calls
+    x = np.ones(3, np.float32)
+    out = exe(x, x)  # called directly: the program checks, and copies the shared buffer
+    assert np.all(x == 1.0) and calls
+    close(out[0], [0.5] * 3)
+
+
 def test_donation_bookkeeping_is_linear_in_the_number_of_arrays():
     # The checks once scanned every argument per donated argument: 400 donated arrays cost
     # ~8x the per-array work of 50. Linear bookkeeping keeps the per-array work flat.

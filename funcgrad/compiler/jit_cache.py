@@ -362,8 +362,8 @@ def call_donating(entry, leaves, vals, names_of):
         if not (type(leaves[i]) is Array and _refcount(vals, i) <= _SOLE_OWNER_REFS
                 and _private_layout(vals[i])):
             vals[i] = np.array(vals[i])
-    try:
-        outs = exe(*entry.const_vals, *vals)
+    try:  # the donated buffers are private now: the program need not check them again
+        outs = exe(*entry.const_vals, *vals, owned=True)
     except BaseException as e:
         _delete(leaves, entry.donate, entry.name, failed=True)
         if not isinstance(e, Exception):  # KeyboardInterrupt, SystemExit
@@ -385,19 +385,15 @@ def check_donation(entry, leaves, names_of):
             base = getattr(v, "base", None)
             if base is not None:
                 readers[id(base)] = k
-    twice = {}  # id of a donated Array -> its first two positions
-    for i in entry.donate:
-        seen = twice.setdefault(id(leaves[i]), [])
-        if len(seen) < 2:
-            seen.append(i)
+    donated = {}  # id of a donated Array -> its position
     for i in entry.donate:
         x = leaves[i]
         if type(x) is not Array:
             continue
         j = readers.get(id(x._value))
-        seen = twice[id(x)]
-        if j is None and len(seen) > 1:  # the same Array twice, both donated
-            j = seen[1] if seen[0] == i else seen[0]
+        if j is None:  # not read by a kept argument: donated twice?
+            first = donated.setdefault(id(x), i)
+            i, j = (first, i) if first != i else (i, None)
         if j is not None:
             names = names_of()
             raise errors.FuncgradValueError(

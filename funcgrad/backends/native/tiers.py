@@ -123,8 +123,8 @@ class TieredExecutable:
     def _run_fn(self, *args):
         return self._exe._fn(*args)
 
-    def __call__(self, *args):
-        return self._exe(*args)
+    def __call__(self, *args, owned=False):
+        return self._exe(*args, owned=owned)
 
     @property
     def native(self):

@@ -347,19 +347,20 @@ class Renderer:
         `profile="sites"`, `_t = _clock()` before and `_rec(_sites[k], _t)` after the
         statements of each kernel and call (`site_nodes` lists the nodes, in site order)."""
         j = self.jaxpr
-        params = ", ".join(f"a{i}" for i in range(len(j.invars)))
-        lines = [f"def {fn_name}({params}):"]
+        owned = [i for i, v in enumerate(j.invars) if v in self.plan.donated_used]
+        params = [f"a{i}" for i in range(len(j.invars))] + ["_owned=False"] * bool(owned)
+        lines = [f"def {fn_name}({', '.join(params)}):"]
         for i, v in enumerate(j.invars):
             lines.append(f"    # a{i}: {v.aval.str_short()}")
         for i, v in enumerate(j.constvars):
             lines.append(f"    # c{i}: {v.aval.str_short()} (bound constant)")
-        owned = [i for i, v in enumerate(j.invars) if v in self.plan.donated_used]
-        if owned:  # donated buffers the program writes into: checked (or copied) once
+        if owned:  # donated buffers the program writes into: checked (or copied) once,
+            # unless the caller did (`_owned`: jit's donation, `jit_cache.call_donating`)
             names = ", ".join(f"a{i}" for i in owned)
             everything = ", ".join(f"a{i}" for i in range(len(j.invars)))
             comma = "," if len(j.invars) == 1 else ""
-            lines.append(f"    {names}{',' if len(owned) == 1 else ''} = "
-                         f"_own(({everything}{comma}), {tuple(owned)})")
+            lines.append(f"    if not _owned:\n        {names}{',' if len(owned) == 1 else ''}"
+                         f" = _own(({everything}{comma}), {tuple(owned)})")
         if self.workspace:
             names = ", ".join(name for name, _, _ in self.workspace)
             lines.append("    _w = _ws.take()  # temporaries kept between calls")

@@ -149,6 +149,8 @@ class Executable:
     def __init__(self, fn, source, filename, ir, memory, steps, line_eqns, profiled,
                  instrumented=None):
         self._fn = fn
+        self._checks_ownership = "_owned" in getattr(  # whether it checks donated buffers
+            getattr(fn, "__code__", None), "co_varnames", ())
         self._source = source
         self._lines = source.splitlines()
         self._filename = filename
@@ -164,9 +166,14 @@ class Executable:
         self.program = None  # the fused program and its buffers (set by compile_program)
         self.buffers = ()
 
-    def __call__(self, *args):
+    def __call__(self, *args, owned=False):
+        """`owned`: the caller vouches that the donated arguments' buffers are its own to
+        overwrite (no other argument is or views one), as `jit_cache.call_donating` checks;
+        else the program checks, and copies a buffer it may not overwrite."""
         try:
             with np.errstate(all="ignore"):  # IEEE results without warnings, as eager lax
+                if owned and self._checks_ownership:
+                    return self._fn(*args, _owned=True)
                 return self._fn(*args)
         except errors.FuncgradError:
             raise
