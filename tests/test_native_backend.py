@@ -334,6 +334,45 @@ def test_streaming_kernels_prefetch_ahead_with_the_same_numbers():
     assert "FG_PREFETCH(p_" not in small + narrow  # too few bytes; rows too short
 
 
+@needs_cc
+def test_consecutive_kernels_are_one_call_with_each_array_passed_once():
+    # an optimizer's per-array kernels: one segment call from Python, the same bits, and
+    # the timed variants still time (and name) every kernel on its own
+    rng = np.random.default_rng(4)
+    shapes = [(5, 7), (7,), (3, 7), (2,)]
+    ps, gs = ([rng.normal(size=s).astype(np.float32) for s in shapes] for _ in range(2))
+    ms = [np.abs(rng.normal(size=s)).astype(np.float32) for s in shapes]
+
+    def update(ps, gs, ms):
+        new_m = [0.9 * m + 0.1 * g * g for m, g in zip(ms, gs)]
+        return [p - 0.01 * g / (fnp.sqrt(m) + 1e-8) for p, g, m in zip(ps, gs, new_m)], new_m
+    with native_mode():
+        f = fg.jit(update, donate_argnums=(0, 2))
+        exe = f.lower(ps, gs, ms).compile()
+        text = exe.as_text()
+        wrapper = text.split("# ---- C module")[0]
+        assert wrapper.count("_ns0(") == 1 and "_nk" not in wrapper, wrapper
+        assert text.count("    fg_k") == 4 and "void fg_s0(" in text  # kernels called in C
+        want = fg.jit(update, backend="numpy")(ps, gs, ms)
+        got = f([fnp.asarray(p.copy()) for p in ps], gs, [fnp.asarray(m.copy()) for m in ms])
+        assert_same(fg.tree_util.tree_leaves(got), fg.tree_util.tree_leaves(want))
+        rows = str(exe._exe.profile(*ps, *gs, *[m.copy() for m in ms], repeat=2)).splitlines()
+        assert sorted(r.split()[3][:4] for r in rows[1:-1]) == ["_nk0", "_nk1", "_nk2", "_nk3"]
+    # a library call (a product) between kernels ends a run; allocations move before it
+    h = lambda x, w: (fnp.tanh(fnp.tanh(x) @ w) * 2.0 + 1.0, fnp.exp(x) - 1.0, x * 3.0,
+                      fnp.sum(x * x, axis=0))
+    x, w = (rng.normal(size=s).astype(np.float32) for s in ((6, 5), (5, 5)))
+    exe, got, want = both(h, x, w)
+    lines = [ln.split("#")[0].strip() for ln in exe.as_text().split("# ---- C module")[0]
+             .splitlines()[2:] if ln.strip() and not ln.strip().startswith("#")]
+    calls = [ln.split("(")[0].split(" = ")[-1] for ln in lines if "np.empty" not in ln]
+    assert calls == ["_nk0", "np.matmul", "_ns0", "return [b1, b0, b2, b3]"], lines
+    assert "fg_k1(" in exe.as_text().split("void fg_s0(")[1]
+    for g, w_ in zip(got, want):  # tanh, exp: libm ulps apart; the sum in double
+        np.testing.assert_allclose(g, w_, rtol=2e-6, atol=1e-6)
+    assert_same(got[2:3], want[2:3])
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.integers(1, 1 << 40), st.integers(1, 1 << 24))
 def test_parallel_blocks_cover_the_loop_once_within_the_pool_limit(n, work):

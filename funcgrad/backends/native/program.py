@@ -8,7 +8,10 @@ calling its C function, compiled with all the program's kernels into one shared 
     _nk0(a0, a1, b0)                                    # model.py:3 (f)
 
 `_nk0` is bound into the wrapper's globals: it passes the arrays' data pointers to the C
-function (inputs made C-contiguous first). A kernel output is a planned buffer; an
+function (inputs made C-contiguous first). Consecutive kernel calls are one call of a C
+function calling each kernel (`_Segment`, `NativeRenderer.merged`), with each array passed
+once: `_ns0(a1, a2, a0)` for an optimizer's per-array updates (the timed variants that
+`profile` runs keep one call per kernel). A kernel output is a planned buffer; an
 elementwise output may take the buffer of an input it reads at the same index that dies
 there (donated optimizer states update in place), then its pointers lose `restrict`.
 Kernels C cannot print (complex numbers) stay numpy statements. A small `lu`,
@@ -19,6 +22,7 @@ routine too (larger ones stay LAPACK through numpy), and so is `select_and_scatt
 
 import ctypes
 import math
+import re
 
 import numpy as np
 
@@ -50,6 +54,60 @@ class _Kernel:
         operands = [(np.dtype(o.dtype), math.prod(o.shape))
                     for o in list(spec.inputs) + list(spec.outputs)]
         return _caller(getattr(lib, self.c.cname), operands, len(spec.inputs), spec.name)
+
+
+class _CallLine(tuple):
+    """The `(text, eqn)` line calling one C kernel, with what merging needs: the kernel
+    and the argument texts (inputs, then outputs)."""
+
+    def __new__(cls, text, eqn, kernel, args):
+        line = super().__new__(cls, (text, eqn))
+        line.kernel, line.args = kernel, args
+        return line
+
+
+class _Segment:
+    """Consecutive kernels of the wrapper called as one C function (`fg_sN`): the
+    distinct arrays they read or write are passed once, inputs first, and the function
+    calls each kernel with its own pointers, in order. Saves a ctypes call and the checks
+    of every repeated array per kernel (an Adam update over 7 arrays: 7 calls, 49 pointers
+    -> 1 call, 28 pointers)."""
+
+    def __init__(self, calls, cname, pyname):
+        self.calls, self.cname, self.pyname = calls, cname, pyname
+        written = {a for c in calls for a in c.args[len(c.kernel.c.spec.inputs):]}
+        order = list(dict.fromkeys(a for c in calls for a in c.args))
+        self.args = [a for a in order if a not in written] + [a for a in order if a in written]
+        self.n_in = len(self.args) - len(written)
+        self.operands = {}
+        for c in calls:
+            spec = c.kernel.c.spec
+            for a, o in zip(c.args, list(spec.inputs) + list(spec.outputs)):
+                self.operands.setdefault(a, set()).add((np.dtype(o.dtype), math.prod(o.shape)))
+
+    def consistent(self):
+        """Whether every array is read and written with one dtype and size."""
+        return all(len(v) == 1 for v in self.operands.values())
+
+    def line(self):
+        return (f"{self.pyname}({', '.join(self.args)})", self.calls[0][1])
+
+    def source(self):
+        at = {a: k for k, a in enumerate(self.args)}
+        params = [f"void *p{k}" for k in range(len(self.args))]
+        params = ",\n        ".join(", ".join(params[k:k + 8]) for k in range(0, len(params), 8))
+        names = ", ".join(c.kernel.c.cname for c in self.calls)
+        lines = [f"/* segment {self.cname}: {names} in one call from Python */",
+                 f"void {self.cname}({params}) {{"]
+        for c in self.calls:
+            casts = [f"({'const ' if role == 'in' else ''}{t} *)p{at[a]}"
+                     for a, (role, _, t) in zip(c.args, c.kernel.c.params)]
+            lines.append(f"    {c.kernel.c.cname}({', '.join(casts)});")
+        return "\n".join(lines + ["}"]) + "\n"
+
+    def bind(self, lib):
+        operands = [next(iter(self.operands[a])) for a in self.args]
+        return _caller(getattr(lib, self.cname), operands, self.n_in, self.cname)
 
 
 class _Loop:
@@ -92,6 +150,7 @@ class NativeRenderer(numpy_render.Renderer):
         super().__init__(program, donate_argnums, chunking=False,
                          compile_subprogram=compile_subprogram)
         self.c_kernels = []
+        self._segments = None  # `segments()`, once the blocks are filled
 
     def build(self):
         """The numpy renderer's build, with each bound constant that is a broadcast view (as
@@ -137,7 +196,7 @@ class NativeRenderer(numpy_render.Renderer):
             slots = [self.plan.slots.get(d.key) for d in defs]
             k.restrict = not any(s is not None and s.action == "inplace" for s in slots)
             args = [self.read(a) for a in node.inputs] + names
-            out.append((f"{k.pyname}({', '.join(args)})", eqn))
+            out.append(_CallLine(f"{k.pyname}({', '.join(args)})", eqn, k, args))
             return out
         self.add_step(defs, ins, lines, spec.name, eqn, inplace)
 
@@ -196,7 +255,64 @@ class NativeRenderer(numpy_render.Renderer):
                 found.append(var)
         return found
 
+    def merged(self, bodies):
+        """Each run of consecutive kernel calls (`segments`) as one call of its segment, in
+        the run's first block: the run's allocations first, then the call, then its `del`."""
+        bodies = list(bodies)
+        for first, n, seg in self.segments():
+            run = bodies[first:first + n]
+            calls = [ln for b in run for ln in b if isinstance(ln, _CallLine)]
+            assert [c.kernel for c in calls] == [c.kernel for c in seg.calls]
+            bodies[first] = ([ln for b in run for ln in b if _ALLOC.fullmatch(ln[0])]
+                             + [seg.line()]
+                             + [ln for b in run for ln in b if ln[0].startswith("del ")])
+            bodies[first + 1:first + n] = [[] for _ in range(n - 1)]
+        return bodies
+
+    def segments(self):
+        """(first block, blocks, `_Segment`) per run of two or more consecutive blocks that
+        each allocate their outputs, call one C kernel and may end with a `del`: their
+        allocations can go first when they bind no name the run used before, and a `del`
+        ends a run (a later block may bind the name again)."""
+        if self._segments is not None:
+            return self._segments
+        runs, run, used = [], [], set()  # used: the names the run's lines mention
+
+        def close():
+            if len(run) > 1:
+                runs.append(list(run))
+            run.clear()
+        for i in range(len(self.blocks)):
+            body = self.body(i)
+            calls = [ln for ln in body if isinstance(ln, _CallLine)]
+            allocs = [ln for ln in body if _ALLOC.fullmatch(ln[0])]
+            dels = [ln for ln in body if ln[0].startswith("del ")]
+            if (len(calls) != 1 or len(allocs) + len(dels) + 1 != len(body)
+                    or body[len(allocs)] is not calls[0]):
+                close()
+                continue
+            bound = {ln[0].split(" = ")[0] for ln in allocs}
+            if bound & used:
+                close()
+            if not run:
+                used = set()
+            run.append((i, calls[0], allocs))
+            used |= bound | set(_NAME.findall(calls[0][0]))
+            if dels:
+                close()
+        close()
+        self._segments = []
+        for r in runs:
+            seg = _Segment([c for _, c, _ in r], f"fg_s{len(self._segments)}",
+                           self.fresh_name("_ns"))
+            if seg.consistent():
+                self.ns[seg.pyname] = None  # bound once the module is loaded
+                self._segments.append((r[0][0], len(r), seg))
+        return self._segments
+
     def c_source(self):
+        segments = [seg for _, _, seg in self.segments()]
+        self.c_kernels += [seg for seg in segments if seg not in self.c_kernels]
         head = ops.PRELUDE + ("#include <stdlib.h>\n" if any(
             isinstance(k, _Loop) for k in self.c_kernels) else "")
         body = "".join("\n" + k.source() for k in self.c_kernels)
@@ -212,6 +328,8 @@ class NativeRenderer(numpy_render.Renderer):
 
 
 _addressof, _from_buffer = ctypes.addressof, ctypes.c_char.from_buffer
+_ALLOC = re.compile(r"\w+ = np\.empty\(.*\)")  # `b0 = np.empty((4, 8), np.float32)`
+_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def _caller(fn, operands, n_in, what, status=False):
@@ -282,8 +400,9 @@ def compile_native(program, donate_argnums=(), ir=None, compile_subprogram=None,
     c_src = r.c_source()
     r.bind(build.load(c_src, cc))
     n = next(numpy_render._program_ids)
+    functions = [k for k in r.c_kernels if not isinstance(k, _Segment)]
     header = (f"# funcgrad jit program {n} (native): {len(program.jaxpr.invars)} inputs, "
-              f"{len(program.jaxpr.outvars)} outputs, {len(r.c_kernels)} C kernels, "
+              f"{len(program.jaxpr.outvars)} outputs, {len(functions)} C kernels, "
               f"{len(program.nodes) - len(program.kernels)} calls\n")
     fn, src, filename, spans, line_eqns, profiled, instrumented = numpy_render.load_program(
         r, n, header)

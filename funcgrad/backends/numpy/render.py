@@ -359,19 +359,17 @@ class Renderer:
             names = ", ".join(f"a{i}" for i in owned)
             everything = ", ".join(f"a{i}" for i in range(len(j.invars)))
             comma = "," if len(j.invars) == 1 else ""
-            lines.append(f"    if not _owned:\n        {names}{',' if len(owned) == 1 else ''}"
-                         f" = _own(({everything}{comma}), {tuple(owned)})")
+            lines += ["    if not _owned:", f"        {names}{',' if len(owned) == 1 else ''}"
+                      f" = _own(({everything}{comma}), {tuple(owned)})"]
         if self.workspace:
             names = ", ".join(name for name, _, _ in self.workspace)
             lines.append("    _w = _ws.take()  # temporaries kept between calls")
             lines.append(f"    {names}{',' if len(self.workspace) == 1 else ''} = _w")
         spans, line_eqns, self.site_nodes = [], {}, []
-        for i, block in enumerate(self.blocks):
-            body = list(block.lines)
-            rel = [self._release_name(r) for r in self.plan.releases.get(i, ())]
-            rel = [r for r in rel if r]
-            if rel:
-                body.append((f"del {', '.join(rel)}", None))
+        bodies = [self.body(i) for i in range(len(self.blocks))]
+        if profile is False:
+            bodies = self.merged(bodies)
+        for i, (block, body) in enumerate(zip(self.blocks, bodies)):
             timed = profile is True and block.eqn is not None
             if profile == "sites":
                 body = self._site_timer(i, body)
@@ -390,6 +388,21 @@ class Renderer:
             lines.append("    _ws.give(_w)")
         lines.append(f"    return [{', '.join(self._results())}]")
         return "\n".join(lines) + "\n", spans, line_eqns
+
+    def body(self, i):
+        """The statements of block `i`: its lines, then a `del` of what dies there."""
+        body = list(self.blocks[i].lines)
+        rel = [self._release_name(r) for r in self.plan.releases.get(i, ())]
+        rel = [r for r in rel if r]
+        if rel:
+            body.append((f"del {', '.join(rel)}", None))
+        return body
+
+    def merged(self, bodies):
+        """The statements of each block of the plain (untimed) program: a backend may
+        merge neighbouring blocks' statements into the first (the native backend's calls of
+        consecutive C kernels become one call), leaving the others empty."""
+        return bodies
 
     def _site_timer(self, i, body):
         """The statements of block `i` with the timer of its node's site opened before the
@@ -496,21 +509,25 @@ def load_program(r, n, header):
 def timed_variants(r, fn_name, n, nspans):
     """The two timed variants of the program of built renderer `r` (this one or a subclass,
     as the native backend's), each built on first use: `profiled()` -> (function,
-    accumulators) timing every statement (`Executable.profile`), and
+    accumulators, the first statement of each timed group) timing every statement
+    (`Executable.profile`), and
     `instrumented(recorder)` -> a function reporting each kernel and call to `recorder`
     (`funcgrad.profiler`), whose sub-programs report to it too."""
     cache = {}
 
     def profiled():
         if "fn" not in cache:
-            psrc, _, _ = r.source(fn_name, profile=True)
+            psrc, pspans, _ = r.source(fn_name, profile=True)
+            plines = psrc.splitlines()  # a group's first line starts its timer
+            cache["texts"] = [plines[first] if first < len(plines) else ""
+                              for first, *_ in pspans]
             pname = f"<funcgrad-jit-{n}-profile>"
             register_source(pname, psrc)
             acc = [0.0] * nspans
             pns = dict(r.ns, _clock=clock, _acc=acc)
             exec(compile(psrc, pname, "exec"), pns)
             cache["fn"], cache["acc"] = pns[fn_name], acc
-        return cache["fn"], cache["acc"]
+        return cache["fn"], cache["acc"], cache["texts"]
 
     def instrumented(recorder):
         if "sites" not in cache:

@@ -204,7 +204,7 @@ class Executable:
         Returns:
             A `Profile`; `print(profile)` shows microseconds per statement.
         """
-        fn, acc = self._profiled()
+        fn, acc, texts = self._profiled()
         if fn.__code__.co_filename not in self._sources:
             self._sources.append(fn.__code__.co_filename)
         acc[:] = [0.0] * len(acc)
@@ -212,8 +212,8 @@ class Executable:
             for _ in range(repeat):
                 fn(*args)
         rows = []
-        for k, (first, _, label, eqn) in enumerate(self._steps):
-            text = self._line(first).split("#")[0].strip()
+        for k, (_, _, label, eqn) in enumerate(self._steps):
+            text = texts[k].split("#")[0].strip()  # as the timed program has it
             src = errors.format_frame(eqn.source) if eqn is not None else ""
             rows.append((acc[k] / repeat, label, text, src))
         return Profile(rows, repeat)
