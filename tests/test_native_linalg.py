@@ -394,6 +394,29 @@ def test_gathers_and_scatters_in_a_loop_body_are_c_and_match_numpy():
 
 
 @needs_cc
+def test_scatters_at_top_level_are_c_routines_with_numpys_bits():
+    # an embedding's gradient (repeated rows add in numpy's order), set with drop and clip,
+    # and int32 adds that wrap: the same bits as the numpy backend
+    rng = np.random.default_rng(5)
+    emb = rng.normal(size=(64, 16)).astype(np.float32)
+    toks = rng.integers(-70, 70, size=(8, 32)).astype(np.int32)
+    counts = np.full(6, 2**31 - 3, np.int32)
+
+    def f(emb, toks, counts):
+        g = fg.grad(lambda e: fnp.sum((e[toks % 64] * 3.0) ** 2))(emb)  # no libm: exact
+        return (g, emb.at[toks].set(-1.0, mode="drop"), emb.at[toks].add(2.0, mode="clip"),
+                counts.at[fnp.abs(toks) % 6].add(counts[0]))
+    got, text = _native(f, emb, toks, counts)
+    wrapper = text.split("# ---- C module")[0]
+    assert "_scatter" not in wrapper and text.count("/* scatter-add (1, 16) */") == 2
+    assert "/* scatter (1, 16) */" in text and "/* scatter-add (1,) */" in text
+    want = fg.tree_util.tree_leaves(fg.jit(f, backend="numpy")(emb, toks, counts))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, np.asarray(w))
+    assert got[3].min() < 0  # wrapped
+
+
+@needs_cc
 def test_the_gradient_of_an_embedding_rnn_scan_stays_one_c_loop_each_way():
     rng = np.random.default_rng(4)
     emb = rng.normal(size=(20, 8)).astype(np.float32)
