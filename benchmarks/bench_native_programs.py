@@ -28,10 +28,9 @@ XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" an
 CPU thread pool; the flags alone leave JAX on two threads) set before any import, and
 torch.set_num_threads(1); `all` leaves every library its defaults. PyTorch's libgomp threads
 spin on a core for milliseconds after each of its parallel loops, so in the interleaved
-rounds the implementation after it runs beside them (funcgrad's Adam step on two cores:
-0.55 ms after PyTorch's fused step, 0.38 ms when libgomp spins briefly).
-`--gomp-spincount 1000` sets GOMP_SPINCOUNT on all cores to show that; it also slows
-PyTorch's foreach optimizers (RESULTS.md, "Prefetching"), so it is not the default. The
+rounds the implementation after it runs beside them. `--gomp-spincount 1000` sets
+GOMP_SPINCOUNT on all cores to show that; it also slows PyTorch's foreach optimizers
+(RESULTS.md, "Prefetching"), so it is not the default. The
 "CPU / wall" column (process CPU time over wall time, per implementation in column order)
 shows the threads each one actually used. First calls run in fresh processes sharing one
 temporary native cache: the numpy backend's first call (trace + compile + run), the native
