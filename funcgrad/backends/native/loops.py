@@ -216,8 +216,9 @@ class _Body:
                 self.temps.append((name, v.aval))
                 where[v] = name
                 args.append(name)
-            call = f"{ck.cname}({', '.join(args)})"
-            lines.append(f"if ({call}) return 1;" if isinstance(ck, _Nested) else f"{call};")
+            call = f"{ck.cname}({', '.join(args)})"  # FG_UPPER_CLEAN: see ops.PRELUDE
+            lines.append(f"FG_UPPER_CLEAN(); if ({call}) return 1;" if isinstance(ck, _Nested)
+                         else f"FG_UPPER_CLEAN(); {call};")
         for v in self.program.jaxpr.outvars:  # a constant result (`lambda: 1.0`): a temp
             if type(v) is Literal and v not in where:
                 name = f"{self.prefix}_t{len(self.temps)}"

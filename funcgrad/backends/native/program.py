@@ -104,7 +104,7 @@ class _Segment:
         for c in self.calls:
             casts = [f"({'const ' if role == 'in' else ''}{t} *)p{at[a]}"
                      for a, (role, _, t) in zip(c.args, c.kernel.c.params)]
-            lines.append(f"    {c.kernel.c.cname}({', '.join(casts)});")
+            lines.append(f"    FG_UPPER_CLEAN(); {c.kernel.c.cname}({', '.join(casts)});")
         return "\n".join(lines + ["}"]) + "\n"
 
     def bind(self, lib):
