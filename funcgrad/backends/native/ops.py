@@ -173,43 +173,44 @@ static inline double fg_nan(void) { return NAN; }
 """ + _minmax() + r"""
 """ + cstyle.digamma_source("static inline") + cstyle.half_nextafter_source(
     "static inline").rstrip() + r"""
-/* e^x for x in [0, 20] only (fg_tanhf's argument): Cody-Waite reduction by ln 2, Cephes'
-   degree-6 polynomial, the power of two by bits; inline, so a loop calling it vectorizes
-   without libmvec's call and its special-case paths (15% of a gelu kernel). */
-static inline float fg_expf_tanh(float x) {
-    const float t = fmaf(x, 1.44269504088896341f, 12582912.0f), n = t - 12582912.0f;
-    const float r = fmaf(n, -1.42860677e-6f, fmaf(n, -0.693145752f, x));
+/* e^x = e^r * 2^n: Cody-Waite reduction by ln 2 (r in [-ln2/2, ln2/2], `*n` the integer n
+   as a float), Cephes' degree-6 polynomial; returns e^r. Inline, so loops calling it
+   vectorize without libmvec's call and its special-case paths. */
+static inline float fg_exp_reduced(float x, float *n) {
+    *n = fmaf(x, 1.44269504088896341f, 12582912.0f) - 12582912.0f;
+    const float r = fmaf(*n, -1.42860677e-6f, fmaf(*n, -0.693145752f, x));
     float p = 1.9875691500e-4f;
     p = fmaf(p, r, 1.3981999507e-3f); p = fmaf(p, r, 8.3334519073e-3f);
     p = fmaf(p, r, 4.1665795894e-2f); p = fmaf(p, r, 1.6666665459e-1f);
     p = fmaf(p, r, 5.0000001201e-1f);
-    const unsigned bits = (unsigned)((int)n + 127) << 23;
-    float s; memcpy(&s, &bits, 4);
-    return (fmaf(p, r * r, r) + 1.0f) * s;
+    return fmaf(p, r * r, r) + 1.0f;
+}
+static inline float fg_pow2i(int k) {  /* 2^k for k in [-126, 127] */
+    const unsigned bits = (unsigned)(k + 127) << 23;
+    float s;
+    memcpy(&s, &bits, 4);
+    return s;
+}
+/* e^x for x in [0, 20] only (fg_tanhf's argument; 15% of a gelu kernel against libmvec's). */
+static inline float fg_expf_tanh(float x) {
+    float n;
+    const float e = fg_exp_reduced(x, &n);
+    return e * fg_pow2i((int)n);
 }
 /* float exp in C (no call). libmvec's vector expf ran 5x slower on a causal softmax, half
    of whose logits are masked to -inf: lanes whose result underflows meet subnormal numbers
    (each a microcode assist on x86) or are redone by a scalar call. Here a lane below -104
    (whose exp rounds to +0) computes exp(-80) and is replaced by 0, so only lanes whose
-   result is subnormal meet one. The reduction and polynomial are `fg_expf_tanh`'s, on x
-   clamped to 89 above (the result overflows to +inf), scaled by 2^n in two steps so that a
-   subnormal result rounds once: within 1.01 ulp of the exact exp over every 61st float
-   (tests/test_native_backend.py; numpy's own float32 exp: 2.4). Double exp stays libm's. */
+   result is subnormal meet one. `fg_exp_reduced` on x clamped to 89 above (the result
+   overflows to +inf), scaled by 2^n in two steps so that a subnormal result rounds once:
+   within 1.01 ulp of the exact exp over every 61st float (tests/test_native_backend.py;
+   numpy's own float32 exp: 2.4). Double exp stays libm's. */
 static inline float fg_expf(float x) {
-    const float xc = x < -104.0f ? -80.0f : (x > 89.0f ? 89.0f : x);
-    const float t = fmaf(xc, 1.44269504088896341f, 12582912.0f), n = t - 12582912.0f;
-    const float r = fmaf(n, -1.42860677e-6f, fmaf(n, -0.693145752f, xc));
-    float p = 1.9875691500e-4f;
-    p = fmaf(p, r, 1.3981999507e-3f); p = fmaf(p, r, 8.3334519073e-3f);
-    p = fmaf(p, r, 4.1665795894e-2f); p = fmaf(p, r, 1.6666665459e-1f);
-    p = fmaf(p, r, 5.0000001201e-1f);
-    const int k = (int)n, k1 = k / 2, k2 = k - k1;  /* 2^k1 and 2^k2 are normal floats */
-    const unsigned b1 = (unsigned)(k1 + 127) << 23, b2 = (unsigned)(k2 + 127) << 23;
-    float s1, s2;
-    memcpy(&s1, &b1, 4);
-    memcpy(&s2, &b2, 4);
-    const float e = ((fmaf(p, r * r, r) + 1.0f) * s1) * s2;
-    return x < -104.0f ? 0.0f : (x != x ? x : e);
+    float n;
+    const float e = fg_exp_reduced(x < -104.0f ? -80.0f : (x > 89.0f ? 89.0f : x), &n);
+    const int k = (int)n, k1 = k / 2;  /* 2^k1 and 2^(k - k1) are normal floats */
+    const float y = (e * fg_pow2i(k1)) * fg_pow2i(k - k1);
+    return x < -104.0f ? 0.0f : (x != x ? x : y);
 }
 /* float tanh, vectorized and inline: below 0.75 an odd polynomial (least squares in the
    relative error), above 1 - 2 / (e^2|x| + 1); within 1.1 ulp of the exact result over every
