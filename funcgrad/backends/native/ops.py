@@ -207,10 +207,11 @@ static inline float fg_expf_tanh(float x) {
    numpy's own float32 exp: 2.4). Double exp stays libm's. */
 static inline float fg_expf(float x) {
     float n;
-    const float e = fg_exp_reduced(x < -104.0f ? -80.0f : (x > 89.0f ? 89.0f : x), &n);
+    const int low = x < -104.0f, nan = x != x;  /* a NaN must not reach the int conversion */
+    const float e = fg_exp_reduced(low | nan ? -80.0f : (x > 89.0f ? 89.0f : x), &n);
     const int k = (int)n, k1 = k / 2;  /* 2^k1 and 2^(k - k1) are normal floats */
     const float y = (e * fg_pow2i(k1)) * fg_pow2i(k - k1);
-    return x < -104.0f ? 0.0f : (x != x ? x : y);
+    return low ? 0.0f : (nan ? x : y);
 }
 /* float tanh, vectorized and inline: below 0.75 an odd polynomial (least squares in the
    relative error), above 1 - 2 / (e^2|x| + 1); within 1.1 ulp of the exact result over every

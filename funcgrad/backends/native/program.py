@@ -264,7 +264,9 @@ class NativeRenderer(numpy_render.Renderer):
         for first, n, seg in self.segments():
             run = bodies[first:first + n]
             calls = [ln for b in run for ln in b if isinstance(ln, _CallLine)]
-            assert [c.kernel for c in calls] == [c.kernel for c in seg.calls]
+            if [c.kernel for c in calls] != [c.kernel for c in seg.calls]:
+                raise errors.FuncgradInternalError(
+                    f"native segment {seg.cname}: its blocks changed since it was planned")
             bodies[first] = ([ln for b in run for ln in b if _ALLOC.fullmatch(ln[0])]
                              + [seg.line()]
                              + [ln for b in run for ln in b if ln[0].startswith("del ")])
