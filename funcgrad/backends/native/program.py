@@ -30,6 +30,7 @@ import numpy as np
 from funcgrad import errors
 from funcgrad.backends.native import build, linalg, loops, ops, shapes, threads, windows
 from funcgrad.backends.native.kernel import CKernel
+from funcgrad.backends.numpy import emit
 from funcgrad.backends.numpy import render as numpy_render
 from funcgrad.backends.numpy.runtime import Executable, readonly
 from funcgrad.compiler import memory
@@ -267,7 +268,7 @@ class NativeRenderer(numpy_render.Renderer):
             if [c.kernel for c in calls] != [c.kernel for c in seg.calls]:
                 raise errors.FuncgradInternalError(
                     f"native segment {seg.cname}: its blocks changed since it was planned")
-            bodies[first] = ([ln for b in run for ln in b if _ALLOC.fullmatch(ln[0])]
+            bodies[first] = ([ln for b in run for ln in b if emit.allocated_name(ln[0])]
                              + [seg.line()]
                              + [ln for b in run for ln in b if ln[0].startswith("del ")])
             bodies[first + 1:first + n] = [[] for _ in range(n - 1)]
@@ -289,13 +290,13 @@ class NativeRenderer(numpy_render.Renderer):
         for i in range(len(self.blocks)):
             body = self.body(i)
             calls = [ln for ln in body if isinstance(ln, _CallLine)]
-            allocs = [ln for ln in body if _ALLOC.fullmatch(ln[0])]
+            allocs = [ln for ln in body if emit.allocated_name(ln[0])]
             dels = [ln for ln in body if ln[0].startswith("del ")]
             if (len(calls) != 1 or len(allocs) + len(dels) + 1 != len(body)
                     or body[len(allocs)] is not calls[0]):
                 close()
                 continue
-            bound = {ln[0].split(" = ")[0] for ln in allocs}
+            bound = {emit.allocated_name(ln[0]) for ln in allocs}
             if bound & used:
                 close()
             if not run:
@@ -332,7 +333,6 @@ class NativeRenderer(numpy_render.Renderer):
 
 
 _addressof, _from_buffer = ctypes.addressof, ctypes.c_char.from_buffer
-_ALLOC = re.compile(r"\w+ = np\.empty\(.*\)")  # `b0 = np.empty((4, 8), np.float32)`
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 

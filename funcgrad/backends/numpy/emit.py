@@ -93,6 +93,12 @@ def allocate(name, shape, dtype):
     return f"{name} = np.empty({shape_text(shape)}, np.{np.dtype(dtype).name})"
 
 
+def allocated_name(line):
+    """The name a line of `allocate` binds, else None (`native.program` moves such lines)."""
+    head, sep, rest = line.partition(" = np.empty(")
+    return head if sep and head.isidentifier() and rest.endswith(")") else None
+
+
 def _with_out(text, buffer):
     return text.format(out=f", out={buffer}")
 
