@@ -8,6 +8,8 @@ an error that says how to install it.
 
 import os
 import sys
+import time
+import traceback
 import warnings
 
 from funcgrad import errors
@@ -108,10 +110,15 @@ def _abort_on_uncaught_exceptions(MPI, rank, size):
 
     def hook(kind, value, tb):
         try:
-            sys.stderr.write(f"[funcgrad.distributed rank {rank}/{size}] uncaught "
-                             f"{kind.__name__}; aborting all {size} processes\n")
-            previous(kind, value, tb)
+            head = (f"[funcgrad.distributed rank {rank}/{size}] uncaught {kind.__name__}; "
+                    f"aborting all {size} processes\n")
+            if previous is sys.__excepthook__:  # one write: the launcher forwards it whole
+                sys.stderr.write(head + "".join(traceback.format_exception(kind, value, tb)))
+            else:
+                sys.stderr.write(head)
+                previous(kind, value, tb)
             sys.stderr.flush()
+            time.sleep(0.2)  # the launcher's output forwarding, before Abort kills the job
         finally:
             MPI.COMM_WORLD.Abort(1)
     sys.excepthook = hook
