@@ -17,7 +17,9 @@ step, d_model 128, 4 heads, seq 64, batch 16, AdamW (bench_char_transformer.py's
 100 points); `embrnn` value_and_grad of an RNN over token embeddings (a gather in the scan
 body, a scatter-add in the reverse scan; 100 steps, vocabulary 64, batch 32) and `pool` the
 gradient of a 3x3 stride-2 SAME max pool on f32[32,16,16,32] (overlapping windows:
-select_and_scatter_add), both without an issue target. Rows: median ms (p25-p75) of interleaved
+select_and_scatter_add), both without an issue target; `gp7 logjoint advivmap maml mnist cnn`
+are issue 27's programs of many small operations (programs_small.py), each with a target of
+<= 1.0x JAX. Rows: median ms (p25-p75) of interleaved
 steady-state steps, native / JAX and numpy backend / JAX, GB/s and share of the copy bandwidth
 (np.copyto of 256 MiB) where the program is memory-bound, "vs JAX (rel)" (the native result
 against JAX's, relative to its largest value; the loss for the training steps), and the issue's
@@ -42,6 +44,7 @@ native tier. JAX and PyTorch are optional (columns "-").
 """
 
 import argparse
+import copy
 import importlib.util
 import json
 import os
@@ -56,15 +59,17 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "examples")]
 from bench_char_transformer import ONE_THREAD  # noqa: E402
+from programs_small import SPECS as SMALL  # noqa: E402
 
 PROGRAMS = ("gelu", "adam", "mlp128", "mlp1024", "gpt", "rnn", "ilqr", "gp", "embrnn", "pool",
-            "mpc", "advi")
+            "mpc", "advi", *SMALL)
 # program -> (max native/JAX, max native/PyTorch, min share of copy bandwidth), from issue 12
 TARGETS = {"gelu": (1.0, None, 0.7), "adam": (1.0, 1.0, 0.7), "mlp128": (0.8, None, None),
            "mlp1024": (1.0, None, None), "gpt": (1.0, None, None), "rnn": (1.5, None, None),
            "ilqr": (1.5, None, None), "gp": (1.5, None, None),
            "embrnn": (None, None, None), "pool": (None, None, None),  # no issue target
-           "mpc": (None, None, None), "advi": (None, None, None)}
+           "mpc": (None, None, None), "advi": (None, None, None),
+           **{name: (1.0, None, None) for name in SMALL}}  # issue 27: each <= 1.0x JAX
 # XLA's CPU client sizes its thread pool from NPROC: without it, XLA_FLAGS alone still leaves
 # JAX 0.10 on two threads (process CPU time 1.85x wall on gelu).
 ONE_THREAD = dict(ONE_THREAD, NPROC="1")
@@ -81,13 +86,18 @@ def namespace(lib):
         import jax
         import jax.numpy as jnp
         import jax.scipy.linalg as sl
+        from jax.scipy.special import logsumexp
         return SimpleNamespace(np=jnp, lax=jax.lax, value_and_grad=jax.value_and_grad,
-                               grad=jax.grad, jacfwd=jax.jacfwd, sl=sl, random=jax.random)
+                               grad=jax.grad, jacfwd=jax.jacfwd, sl=sl, random=jax.random,
+                               vmap=jax.vmap, tree_map=jax.tree_util.tree_map,
+                               logsumexp=logsumexp)
     import funcgrad as fg
     import funcgrad.numpy as fnp
     import funcgrad.scipy.linalg as sl
+    from funcgrad.scipy.special import logsumexp
     return SimpleNamespace(np=fnp, lax=fg.lax, value_and_grad=fg.value_and_grad, grad=fg.grad,
-                           jacfwd=fg.jacfwd, sl=sl, random=fg.random)
+                           jacfwd=fg.jacfwd, sl=sl, random=fg.random, vmap=fg.vmap,
+                           tree_map=fg.tree_util.tree_map, logsumexp=logsumexp)
 
 
 # --- runners: step() runs one synchronized step; the first n_state outputs feed back ------------
@@ -274,8 +284,7 @@ def advi_spec(steps=100, samples=10, dim=2):
 def plain_program(spec):
     """{implementation: builder() -> step} for a program written once over `L`."""
     make, args, donate, n_state, nbytes = spec()
-    fresh = lambda: [a.copy() if isinstance(a, np.ndarray) else
-                     (type(a)(v.copy() for v in a)) for a in args]
+    fresh = lambda: copy.deepcopy(args)
     out = {b: (lambda b=b: runner(funcgrad_jit(make(namespace("funcgrad")), b, donate),
                                   fresh(), n_state)) for b in ("numpy", "native")}
     if have("jax"):
@@ -362,7 +371,7 @@ def builders(name):
         return gpt_program()
     return plain_program({"rnn": rnn_spec, "ilqr": ilqr_spec, "gp": gp_spec,
                           "embrnn": embrnn_spec, "pool": pool_spec, "mpc": mpc_spec,
-                          "advi": advi_spec}[name])
+                          "advi": advi_spec, **SMALL}[name])
 
 
 def _torch_gelu():
