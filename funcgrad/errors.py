@@ -29,7 +29,8 @@ def user_frame(skip=1, outside=()):
     path prefixes) as `(filename, lineno, function)`, or None."""
     f = sys._getframe(skip)
     while f is not None:
-        if not _is_internal(f.f_code) and not f.f_code.co_filename.startswith(outside):
+        if not _is_internal(f.f_code) and not (
+                outside and f.f_code.co_filename.startswith(outside)):
             return (f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
