@@ -450,9 +450,13 @@ class Tracer(ArrayBase):
     def __array_function__(self, func, types, args, kwargs):
         # NumPy's own implementation runs (`numpy.sum(x)` calls `x.sum()`); a conversion to an
         # ndarray inside it raises naming `func`.
-        token = _numpy_call.set(_numpy_call.get() or f"{func.__module__}.{func.__name__}")
+        name = f"{func.__module__}.{func.__name__}"
+        implementation = getattr(func, "_implementation", None)
+        if implementation is None:
+            raise _array_conversion_error(self, name)
+        token = _numpy_call.set(_numpy_call.get() or name)
         try:
-            return func._implementation(*args, **kwargs)
+            return implementation(*args, **kwargs)
         finally:
             _numpy_call.reset(token)
 
