@@ -24,11 +24,13 @@ def _is_internal(code):
     return r
 
 
-def user_frame(skip=1):
-    """The first stack frame outside funcgrad as `(filename, lineno, function)`, or None."""
+def user_frame(skip=1, outside=()):
+    """The first stack frame outside funcgrad (and outside the folders `outside`, a tuple of
+    path prefixes) as `(filename, lineno, function)`, or None."""
     f = sys._getframe(skip)
     while f is not None:
-        if not _is_internal(f.f_code):
+        if not _is_internal(f.f_code) and not (
+                outside and f.f_code.co_filename.startswith(outside)):
             return (f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
@@ -80,6 +82,12 @@ class FuncgradAxisError(FuncgradValueError, IndexError):
 
 class ConcretizationTypeError(FuncgradTypeError):
     """A traced value was used where Python needs a concrete value (bool, int, if)."""
+
+
+class TracerArrayConversionError(FuncgradTypeError):
+    """NumPy was given a traced value (`numpy.sin(x)`, `numpy.asarray(x)` inside grad, jvp,
+    vjp, vmap or jit): it would compute on a constant `numpy.ndarray`, so the result would not
+    depend on the traced input. Use `funcgrad.numpy` instead (as JAX's error of that name)."""
 
 
 class BackendUnavailableError(FuncgradError, RuntimeError):
@@ -153,6 +161,18 @@ def memory_error(op, avals, frame=None):
         f"{', '.join(parts) or 'its outputs'}\n{where(frame)}\n"
         "  hint: make the arrays smaller, process the data in chunks (lax.map, lax.scan), "
         "or free arrays that are no longer needed")
+
+
+def array_conversion_error(function, value, transform, frame):
+    """A `TracerArrayConversionError`: NumPy's `function` ("numpy.sin") was given `value` (a
+    description, "f32[3]") traced by `transform`; `frame` is the user's line."""
+    return TracerArrayConversionError(
+        f"{function}: NumPy was given a value traced by `{transform}` ({value}); NumPy "
+        "computes on constant numpy.ndarrays only, and a result computed from a constant would "
+        "not depend on the traced input (under grad its derivative would be silently zero)"
+        f"\n{where(frame)}\n"
+        "  hint: use funcgrad.numpy (e.g. fnp.sin) or funcgrad.lax on traced values; to look "
+        "at one, use funcgrad.debug.print")
 
 
 _USER_ERROR = "__funcgrad_user_error__"

@@ -130,7 +130,8 @@ def to_array(x):
     """Convert an array-like (numpy array, Python scalar, nested list) to an `Array`.
 
     64-bit numpy inputs are canonicalized (to 32-bit unless x64 is on); Python scalars
-    become weakly typed.
+    become weakly typed. A list holding a tracer is no constant: its `__array__` raises
+    `TracerArrayConversionError` (funcgrad.numpy's `asarray_operand` stacks such lists).
     """
     t = type(x)
     if t is Array:

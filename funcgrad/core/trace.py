@@ -10,6 +10,8 @@ Values from enclosing traces or concrete arrays are lifted as constvars (capture
 import contextlib
 import contextvars
 import itertools
+import os
+import sys
 import weakref
 
 import numpy as np
@@ -303,6 +305,11 @@ def _operand(prim, x):
     (a string, None, a ragged list, a too-large int) is an error naming `prim`."""
     try:
         return to_array(x)
+    except errors.TracerArrayConversionError:  # a list holding traced values
+        raise errors.op_error(
+            prim.name, f"a {type(x).__name__} holding traced values is not an operand of a lax "
+            "operation", hint="stack it first (funcgrad.numpy.stack or funcgrad.numpy.array), "
+            "or call the funcgrad.numpy function, which stacks such lists") from None
     except (TypeError, ValueError, OverflowError) as e:
         big = isinstance(e, OverflowError)
         raise errors.op_error(
@@ -343,6 +350,31 @@ def concrete_value(x):
         if x is None:
             return None
     return to_array(x)._value
+
+
+# ufunc -> the funcgrad function of the operator that calls it (numpy.add -> funcgrad.numpy.add),
+# filled by funcgrad.numpy.methods: `ndarray + tracer` runs as `numpy.add(ndarray, tracer)`.
+numpy_operators = {}
+_numpy_call = contextvars.ContextVar("funcgrad_numpy_call", default=None)
+_NUMPY_DIR = os.path.dirname(np.__file__) + os.sep
+
+
+def _numpy_caller():
+    """The public name of the NumPy Python function converting a tracer now (`numpy.sum` given
+    a list of tracers), or "numpy.asarray" when C code (np.asarray, np.array) does it."""
+    f, name = sys._getframe(2), "numpy.asarray"
+    while f is not None and f.f_code.co_filename.startswith(_NUMPY_DIR):
+        parts = f.f_globals.get("__name__", "numpy").split(".")  # numpy._core.fromnumeric
+        public = len(parts) > 2 and not parts[1].startswith("_") and parts[1] != "lib"
+        name = f"numpy.{parts[1] + '.' if public else ''}{f.f_code.co_name}"
+        f = f.f_back
+    return name
+
+
+def _array_conversion_error(tracer, function):
+    return errors.array_conversion_error(
+        function, tracer.aval.str_short(), tracer._trace.name,
+        errors.user_frame(1, outside=(_NUMPY_DIR,)))
 
 
 class Tracer(ArrayBase):
@@ -400,9 +432,33 @@ class Tracer(ArrayBase):
     def tolist(self):
         return self._concrete(".tolist()").tolist()
 
+    # NumPy on a traced value (`numpy.sin(x)`, `np.asarray(x)`) raises, as in JAX: under eager
+    # grad the known value would make a constant, so the derivative would be silently zero.
+    # funcgrad's own code reads a known value with `concrete_value`, never with numpy.
     def __array__(self, dtype=None, copy=None):
-        v = self._concrete("numpy.asarray()")
-        return v if dtype is None else v.astype(dtype)
+        raise _array_conversion_error(self, _numpy_call.get() or _numpy_caller())
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # `ndarray + x` reaches here as numpy.add(ndarray, x): the operators' ufuncs compute
+        # with funcgrad (`numpy_operators`); any other ufunc, method or `out=` raises.
+        fn = numpy_operators.get(ufunc) if method == "__call__" and not kwargs else None
+        if fn is None:
+            name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
+            raise _array_conversion_error(self, f"numpy.{name}")
+        return fn(*inputs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        # NumPy's own implementation runs (`numpy.sum(x)` calls `x.sum()`); a conversion to an
+        # ndarray inside it raises naming `func`.
+        name = f"{func.__module__}.{func.__name__}"
+        implementation = getattr(func, "_implementation", None)
+        if implementation is None:
+            raise _array_conversion_error(self, name)
+        token = _numpy_call.set(_numpy_call.get() or name)
+        try:
+            return implementation(*args, **kwargs)
+        finally:
+            _numpy_call.reset(token)
 
     def __len__(self):
         if not self.aval.shape:

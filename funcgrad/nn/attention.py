@@ -76,6 +76,7 @@ def dot_product_attention_weights(query, key, mask=None):
         >>> dot_product_attention_weights(fnp.ones((2, 1, 4)), fnp.ones((3, 1, 4))).shape
         (1, 2, 3)
     """
+    query, key = fnp.asarray(query), fnp.asarray(key)
     query = query / np.sqrt(query.shape[-1]).astype(query.dtype)
     logits = fnp.einsum("...qhd,...khd->...hqk", query, key)
     if mask is not None:

@@ -11,7 +11,8 @@ from math import copysign
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
-from funcgrad.core import Array, ArrayBase, to_array
+from funcgrad.core import Array, ArrayBase, concrete_value, to_array
+from funcgrad.core.array import host_value
 
 _PY_SCALARS = (bool, int, float, complex)
 _BCAST_CACHE = {}
@@ -26,18 +27,69 @@ def all_axes(ndim):
     return _ALL_AXES[ndim] if ndim < 33 else tuple(range(ndim))
 
 
-def asarray_operand(name, x):
-    """`x` as an `Array` or tracer; Python scalars and array-likes are converted."""
+def asarray_operand(name, x, dtype=None):
+    """`x` as an `Array` or tracer: the one conversion of every array-like argument of
+    funcgrad.numpy. Python scalars and array-likes become Arrays; a (nested) list or tuple
+    holding traced values is stacked (`stack_sequence`), so derivatives flow through it. With
+    `dtype`, an array-like is converted to `dtype` by NumPy (one rounding); an Array or tracer
+    is returned as it is."""
     if isinstance(x, ArrayBase):
         return x
     try:
-        return to_array(x)
+        return to_array(x) if dtype is None else to_array(np.asarray(x, dtype))
+    except errors.TracerArrayConversionError:  # raised by a tracer inside the list
+        if not isinstance(x, (list, tuple)):
+            raise
+        out = stack_sequence(name, x)
+        return out if dtype is None else convert(out, dtype)
     except (TypeError, ValueError, OverflowError) as e:
         raise errors.op_error(name, f"cannot use {type(x).__name__} {_short_repr(x)} as an "
                               f"array ({e})") from None
 
 
 _short_repr = errors.short_repr
+
+
+def stack_sequence(name, seq):
+    """A (nested) list or tuple holding arrays or traced values as one array, built with lax
+    so that derivatives flow through its entries (autograd's behaviour; JAX raises instead).
+    The dtype is the promotion of all entries (Python scalars weak), the result not weakly
+    typed, as `jnp.array` of such a list; entries of different shapes are an error naming
+    `name`.
+
+    Example:
+        >>> stack_sequence("sum", [fnp.ones(2), [0, 1]])
+        Array([[1., 1.], [0., 1.]], dtype=float32)
+    """
+    leaves = []
+    _sequence_leaves(name, seq, leaves)
+    dt, _ = dtypes.promote_types(*[parts(a)[1:] for a in leaves]) if leaves else (
+        dtypes.default_float(), False)
+    return _stacked(name, seq, iter(leaves), dt)
+
+
+def _sequence_leaves(name, seq, out):
+    for e in seq:
+        if isinstance(e, (list, tuple)):
+            _sequence_leaves(name, e, out)
+        else:
+            out.append(e if type(e) in _PY_SCALARS else asarray_operand(name, e))
+
+
+def _stacked(name, seq, leaves, dt):
+    items = [_stacked(name, e, leaves, dt) if isinstance(e, (list, tuple))
+             else convert(next(leaves), dt) for e in seq]
+    if not items:
+        return lax.full((0,), 0, dt)
+    shapes = [shape_of(a) for a in items]
+    if any(s != shapes[0] for s in shapes):
+        raise errors.op_error(name, "cannot stack a list whose entries have different shapes "
+                              f"{', '.join(str(s) for s in shapes)}",
+                              cls=errors.FuncgradValueError,
+                              hint="give every entry of a (nested) list the same shape")
+    dims = all_axes(len(shapes[0]) + 1)[1:]
+    return lax.concatenate([_bcast_bind(a, shape=(1,) + shapes[0], broadcast_dimensions=dims)
+                            for a in items], 0)
 
 
 def parts(x):
@@ -268,6 +320,31 @@ def static_int(name, x, what):
         return operator.index(x)
     except TypeError:
         raise errors.op_error(name, f"{what} must be an int, got {_short_repr(x)}") from None
+
+
+def static_array(name, x, what):
+    """A static array-like argument (`pad_width`, `repeats`) as a numpy array. Traced values
+    in it (also inside lists) give their known values under eager grad (define-by-run); one
+    without a known value (under jit or vmap) is a ConcretizationTypeError naming `name`."""
+    try:
+        return np.asarray(x)  # numbers, lists of them, Arrays
+    except errors.TracerArrayConversionError:
+        return np.asarray(_known(name, x, what))
+
+
+def _known(name, x, what):
+    if isinstance(x, (list, tuple)):
+        return [_known(name, e, what) for e in x]
+    if not isinstance(x, ArrayBase):
+        return x
+    v = concrete_value(x)
+    if v is None:
+        raise errors.ConcretizationTypeError(
+            f"{name}: {what} must be static, got a traced value {x.aval}\n"
+            f"{errors.where(errors.user_frame(2))}\n"
+            "  hint: pass Python numbers (mark the argument static under jit with "
+            "static_argnums)")
+    return host_value(v)
 
 
 def static_shape(name, shape):

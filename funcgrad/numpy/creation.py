@@ -23,6 +23,8 @@ from funcgrad.numpy._util import (
     promote,
     select,
     shape_of,
+    stack_sequence,
+    static_array,
     static_int,
     static_shape,
     user_dtype,
@@ -69,8 +71,7 @@ def array(object, dtype=None, copy=True, order=None, ndmin=0, *, device=None):
     elif isinstance(object, ArrayBase):
         out = object
     elif isinstance(object, (list, tuple)) and _holds_arrays(object):
-        from funcgrad.numpy.shape import stack
-        out = stack([array(o) for o in object]) if object else to_array(np.zeros(0))
+        out = stack_sequence("array", object)
     else:
         try:
             out = to_array(object) if dt is None else Array(_host_array(object, dt), False)
@@ -223,7 +224,7 @@ def _static_number(name, x):
                 f"{x.aval}\n{errors.where(errors.user_frame(3))}\n"
                 "  hint: the length of the result must be known when tracing; pass Python "
                 "numbers or mark the argument static under jit")
-        return np.asarray(x).item()
+        return static_array(name, x, "each argument").item()
     return x
 
 

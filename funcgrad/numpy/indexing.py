@@ -15,7 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
-from funcgrad.core import Array, ArrayBase, Tracer, concrete_value, to_array
+from funcgrad.core import Array, ArrayBase, Tracer, concrete_value
 from funcgrad.numpy import _util
 
 __all__ = ["put_along_axis", "take", "take_along_axis"]
@@ -32,7 +32,7 @@ def _index_error(message, hint=None):
 
 
 def _asarray(x):
-    return x if isinstance(x, ArrayBase) else to_array(x)
+    return _util.asarray_operand("indexing", x)
 
 
 def _const(value, dtype):
@@ -66,17 +66,12 @@ def _static_slice(s):
     return s
 
 
-def _has_tracer(seq):
-    return any(isinstance(e, Tracer) or isinstance(e, (list, tuple)) and _has_tracer(e)
-               for e in seq)
-
-
 def _list_to_numpy(seq):
-    if _has_tracer(seq):
-        raise errors.op_error("indexing", "a list of traced values cannot be an index",
-                              hint="stack them first, e.g. fnp.stack([i, j])")
+    """A list index as a numpy array; one holding traced values is stacked (a tracer)."""
     try:
         arr = np.asarray(seq) if len(seq) else np.zeros(0, np.intp)
+    except errors.TracerArrayConversionError:
+        return _util.stack_sequence("indexing", seq)
     except ValueError:
         arr = np.asarray(seq, dtype=object)
     if arr.dtype == object:
@@ -459,7 +454,7 @@ def _scatter_update(x, idx, values, op, mode=None, indices_are_sorted=False,
     plan = _parse_index(x.shape, idx, strict=False, force_adv=mode is not None)
     if mode is None and _static_out_of_range(plan):
         return x  # JAX drops updates at out-of-range indices (here, every one of them)
-    y = values if isinstance(values, ArrayBase) else to_array(np.asarray(values, x.dtype))
+    y = _util.asarray_operand(what, values, x.dtype)
     if y.dtype != x.dtype or y.weak_type != x.weak_type:
         y = lax.convert_element_type(y, x.dtype, weak_type=x.weak_type)
     y = _broadcast_to(y, plan.out_shape, what)

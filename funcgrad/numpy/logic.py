@@ -22,7 +22,7 @@ from funcgrad.numpy.math import (
     _binary_ufunc,
     _scalar_like,
     _signbit,
-    is_complex_operand,
+    complex_operand,
     unary_operand,
 )
 
@@ -51,7 +51,8 @@ def _ordering(name, prim, doc):
     real_ufunc = _binary_ufunc(name, prim, kinds="biuf")
 
     def ufunc(x1, x2, /):
-        if not (is_complex_operand(x1) or is_complex_operand(x2)):
+        (x1, c1), (x2, c2) = complex_operand(name, x1), complex_operand(name, x2)
+        if not (c1 or c2):
             return real_ufunc(x1, x2)
         x1, x2 = promote2(name, x1, x2)
         re1, re2 = lax.real(x1), lax.real(x2)

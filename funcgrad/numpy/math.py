@@ -157,10 +157,16 @@ true_divide = _binary_ufunc(
 divide = true_divide
 
 
-def is_complex_operand(x):
-    """Whether `x` (an array, tracer, Python scalar or array-like) has a complex dtype."""
+def complex_operand(name, x):
+    """`(x, whether it has a complex dtype)`; an array-like other than a Python scalar (a list,
+    which may hold traced values) is converted first, once."""
     dt = getattr(x, "dtype", None)
-    return (np.asarray(x).dtype if dt is None else np.dtype(dt)).kind == "c"
+    if dt is None:
+        if type(x) in _PY_SCALARS:
+            return x, type(x) is complex
+        x = asarray_operand(name, x)
+        dt = dtype_of(x)
+    return x, np.dtype(dt).kind == "c"
 
 
 def _extremum(name, prim, order, doc):
@@ -169,7 +175,8 @@ def _extremum(name, prim, order, doc):
     real_ufunc = _binary_ufunc(name, prim, kinds="biuf")
 
     def ufunc(x1, x2, /):
-        if not (is_complex_operand(x1) or is_complex_operand(x2)):
+        (x1, c1), (x2, c2) = complex_operand(name, x1), complex_operand(name, x2)
+        if not (c1 or c2):
             return real_ufunc(x1, x2)
         x1, x2 = promote2(name, x1, x2)
         re1, re2, im1, im2 = lax.real(x1), lax.real(x2), lax.imag(x1), lax.imag(x2)

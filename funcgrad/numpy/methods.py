@@ -12,6 +12,7 @@ import numpy as np
 
 from funcgrad import errors
 from funcgrad.core import Array, ArrayBase
+from funcgrad.core.trace import numpy_operators
 from funcgrad.numpy import array_api, indexing, linalg, logic, math, reductions, searching
 from funcgrad.numpy import shape as shp
 
@@ -175,12 +176,27 @@ _PROPERTIES = {
 }
 
 
+# The ufuncs NumPy's operators call: `ndarray + x` with a traced `x` runs numpy.add(ndarray, x),
+# which the tracer's `__array_ufunc__` hands to these (any other NumPy call on it raises).
+_OPERATOR_UFUNCS = {
+    np.add: math.add, np.subtract: math.subtract, np.multiply: math.multiply,
+    np.true_divide: math.true_divide, np.floor_divide: math.floor_divide,
+    np.remainder: math.remainder, np.divmod: math.divmod, np.power: math.power,
+    np.matmul: linalg.matmul, np.bitwise_and: logic.bitwise_and,
+    np.bitwise_or: logic.bitwise_or, np.bitwise_xor: logic.bitwise_xor,
+    np.left_shift: logic.left_shift, np.right_shift: logic.right_shift, np.less: logic.less,
+    np.less_equal: logic.less_equal, np.greater: logic.greater,
+    np.greater_equal: logic.greater_equal, np.equal: logic.equal, np.not_equal: logic.not_equal,
+}
+
+
 def install():
     """Put the operators, methods and properties above on `ArrayBase`."""
     for name, fn in {**_OPERATORS, **_METHODS}.items():
         setattr(ArrayBase, name, fn)
     for name, fn in _PROPERTIES.items():
         setattr(ArrayBase, name, property(fn))
+    numpy_operators.update(_OPERATOR_UFUNCS)
 
 
 install()

@@ -5,15 +5,22 @@ lax.pad, slices, reversals and concatenations (axis by axis, as NumPy pads).
 import numpy as np
 
 from funcgrad import errors, lax
-from funcgrad.core import Array, ArrayBase
-from funcgrad.numpy._util import asarray_operand, dtype_of, shape_of
+from funcgrad.numpy._util import (
+    asarray_operand,
+    broadcast_shapes,
+    broadcast_to_shape,
+    convert,
+    dtype_of,
+    shape_of,
+    static_array,
+)
 from funcgrad.numpy.shape import _slice_axis
 
 __all__ = ["pad"]
 
 
 def _pad_widths(pad_width, nd):
-    pw = np.asarray(pad_width)
+    pw = static_array("pad", pad_width, "pad_width")
     if pw.size == 0:
         pw = pw.astype(np.int64)
     if pw.dtype.kind not in "iu":
@@ -71,18 +78,20 @@ def pad(array, pad_width, mode="constant", **kwargs):
 
 def _pad_constant(a, widths, values):
     dt = dtype_of(a)
-    vals = np.asarray(values)
-    if vals.ndim == 0:
-        v = Array(np.asarray(values, dt), False) if not isinstance(values, ArrayBase) else \
-            lax.convert_element_type(values, dt)
+    v = convert(asarray_operand("pad", values, dt), dt)  # traced values too (grad flows)
+    if not shape_of(v):
         return lax.pad(a, v, tuple((lo, hi, 0) for lo, hi in widths))
-    vals = np.broadcast_to(vals, (len(widths), 2))
-    for ax, ((lo, hi), (vlo, vhi)) in enumerate(zip(widths, vals)):
-        cfg = [(0, 0, 0)] * len(widths)
-        cfg[ax] = (lo, 0, 0)
-        a = lax.pad(a, Array(np.asarray(vlo, dt)), tuple(cfg))
-        cfg[ax] = (0, hi, 0)
-        a = lax.pad(a, Array(np.asarray(vhi, dt)), tuple(cfg))
+    n = len(widths)
+    if broadcast_shapes("pad", shape_of(v), (n, 2)) != (n, 2):
+        raise errors.op_error("pad", f"constant_values of shape {shape_of(v)} do not fit an "
+                              f"array with {n} dimensions", cls=errors.FuncgradValueError)
+    v = broadcast_to_shape(v, (n, 2))
+    for ax, (lo, hi) in enumerate(widths):
+        for side, width in enumerate((lo, hi)):
+            value = lax.reshape(lax.slice(v, (ax, side), (ax + 1, side + 1)), ())
+            cfg = [(0, 0, 0)] * n
+            cfg[ax] = (width, 0, 0) if side == 0 else (0, width, 0)
+            a = lax.pad(a, value, tuple(cfg))
     return a
 
 

@@ -22,6 +22,7 @@ from funcgrad.numpy._util import (
     promote,
     select,
     shape_of,
+    static_array,
     static_int,
 )
 
@@ -549,7 +550,7 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
                 f"repeat: `repeats` must be static, got a traced value {repeats.aval}\n"
                 f"{errors.where(errors.user_frame(2))}\n"
                 "  hint: pass a Python int or a list of ints")
-        repeats = np.asarray(repeats).tolist()
+        repeats = static_array("repeat", repeats, "repeats").tolist()
     if np.ndim(repeats) == 1 and len(repeats) == 1:  # one count broadcasts, as in NumPy
         repeats = repeats[0]
     if isinstance(repeats, (int, np.integer)) or np.ndim(repeats) == 0:

@@ -12,7 +12,8 @@ import sys
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
-from funcgrad.core import is_concrete
+from funcgrad.core import concrete_value, is_concrete
+from funcgrad.core.array import host_value
 from funcgrad.lax import linalg_decomp as decomp
 from funcgrad.numpy import creation, logic, reductions
 from funcgrad.numpy import linalg as la
@@ -208,7 +209,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
         raise errors.op_error("lu_solve", "the first argument must be the pair (lu, piv) that "
                               "lu_factor returns") from None
     lu_, b, vector = _rhs("lu_solve", lu_, b)
-    perm = decomp.lu_pivots_to_permutation(piv, shape_of(lu_)[-1])
+    perm = decomp.lu_pivots_to_permutation(asarray_operand("lu_solve", piv), shape_of(lu_)[-1])
     perm = sh.broadcast_to(perm, shape_of(lu_)[:-1])
     return _vector_out(la._lu_solve(lu_, perm, b, t), vector)
 
@@ -312,7 +313,7 @@ def expm(A, *, upper_triangular=False, max_squarings=16):
     s = m.minimum(s, m._scalar_like(s, max_squarings))
     scale = sh.expand_dims(sh.expand_dims(m.power(m._scalar_like(s, 2), m.negative(s)), -1), -1)
     r = _pade13(m.multiply(a, lax.convert_element_type(scale, dtype_of(a))))
-    rounds = int(np.max(np.asarray(s))) if is_concrete(s) else max_squarings
+    rounds = int(np.max(host_value(concrete_value(s)))) if is_concrete(s) else max_squarings
     for i in range(rounds):
         again = sh.expand_dims(sh.expand_dims(logic.greater(s, m._scalar_like(s, i)), -1), -1)
         r = logic.where(again, matmul(r, r), r)
