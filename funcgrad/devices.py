@@ -304,19 +304,19 @@ _NO_VALUE = object()
 
 
 def default_device(new_val=_NO_VALUE):
-    """Within the block, `device_put(x)` and the creation functions of `funcgrad.numpy`
-    place new arrays on `new_val` (a `Device`, a name such as "cpu:1" or "cuda", or None for
-    the usual default); as `jax.default_device`, also settable with
-    `config.update("jax_default_device", device)`.
+    """Within the block, `device_put(x)` with no device places arrays on `new_val` (a
+    `Device`, a name such as "cpu:1" or "cuda", or None for the usual default), as
+    `jax.default_device`; also settable with `config.update("jax_default_device", device)`.
 
-    Computations run where their operands live (the GPU for GPU arrays); a jitted call
-    compiles for its `backend`.
+    Computations run where their operands live (the GPU for GPU arrays, the host for the
+    rest), and new arrays from `funcgrad.numpy` are made on the host: on the CPU, where all
+    devices share the memory, this only changes the device arrays report.
 
     Example:
         >>> with fg.default_device(fg.devices()[-1]):
-        ...     x = fnp.ones(3)
-        >>> x.devices()
-        {CpuDevice(id=0)}
+        ...     x = fg.device_put(fnp.ones(3))
+        >>> x.devices() == {fg.devices()[-1]}
+        True
     """
     if new_val is _NO_VALUE:
         raise errors.FuncgradTypeError(

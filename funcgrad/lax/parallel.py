@@ -688,19 +688,22 @@ batching.axis_primitives.add(psum_scatter_p)
 # --- axis_index -------------------------------------------------------------------------------
 
 def axis_index(axis_name):
-    """This member's index along the named axis: an int32 scalar that varies over it.
+    """This member's index along the named axis (for a tuple of names, the row-major index
+    over them): an int32 scalar that varies over it.
 
     Example:
         >>> fg.vmap(lambda x: x * lax.axis_index("i"), axis_name="i")(fnp.ones(3))
         Array([0., 1., 2.], dtype=float32)
     """
-    (name,) = _single_name(axis_name, "axis_index")
-    index = axis_index_p.bind(axis_name=(name,))
-    link = linked_axis(name)
-    if link is None:
-        return index
-    local = full((), axis_frame(name).size, np.dtype(np.int32))
-    return add(mul(axis_index_p.bind(axis_name=(link,)), local), index)
+    index = None
+    for name in _names(axis_name, "axis_index"):  # the process axis of a linked name first
+        for n in (linked_axis(name), name):
+            if n is None:
+                continue
+            i = axis_index_p.bind(axis_name=(n,))
+            size = full((), axis_frame(n).size, np.dtype(np.int32))
+            index = i if index is None else add(mul(index, size), i)
+    return index
 
 
 def _axis_index_batch(args, dims, *, axis_name):

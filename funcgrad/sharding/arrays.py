@@ -68,6 +68,12 @@ def _install_array_methods():
     """`Array.sharding`, `.devices()`, `.addressable_shards`, ... (JAX's Array API)."""
     def addressable_shards(self):
         """This process's shards: (device, index, replica_id, data) per device."""
+        rank = process_index()
+        return _shards(self, sharding_of(self), host_value(self._value),
+                       lambda d: d.process_index == rank)
+
+    def global_shards(self):
+        """Every device's shard (an Array holds the whole value, so all have data)."""
         return _shards(self, sharding_of(self), host_value(self._value), lambda d: True)
 
     def devices(self):
@@ -81,9 +87,10 @@ def _install_array_methods():
     Array.sharding = property(sharding_of, doc="The array's `Sharding`.")
     Array.devices = devices
     Array.addressable_shards = property(addressable_shards, doc=addressable_shards.__doc__)
-    Array.global_shards = property(addressable_shards, doc="Every shard (all are addressable).")
+    Array.global_shards = property(global_shards, doc=global_shards.__doc__)
     Array.addressable_data = addressable_data
-    Array.is_fully_addressable = property(lambda self: True, doc="True: one process holds it.")
+    Array.is_fully_addressable = property(lambda self: sharding_of(self).is_fully_addressable,
+                                          doc="True when this process's devices hold it all.")
     Array.is_fully_replicated = property(lambda self: sharding_of(self).is_fully_replicated,
                                          doc="True when every device holds the whole array.")
     Array.committed = property(lambda self: getattr(self, "_sharding", None) is not None,
@@ -336,7 +343,7 @@ def make_array_from_single_device_arrays(shape, sharding, arrays, *, dtype=None)
         raise errors.FuncgradValueError(
             f"make_array_from_single_device_arrays: {len(arrays)} arrays for the "
             f"{len(indices)} devices of this process in {sharding!r}\n{errors.where()}")
-    placed = [getattr(a, "_sharding", None) for a in arrays]
+    placed = [sharding_of(a) if isinstance(a, Array) else None for a in arrays]
     if all(isinstance(p, SingleDeviceSharding) for p in placed) and \
             {p._device for p in placed} == set(indices):
         blocks = {p._device: host_value(a._value) for p, a in zip(placed, arrays)}
