@@ -50,6 +50,7 @@ from funcgrad.profiler import profile  # noqa: F401
 from funcgrad.sharding import (  # noqa: F401
     NamedSharding,
     P,
+    Shard,
     make_array_from_callback,
     make_array_from_process_local_data,
     make_array_from_single_device_arrays,
@@ -57,6 +58,7 @@ from funcgrad.sharding import (  # noqa: F401
     reshard,
     set_mesh,
     shard_map,
+    smap,
 )
 
 __version__ = "0.1.0"

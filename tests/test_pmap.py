@@ -202,6 +202,20 @@ def test_all_to_all_pshuffle_pswapaxes_match_numpy():
                 (np.linspace(-1.0, 1.0, 4 * 8 * 2).reshape(4, 8, 2),), order=1)
 
 
+def test_pbroadcast_and_pcast():
+    v = lambda f, **kw: fg.vmap(f, axis_name="i", **kw)  # noqa: E731
+    _close(v(lambda a: lax.pbroadcast(a, "i", 2))(np.arange(4.0)), [2.0] * 4)
+    out = v(lambda a, w: a * lax.pcast(w, "i", to="varying"), in_axes=(0, None))(
+        np.ones(3), 2.0)
+    _close(out, [2.0] * 3)
+    with pytest.raises(errors.FuncgradValueError, match="only 'varying'"):
+        v(lambda a: lax.pcast(a, "i", to="unreduced"))(np.ones(3))
+    with pytest.raises(errors.FuncgradValueError, match="source must be"):
+        v(lambda a: lax.pbroadcast(a, "i", 9))(np.ones(3))
+    check_grads(v(lambda a: lax.pbroadcast(a * a, "i", 1) * a), (np.linspace(-1, 1, 3),),
+                order=1)
+
+
 # --- several processes (mpiexec -n 2) ---------------------------------------------------------
 
 def test_pmap_and_shard_map_across_two_processes(tmp_path, devices2):

@@ -350,3 +350,20 @@ def test_visualize_sharding(mesh22, capsys):
         fg.debug.visualize_sharding((2, 2, 2), NamedSharding(mesh22, P()))
     with pytest.raises(errors.FuncgradTypeError, match="traced value"):
         fg.jit(lambda x: fg.debug.visualize_array_sharding(x) or x)(X)
+
+
+def test_smap_auto_and_explicit_axes(mesh22):
+    from funcgrad.sharding import ManualAxisType, auto_axes, explicit_axes, smap
+    x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    with set_mesh(mesh22):
+        out = smap(lambda b: lax.psum(b, "a") + 0 * b, in_axes=0, out_axes=0, axis_name="a")(x)
+        np.testing.assert_allclose(np.asarray(out), np.tile(x[:2] + x[2:], (2, 1)))
+        col = smap(lambda b, w: b * w, in_axes=(-1, None), out_axes=1, axis_name="b")(x, 3.0)
+        np.testing.assert_allclose(np.asarray(col), x * 3)
+        placed = auto_axes(lambda y: y * 2, out_sharding=P("a"))(x)
+        assert placed.sharding.spec == P("a")
+        seen = explicit_axes(lambda y: y.sharding.spec, in_sharding=P(None, "b"))(x)
+        assert seen == P(None, "b")
+    assert ManualAxisType(varying={"a"}) == ManualAxisType(varying=frozenset({"a"}))
+    with pytest.raises(errors.FuncgradValueError, match="unreduced"):
+        ManualAxisType(unreduced={"a"})

@@ -487,7 +487,8 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to=
         Array([[0., 1.], [0., 1.]], dtype=float32)
     """
     if to != "varying":
-        raise errors.op_error("all_gather", f"to={to!r} is not supported (only 'varying')",
+        raise errors.op_error("all_gather", f"to={errors.short_repr(to)} is not supported "
+                                            "(only 'varying')",
                               cls=errors.FuncgradValueError)
     if axis_index_groups is not None:
         from funcgrad.lax import parallel_ops

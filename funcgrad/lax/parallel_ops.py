@@ -18,13 +18,14 @@ from funcgrad import errors
 from funcgrad.core import get_aval, ops
 from funcgrad.lax.elementwise import convert_element_type, mul
 from funcgrad.lax.logic import ge, select_n
-from funcgrad.lax.parallel import _names, all_gather, axis_index, axis_size
+from funcgrad.lax.parallel import _names, all_gather, axis_index, axis_size, pvary
 from funcgrad.lax.reductions import reduce_max, reduce_min, reduce_sum
 from funcgrad.lax.shape import broadcast_in_dim, full, reshape, transpose
 from funcgrad.lax.slicing import concatenate, dynamic_slice
 from funcgrad.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["all_to_all", "ppermute", "pshuffle", "pswapaxes", "with_sharding_constraint"]
+__all__ = ["all_to_all", "pbroadcast", "pcast", "ppermute", "pshuffle", "pswapaxes",
+           "with_sharding_constraint"]
 
 _I32 = np.dtype(np.int32)
 
@@ -215,6 +216,42 @@ def ppermute(x, axis_name, perm):
             has = broadcast_in_dim(ge(src, np.int32(0)), aval.shape, ())
             outs.append(select_n(has, zeros, got))
     return tree_unflatten(tree, outs)
+
+
+def pbroadcast(x, axis_name, source):
+    """Every member receives member `source`'s `x` (a pytree), as `jax.lax.pbroadcast`.
+
+    Example:
+        >>> fg.vmap(lambda x: lax.pbroadcast(x, "i", 2), axis_name="i")(fnp.arange(3.0))
+        Array([2., 2., 2.], dtype=float32)
+    """
+    name = _one_name(axis_name, "pbroadcast")
+    n = axis_size(name)
+    if not isinstance(source, (int, np.integer)) or not 0 <= source < n:
+        raise errors.op_error("pbroadcast", f"source must be a member index in [0, {n}), got "
+                                            f"{errors.short_repr(source)}",
+                              cls=errors.FuncgradValueError)
+    leaves, tree = _leaves(x)
+    outs = [_row(members(leaf, name, None, "pbroadcast")[0], np.int32(source))
+            for leaf in leaves]
+    return tree_unflatten(tree, outs)
+
+
+def pcast(x, axis_name, *, to):
+    """JAX's cast between value types over named axes: `to="varying"` is `lax.pvary` (the
+    invariant -> varying cast AD relies on); funcgrad has no other kinds.
+
+    Example:
+        >>> fg.vmap(lambda x, w: x * lax.pcast(w, "i", to="varying"), in_axes=(0, None),
+        ...         axis_name="i")(fnp.ones(2), 3.0)
+        Array([3., 3.], dtype=float32)
+    """
+    if to != "varying":
+        raise errors.op_error("pcast", f"to={errors.short_repr(to)} is not supported "
+                                       "(only 'varying': "
+                                       "funcgrad has no unreduced/reduced values)",
+                              cls=errors.FuncgradValueError)
+    return pvary(x, axis_name)
 
 
 def pshuffle(x, axis_name, perm):

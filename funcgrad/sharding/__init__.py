@@ -29,6 +29,7 @@ from funcgrad.sharding.mesh import (
     AbstractDevice,
     AbstractMesh,
     AxisType,
+    ManualAxisType,
     Mesh,
     get_abstract_mesh,
     get_mesh,
@@ -36,7 +37,7 @@ from funcgrad.sharding.mesh import (
     set_mesh,
     use_abstract_mesh,
 )
-from funcgrad.sharding.shard_map import Infer, shard_map
+from funcgrad.sharding.shard_map import Infer, auto_axes, explicit_axes, shard_map, smap
 from funcgrad.sharding.shardings import (
     NamedSharding,
     Shard,
@@ -46,10 +47,11 @@ from funcgrad.sharding.shardings import (
 )
 
 __all__ = [
-    "AbstractDevice", "AbstractMesh", "AxisType", "GlobalArray", "Infer", "Mesh",
-    "NamedSharding", "P",
-    "PartitionSpec", "Shard", "Sharding", "SingleDeviceSharding", "get_abstract_mesh",
+    "AbstractDevice", "AbstractMesh", "AxisType", "GlobalArray", "Infer", "ManualAxisType",
+    "Mesh", "NamedSharding", "P",
+    "PartitionSpec", "Shard", "Sharding", "SingleDeviceSharding", "auto_axes", "explicit_axes",
+    "get_abstract_mesh",
     "get_mesh", "make_array_from_callback", "make_array_from_process_local_data",
     "make_array_from_single_device_arrays", "make_mesh", "make_single_device_sharding",
-    "reshard", "set_mesh", "shard_map", "use_abstract_mesh",
+    "reshard", "set_mesh", "shard_map", "smap", "use_abstract_mesh",
 ]

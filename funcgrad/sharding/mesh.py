@@ -20,8 +20,8 @@ from funcgrad import errors
 from funcgrad.devices import Device, process_index
 from funcgrad.devices import devices as all_devices
 
-__all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "Mesh", "get_abstract_mesh",
-           "get_mesh", "make_mesh", "set_mesh", "use_abstract_mesh"]
+__all__ = ["AbstractDevice", "AbstractMesh", "AxisType", "ManualAxisType", "Mesh",
+           "get_abstract_mesh", "get_mesh", "make_mesh", "set_mesh", "use_abstract_mesh"]
 
 
 class AxisType(enum.Enum):
@@ -310,3 +310,25 @@ def process_layout(mesh):
             "multiple of fg.process_count() lays the processes out so.")
     start = int(np.argmax(procs.reshape(first, -1)[:, 0] == rank))
     return n, slice(start, start + block)
+
+
+class ManualAxisType:
+    """How a value varies over the manual axes of a `shard_map` (JAX's `ManualAxisType`):
+    the axes it is `varying` over (funcgrad's `vma`); `unreduced`/`reduced` must be empty."""
+
+    def __init__(self, *, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()):
+        if unreduced or reduced:
+            raise errors.FuncgradValueError(
+                f"ManualAxisType: unreduced/reduced axes are not supported by funcgrad\n"
+                f"{errors.where()}")
+        self.varying = frozenset(varying)
+        self.unreduced, self.reduced = frozenset(), frozenset()
+
+    def __repr__(self):
+        return f"ManualAxisType(varying={set(self.varying) or '{}'})"
+
+    def __eq__(self, other):
+        return isinstance(other, ManualAxisType) and self.varying == other.varying
+
+    def __hash__(self):
+        return hash(("manual", self.varying))

@@ -26,12 +26,18 @@ from funcgrad.distributed.mesh import P
 from funcgrad.lax import parallel
 from funcgrad.lax.shape import reshape, transpose
 from funcgrad.lax.slicing import slice_in_dim
-from funcgrad.sharding.arrays import GlobalArray, process_box, sharding_of, with_sharding
+from funcgrad.sharding.arrays import (
+    GlobalArray,
+    process_box,
+    reshard,
+    sharding_of,
+    with_sharding,
+)
 from funcgrad.sharding.mesh import Mesh, current_mesh, process_layout
 from funcgrad.sharding.shardings import NamedSharding
 from funcgrad.tree_util import tree_flatten, tree_unflatten
 
-__all__ = ["Infer", "shard_map"]
+__all__ = ["Infer", "auto_axes", "explicit_axes", "shard_map", "smap"]
 
 
 class _Infer:
@@ -279,3 +285,80 @@ def _merge_members(out, spec, axes, sizes, name):
     if kept:
         out = transpose(out, tuple(perm))
     return reshape(out, tuple(final))
+
+
+# --- smap, auto_axes, explicit_axes -----------------------------------------------------------
+
+def smap(f=None, /, *, in_axes=Infer, out_axes, axis_name):
+    """`shard_map` over one axis of the current mesh (`set_mesh`), with vmap-style axes: each
+    argument is split along its `in_axes` entry (None: replicated), each result put back
+    along its `out_axes` entry, as `jax.smap`.
+
+    Example:
+        >>> with fg.sharding.set_mesh(fg.make_mesh((1,), ("x",))):
+        ...     fg.sharding.smap(lambda b: b * 2, in_axes=0, out_axes=0, axis_name="x")(
+        ...         fnp.ones(2))
+        Array([2., 2.], dtype=float32)
+    """
+    if f is None:
+        return functools.partial(smap, in_axes=in_axes, out_axes=out_axes, axis_name=axis_name)
+
+    @functools.wraps(f)
+    def run(*args):
+        if in_axes is Infer:
+            specs = Infer
+        else:
+            axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * len(args)
+            specs = tuple(_axis_spec(a, get_aval(x).ndim if a is not None and a < 0 else 0,
+                                     axis_name) for a, x in zip(axes, args))
+        out_specs = _out_axis_specs(out_axes, axis_name)
+        return shard_map(f, mesh=current_mesh("smap"), in_specs=specs, out_specs=out_specs,
+                         axis_names={axis_name})(*args)
+    return run
+
+
+def _axis_spec(axis, ndim, name):
+    if axis is None:
+        return P()
+    axis = axis % ndim if axis < 0 else axis
+    return P(*([None] * axis + [name]))
+
+
+def _out_axis_specs(out_axes, name):
+    if isinstance(out_axes, (tuple, list)):
+        return type(out_axes)(_out_axis_specs(a, name) for a in out_axes)
+    if isinstance(out_axes, dict):
+        return {k: _out_axis_specs(a, name) for k, a in out_axes.items()}
+    if out_axes is not None and out_axes < 0:
+        raise errors.FuncgradValueError(f"smap: out_axes must be non-negative here, got "
+                                        f"{out_axes}\n{errors.where(errors.user_frame(3))}")
+    return _axis_spec(out_axes, 0, name)
+
+
+def auto_axes(f=None, /, *, axes=None, out_sharding=None):
+    """Run `f` with mesh `axes` in `Auto` mode and lay its results out as `out_sharding`, as
+    `jax.sharding.auto_axes`. funcgrad keeps every value whole on one process, so the mode
+    changes nothing; the results are placed (`reshard`)."""
+    if f is None:
+        return functools.partial(auto_axes, axes=axes, out_sharding=out_sharding)
+
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        out = f(*args, **kwargs)
+        return out if out_sharding is None else reshard(out, out_sharding)
+    return run
+
+
+def explicit_axes(f=None, /, *, axes=None, in_sharding=None):
+    """Run `f` with mesh `axes` in `Explicit` mode on its arguments laid out as `in_sharding`,
+    as `jax.sharding.explicit_axes` (the mode changes nothing here; see `auto_axes`)."""
+    if f is None:
+        return functools.partial(explicit_axes, axes=axes, in_sharding=in_sharding)
+
+    @functools.wraps(f)
+    def run(*args, **kwargs):
+        if in_sharding is not None:
+            args = reshard(args, in_sharding if isinstance(in_sharding, tuple) else
+                           (in_sharding,) * len(args))
+        return f(*args, **kwargs)
+    return run
