@@ -34,6 +34,7 @@ from funcgrad import errors, tree_util
 from funcgrad.config import config
 from funcgrad.core import array as _array
 from funcgrad.core.array import Array
+from funcgrad.core.trace import Tracer
 from funcgrad.errors import BackendUnavailableError
 
 __all__ = ["BackendUnavailableError", "Device", "DeviceFallbackWarning", "block_until_ready",
@@ -433,6 +434,10 @@ def device_put(x, device=None, *, src=None, donate=False, may_alias=None):
 
 def _put_one(x, where, copy):
     from funcgrad.sharding import arrays
+    if isinstance(x, Tracer):  # under jit/grad/vmap: placement is a property of concrete arrays
+        if where is not None and not isinstance(where, (Device, str)):
+            arrays.as_sharding(where, "device_put").shard_shape(x.aval.shape)
+        return x
     if where is None or isinstance(where, (Device, str)):
         return _put(x, _resolve(where), copy)
     return arrays.put(x, where, copy)

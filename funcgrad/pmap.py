@@ -37,7 +37,6 @@ from funcgrad.sharding.shardings import NamedSharding, P
 from funcgrad.tree_util import (
     TreeStructureError,
     tree_flatten,
-    tree_structure,
     tree_unflatten,
 )
 
@@ -93,16 +92,17 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
     compiled = jit(program, static_argnums=statics, donate_argnums=donated,
                    backend=_backend(backend))
 
+    shardings = {}
+
     @functools.wraps(fun)
     def run(*args, **kwargs):
         size = _mapped_size(args, kwargs, in_axes, statics, axis_size)
-        nested = current_trace() is not None and _enclosing_pmap_size() > 1
         available = devs if devs is not None else local_devices()
-        need = size * (_enclosing_pmap_size() if nested else 1)
-        if need > len(available):
+        outer = _enclosing_pmap_size()  # a pmap inside a pmap uses outer * size devices
+        if size * outer > len(available):
             raise errors.FuncgradValueError(
                 f"pmap({getattr(fun, '__name__', 'fun')}): the mapped axis has size {size}"
-                f"{f' (times {need // size} for the enclosing pmaps)' if nested else ''}, but "
+                f"{f' (times {outer} for the enclosing pmaps)' if outer > 1 else ''}, but "
                 f"only {len(available)} devices are available: {available}\n{errors.where()}\n"
                 "  hint: fg.config.update('cpu_device_count', N) (or the environment variable "
                 "XLA_FLAGS=--xla_force_host_platform_device_count=N) gives N CPU devices.")
@@ -110,8 +110,7 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
         out = compiled(*args, **kwargs)
         if any(isinstance(x, Tracer) for x in tree_flatten(out)[0]):
             return out
-        return _placed(out, program.out_tree, out_axes, name, available[:size])
-    run._pmap_program = program
+        return _placed(out, out_axes, name, available[:size], shardings)
     return run
 
 
@@ -122,7 +121,6 @@ class _Program:
     def __init__(self, fun, name, in_axes, out_axes, statics, axis_size):
         self.fun, self.name, self.in_axes, self.out_axes = fun, name, in_axes, out_axes
         self.statics, self.axis_size = statics, axis_size
-        self.out_tree = None
         self.__name__ = f"pmap({getattr(fun, '__name__', 'fun')})"
         self.__wrapped__ = fun
 
@@ -148,7 +146,6 @@ class _Program:
         else:
             with parallel.extend_axis_env(link, world.size, "shard_map", spans=self.name):
                 out = body(*[args[i] for i in dyn], **kwargs)
-        self.out_tree = tree_structure(out)
         return out
 
     def check_processes(self, size, args, kwargs):
@@ -185,8 +182,7 @@ def _process_axis(name):
 
 
 def _enclosing_pmap_size():
-    sizes = [f.size for f in parallel._axis_env.get() if f.kind == "untyped"]
-    return int(np.prod(sizes)) if sizes else 1
+    return int(np.prod([f.size for f in parallel.axis_frames() if f.kind == "untyped"]))
 
 
 def _positions(nums, what):
@@ -247,11 +243,9 @@ def _mapped_size(args, kwargs, in_axes, statics, axis_size):
     return int(axis_size) if axis_size is not None else 0
 
 
-def _placed(out, out_tree, out_axes, name, devs):
-    """The results laid out over `devs` as `out_axes` says (concrete Arrays only)."""
-    arr = np.empty(len(devs), dtype=object)
-    arr[:] = devs
-    mesh = Mesh(arr, (name,))
+def _placed(out, out_axes, name, devs, cache):
+    """The results laid out over `devs` as `out_axes` says (concrete Arrays only); `cache`
+    keeps the shardings of earlier calls (one mesh per device list)."""
     leaves, tree = tree_flatten(out)
     axes, axes_tree = tree_flatten(out_axes, is_leaf=lambda v: v is None)
     try:
@@ -260,12 +254,17 @@ def _placed(out, out_tree, out_axes, name, devs):
     except (TreeStructureError, ValueError):
         per_leaf = [0] * len(leaves)
 
+    def sharding(ax):
+        key = (tuple(devs), ax)
+        if key not in cache:
+            arr = np.empty(len(devs), dtype=object)
+            arr[:] = devs
+            mesh = Mesh(arr, (name,))
+            cache[key] = NamedSharding(mesh, P() if ax is None else P(*([None] * ax + [name])))
+        return cache[key]
+
     def place(x, ax):
         if not hasattr(x, "_value"):
             return x
-        if ax is None:
-            return with_sharding(x, NamedSharding(mesh, P()))
-        ax = ax % x.ndim
-        return with_sharding(x, NamedSharding(mesh, P(*([None] * ax + [name]))))
+        return with_sharding(x, sharding(None if ax is None else ax % x.ndim))
     return tree_unflatten(tree, [place(x, a) for x, a in zip(leaves, per_leaf)])
-

@@ -63,6 +63,20 @@ def test_one_process_one_device_by_default():
         fg.local_devices(process_index=1)
 
 
+def test_sharding_on_one_device():
+    mesh = fg.make_mesh((1,), ("data",))
+    s = NamedSharding(mesh, P("data"))
+    x = fg.device_put(X, s)
+    assert x.sharding == s and x.devices() == {fg.devices()[0]} and s.is_fully_replicated
+    step = fg.jit(lambda x: fnp.tanh(x) * 2, in_shardings=s, out_shardings=s)
+    np.testing.assert_allclose(np.asarray(step(x)), np.tanh(X) * 2, rtol=1e-6)
+    total = fg.shard_map(lambda b: lax.psum(b.sum(), "data"), mesh=mesh, in_specs=P("data"),
+                         out_specs=P())(x)
+    assert float(total) == float(X.sum())
+    with pytest.raises(errors.FuncgradValueError, match="multiply to the number of devices"):
+        fg.make_mesh((2,), ("data",))
+
+
 def test_virtual_cpu_devices(devices4):
     assert [d.id for d in devices4] == [0, 1, 2, 3] and fg.device_count() == 4
     assert fg.local_devices() == devices4 and fg.local_device_count("cpu") == 4
@@ -126,6 +140,12 @@ def test_device_put_variants(devices4, mesh22):
     assert tree["b"][1].shape == () and float(tree["b"][1]) == 1.0
     for leaf in fg.tree_util.tree_leaves(tree)[:2]:
         np.testing.assert_array_equal(np.asarray(leaf), X)
+    # traced values (jit, grad) keep their value; the sharding is checked against the shape
+    g = fg.grad(lambda v: fg.device_put(v * v, rows).sum())(X)
+    np.testing.assert_array_equal(np.asarray(g), 2 * X)
+    assert float(fg.jit(lambda v: fg.device_put(v, devices4[1]).sum())(X)) == X.sum()
+    with pytest.raises(errors.FuncgradValueError, match="does not divide"):
+        fg.jit(lambda v: fg.device_put(v, rows))(np.ones((3, 2)))
     with set_mesh(mesh22):
         assert fg.device_put(X, P(None, "b")).sharding == NamedSharding(mesh22, P(None, "b"))
     with pytest.raises(errors.FuncgradValueError, match="needs a mesh"):

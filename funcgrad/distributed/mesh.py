@@ -102,7 +102,8 @@ class P:
     __slots__ = ("dims",)
     UNCONSTRAINED = _Unconstrained()
 
-    def __init__(self, *dims, unreduced=frozenset(), reduced=frozenset()):
+    def __init__(self, *partitions, unreduced=frozenset(), reduced=frozenset()):
+        dims = partitions
         for d in dims:
             ok = d is None or isinstance(d, str) or d is P.UNCONSTRAINED or (
                 isinstance(d, tuple) and all(isinstance(x, str) for x in d))

@@ -80,6 +80,11 @@ def extend_axis_env(name, size, kind, spans=None):
         _axis_env.reset(token)
 
 
+def axis_frames():
+    """The frames bound now, innermost last."""
+    return _axis_env.get()
+
+
 def bound_axes():
     """The names bound now, innermost last."""
     return tuple(f.name for f in _axis_env.get())
