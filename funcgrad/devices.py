@@ -168,11 +168,16 @@ def default_backend():
     return "cpu"
 
 
+_launched = []  # the launcher's process count, read once: a process's launch never changes
+
+
 def _processes():
     """(this process's index, the number of processes). MPI is joined only when the process
     was launched as one of several (or `funcgrad.distributed.initialize` already ran)."""
     from funcgrad.distributed import runtime
-    if runtime.is_initialized() or runtime.launched_size() > 1:
+    if not _launched:
+        _launched.append(runtime.launched_size())
+    if runtime.is_initialized() or _launched[0] > 1:
         world = runtime.world()
         return world.rank, world.size
     return 0, 1

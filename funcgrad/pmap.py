@@ -22,6 +22,7 @@ distributed runtime.
 import functools
 import hashlib
 import itertools
+import math
 
 import numpy as np
 
@@ -108,9 +109,11 @@ def pmap(fun, axis_name=None, *, in_axes=0, out_axes=0, static_broadcasted_argnu
                 "XLA_FLAGS=--xla_force_host_platform_device_count=N) gives N CPU devices.")
         program.check_processes(size, args, kwargs)
         out = compiled(*args, **kwargs)
-        if any(isinstance(x, Tracer) for x in tree_flatten(out)[0]):
+        leaves, tree = tree_flatten(out)
+        if any(isinstance(x, Tracer) for x in leaves):
             return out
-        return _placed(out, out_axes, name, available[:size], shardings)
+        return tree_unflatten(tree, _placed(out, leaves, out_axes, name, available[:size],
+                                            shardings))
     return run
 
 
@@ -182,7 +185,7 @@ def _process_axis(name):
 
 
 def _enclosing_pmap_size():
-    return int(np.prod([f.size for f in parallel.axis_frames() if f.kind == "untyped"]))
+    return math.prod(f.size for f in parallel.axis_frames() if f.kind == "untyped")
 
 
 def _positions(nums, what):
@@ -219,7 +222,14 @@ def _backend(backend):
 
 def _mapped_size(args, kwargs, in_axes, statics, axis_size):
     """The size of the mapped axis (checked against devices before compiling)."""
-    dyn = [a for i, a in enumerate(args) if i not in statics]
+    dyn = [a for i, a in enumerate(args) if i not in statics] if statics else args
+    if isinstance(in_axes, int) and not isinstance(in_axes, bool):  # the common case
+        for x in tree_flatten((dyn, kwargs))[0]:
+            shape = getattr(x, "shape", None)
+            shape = np.shape(x) if shape is None else shape
+            if shape and -len(shape) <= in_axes < len(shape):
+                return int(shape[in_axes])
+        return int(axis_size) if axis_size is not None else 0
     if isinstance(in_axes, tuple):
         if len(in_axes) != len(args):
             raise errors.FuncgradValueError(
@@ -243,19 +253,19 @@ def _mapped_size(args, kwargs, in_axes, statics, axis_size):
     return int(axis_size) if axis_size is not None else 0
 
 
-def _placed(out, out_axes, name, devs, cache):
-    """The results laid out over `devs` as `out_axes` says (concrete Arrays only); `cache`
-    keeps the shardings of earlier calls (one mesh per device list)."""
-    leaves, tree = tree_flatten(out)
+def _placed(out, leaves, out_axes, name, devs, cache):
+    """The result leaves laid out over `devs` as `out_axes` says (concrete Arrays only);
+    `cache` keeps the shardings of earlier calls (one mesh per device list)."""
     axes, axes_tree = tree_flatten(out_axes, is_leaf=lambda v: v is None)
     try:
         per_leaf = [ax for ax, sub in zip(axes, axes_tree.flatten_up_to(out))
-                    for _ in tree_flatten(sub)[0]]
+                    for _ in tree_flatten(sub)[0]] if len(axes) > 1 else axes * len(leaves)
     except (TreeStructureError, ValueError):
         per_leaf = [0] * len(leaves)
+    ids = tuple(d.id for d in devs)
 
     def sharding(ax):
-        key = (tuple(devs), ax)
+        key = (ids, ax)
         if key not in cache:
             arr = np.empty(len(devs), dtype=object)
             arr[:] = devs
@@ -263,8 +273,5 @@ def _placed(out, out_axes, name, devs, cache):
             cache[key] = NamedSharding(mesh, P() if ax is None else P(*([None] * ax + [name])))
         return cache[key]
 
-    def place(x, ax):
-        if not hasattr(x, "_value"):
-            return x
-        return with_sharding(x, sharding(None if ax is None else ax % x.ndim))
-    return tree_unflatten(tree, [place(x, a) for x, a in zip(leaves, per_leaf)])
+    return [with_sharding(x, sharding(None if ax is None else ax % x.ndim))
+            if hasattr(x, "_value") else x for x, ax in zip(leaves, per_leaf)]
