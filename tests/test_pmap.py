@@ -312,12 +312,19 @@ def _scenario_two_processes():
                            out_specs=fg.P("data"))(g)
     assert doubled.shape == (4, 2) and doubled.sharding.spec == fg.P("data")
     _close(doubled.addressable_data(0), local * 2)
+    for use in (np.asarray, lambda a: a + 1, fnp.sin):
+        try:
+            use(g)
+        except (errors.FuncgradValueError, errors.FuncgradTypeError) as e:
+            assert "sharded over several processes" in str(e)
+        else:
+            raise AssertionError("a process-spanning array was used whole")
     try:
-        np.asarray(g)
+        fg.jit(lambda a: a, in_shardings=g.sharding)
     except errors.FuncgradValueError as e:
-        assert "sharded over several processes" in str(e)
+        assert "no partitioner" in str(e)
     else:
-        raise AssertionError("a process-spanning array was read whole")
+        raise AssertionError("jit accepted a sharding over processes")
     if r == 0:  # the test compares them with one process
         np.savez(sys.argv[2], *fg.tree_util.tree_leaves(trained))
 

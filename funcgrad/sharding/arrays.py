@@ -154,15 +154,30 @@ class GlobalArray:
         return self.addressable_shards[index].data
 
     def __array__(self, dtype=None, copy=None):
-        raise errors.FuncgradValueError(
+        raise self._whole()
+
+    def _whole(self, *args):
+        return errors.FuncgradValueError(
             f"this array of shape {self.shape} is sharded over several processes "
-            f"({self.sharding!r}); one process holds only its block, so it cannot be read as "
-            "a whole\n  hint: compute with it inside shard_map or pmap over its mesh, or read "
-            "this process's part with .addressable_data(0) / .addressable_shards.")
+            f"({self.sharding!r}); one process holds only its block, so it cannot be used as "
+            "a whole\n  hint: compute with it inside shard_map over its mesh (fg.shard_map("
+            "fg.jit(step), ...)), or read this process's part with .addressable_data(0).")
 
     def __repr__(self):
         return (f"GlobalArray(shape={self.shape}, dtype={self.dtype}, sharding={self.sharding!r},"
                 f" local block {self.box})")
+
+
+def _refuse(name):
+    def op(self, *args):
+        raise self._whole()
+    op.__name__ = name
+    return op
+
+
+for _op in ("add", "radd", "sub", "rsub", "mul", "rmul", "truediv", "rtruediv", "matmul",
+            "rmatmul", "pow", "neg", "getitem", "lt", "le", "gt", "ge", "bool", "float", "int"):
+    setattr(GlobalArray, f"__{_op}__", _refuse(f"__{_op}__"))
 
 
 def _shift(s, box):
