@@ -21,6 +21,7 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad import errors, lax
 from funcgrad.compiler.jit_cache import DonatedArrayError
+from funcgrad.sharding import P
 from funcgrad.test_util import check_grads
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -312,6 +313,14 @@ def _scenario_two_processes():
                            out_specs=fg.P("data"))(g)
     assert doubled.shape == (4, 2) and doubled.sharding.spec == fg.P("data")
     _close(doubled.addressable_data(0), local * 2)
+    # data parallel with JAX's spelling: replicated parameters, the batch split over processes
+    w = np.array([0.5, -1.0], np.float32)
+    grad_step = fg.shard_map(fg.jit(fg.grad(lambda w, b: lax.pmean(fnp.tanh(b @ w).mean(),
+                                                                    "data"))),
+                             mesh=mesh, in_specs=(P(), P("data")), out_specs=P())
+    everything = np.concatenate([np.arange(4.0).reshape(2, 2) + 10 * k for k in range(2)])
+    want = fg.grad(lambda w: fnp.tanh(everything.astype(np.float32) @ w).mean())(w)
+    _close(grad_step(w, g), want, rtol=1e-5)
     for use in (np.asarray, lambda a: a + 1, fnp.sin):
         try:
             use(g)
