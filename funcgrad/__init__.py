@@ -15,6 +15,7 @@ from funcgrad import (  # noqa: F401
     optim,
     random,
     scipy,
+    sharding,  # noqa: F401  (installs Array.sharding, .devices(), ...)
     tree,
     tree_util,
 )
@@ -28,21 +29,43 @@ from funcgrad.config import config  # noqa: F401
 from funcgrad.core import Array  # noqa: F401
 from funcgrad.custom_derivatives import custom_jvp, custom_vjp  # noqa: F401
 from funcgrad.devices import (  # noqa: F401
+    Device,
     block_until_ready,
     default_backend,
+    default_device,
+    device_count,
     device_get,
     device_put,
     devices,
+    local_device_count,
+    local_devices,
+    process_count,
+    process_index,
+    process_indices,
 )
 from funcgrad.jacobians import hessian, jacfwd, jacobian, jacrev  # noqa: F401
 from funcgrad.lax import stop_gradient  # noqa: F401
+from funcgrad.pmap import pmap  # noqa: F401
 from funcgrad.profiler import profile  # noqa: F401
+from funcgrad.sharding import (  # noqa: F401
+    NamedSharding,
+    P,
+    Shard,
+    make_array_from_callback,
+    make_array_from_process_local_data,
+    make_array_from_single_device_arrays,
+    make_mesh,
+    reshard,
+    set_mesh,
+    shard_map,
+    smap,
+)
 
 __version__ = "0.1.0"
 
 _LAZY = ("example_libraries",)  # loaded on first use, as jax.example_libraries
 _NAMESPACES = ("numpy", "lax", "nn", "optim", "random", "scipy", "tree", "tree_util", "data",
-               "debug", "io", "example_libraries")
+               "debug", "io", "sharding", "example_libraries")
 
 
 def __getattr__(name):

@@ -24,7 +24,7 @@ from funcgrad.tree_util import (
     tree_unflatten,
 )
 
-__all__ = ["vmap", "vmap_flat"]
+__all__ = ["mapped", "vmap", "vmap_flat"]
 
 not_mapped = batching.not_mapped
 
@@ -64,6 +64,12 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
     if axis_name is not None and not isinstance(axis_name, str):
         raise errors.FuncgradTypeError(f"vmap axis_name must be a string, got {axis_name!r}"
                                        f"\n{errors.where()}")
+    return mapped(fun, in_axes, out_axes, axis_size, axis_name)
+
+
+def mapped(fun, in_axes, out_axes, axis_size, axis_name, axis_kind="vmap"):
+    """`vmap`'s function, its arguments checked: `axis_kind` "untyped" binds the named axis
+    without typing by mesh axes, with JAX's legacy collective rules (`pmap`)."""
 
     @functools.wraps(fun)
     def batched(*args, **kwargs):
@@ -80,7 +86,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
             out_leaves, store["tree"] = tree_flatten(out)
             return out_leaves
 
-        outs, out_dims = vmap_flat(flat_fun, leaves, dims, size, axis_name=axis_name)
+        outs, out_dims = vmap_flat(flat_fun, leaves, dims, size, axis_name=axis_name,
+                                   axis_kind=axis_kind)
         out_tree = store["tree"]
         o_axes = _out_leaf_axes(out_axes, out_tree)
         res = [_place_output(x, d, a, size, i, out_tree)
@@ -89,22 +96,24 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
     return batched
 
 
-def vmap_flat(fun, args, dims, size, name="vmap", axis_name=None):
+def vmap_flat(fun, args, dims, size, name="vmap", axis_name=None, axis_kind="vmap"):
     """Batch a flat function: trace `fun` per example, run `batch_eval` on `args`.
 
     `dims` gives each argument's mapped axis (None: unmapped); returns `(outs, out_dims)`
     with the outputs as the batching rules left them. With `axis_name`, the mapped axis is
-    bound for collectives and mapped arguments vary over it (see funcgrad.lax.parallel).
+    bound for collectives and mapped arguments vary over it (see funcgrad.lax.parallel);
+    `axis_kind="untyped"` (pmap) binds it without that typing, with JAX's legacy rules.
     """
     avals = [_example_aval(get_aval(x), d) for x, d in zip(args, dims)]
     if axis_name is None:
         closed = trace_to_jaxpr(fun, avals, name)
     else:
         from funcgrad.lax import parallel
-        avals = [a.update(vma=(a.vma or frozenset()) | (
-            frozenset() if d is not_mapped else frozenset((axis_name,))))
-            for a, d in zip(avals, dims)]
-        with parallel.extend_axis_env(axis_name, size, "vmap"):
+        if axis_kind != "untyped":  # mapped values vary over the axis (and its process axis)
+            axes = frozenset(parallel.with_linked((axis_name,)))
+            avals = [a.update(vma=(a.vma or frozenset()) | (
+                frozenset() if d is not_mapped else axes)) for a, d in zip(avals, dims)]
+        with parallel.extend_axis_env(axis_name, size, axis_kind):
             closed = trace_to_jaxpr(fun, avals, name)
     with batching.batch_axis(axis_name, size):
         outs, out_dims = batching.batch_eval(closed.jaxpr, closed.consts, list(args),

@@ -1,8 +1,26 @@
 """funcgrad's one options object.
 
 Options are read through `config.<name>` and changed with `config.update(name, value)`.
-Nothing else in funcgrad reads environment variables deep inside core logic.
+Environment variables are read here, once, at import (`cpu_device_count`); nothing else in
+funcgrad reads them deep inside core logic.
 """
+
+import os
+import re
+
+
+def _cpu_device_count_from_env():
+    """`FUNCGRAD_CPU_DEVICE_COUNT=N`, else XLA's `--xla_force_host_platform_device_count=N` in
+    `XLA_FLAGS` (so that JAX test scripts that set it get N devices too), else 1."""
+    value = os.environ.get("FUNCGRAD_CPU_DEVICE_COUNT", "").strip()
+    if not value:
+        found = re.findall(r"--xla_force_host_platform_device_count=(\S+)",
+                           os.environ.get("XLA_FLAGS", ""))
+        value = found[-1] if found else "1"
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"funcgrad: the CPU device count from the environment must be a "
+                         f"positive integer, got {value!r}")
+    return int(value)
 
 
 class Config:
@@ -28,10 +46,13 @@ class Config:
         "native_cache_dir": None,  # compiled C modules (None: ~/.cache/funcgrad/native)
         "native_sanitize": None,  # e.g. "address,undefined": C kernels built with sanitizers
         "native_cache_bytes": 1 << 30,  # on-disk C modules beyond this: the least recent go
+        "cpu_device_count": 1,  # virtual CPU devices per process (XLA's host device count)
+        "default_device": None,  # where device_put and creation place arrays (None: the CPU)
     }
 
     def __init__(self):
-        self.__dict__["_values"] = dict(self._defaults)
+        self.__dict__["_values"] = dict(self._defaults,
+                                        cpu_device_count=_cpu_device_count_from_env())
         self.__dict__["_listeners"] = []
 
     def __getattr__(self, name):

@@ -1,4 +1,5 @@
-"""Debugging inside transformed code: `debug.print` and `debug.callback`.
+"""Debugging inside transformed code: `debug.print` and `debug.callback` (and the pictures of
+shardings, `visualize_array_sharding`/`visualize_sharding`, from `funcgrad.sharding`).
 
 Both are primitives with a side effect (`effectful = True`, so dead-code elimination keeps
 them): they run eagerly, are recorded by `jit`/`grad` traces and run again, with the
@@ -22,7 +23,8 @@ from funcgrad.core import Array, ArrayBase, Primitive, ShapedArray
 from funcgrad.interpreters import ad, batching
 from funcgrad.tree_util import tree_flatten
 
-__all__ = ["callback", "debug_callback_p", "debug_print_p", "print"]
+__all__ = ["callback", "debug_callback_p", "debug_print_p", "inspect_array_sharding", "print",
+           "visualize_array_sharding", "visualize_sharding"]
 
 
 def _split(args, kwargs):
@@ -172,3 +174,32 @@ def _callback_run(*vals, callback, _tree, _static, _where=None):
 
 
 debug_callback_p = _effect_primitive("debug_callback", _callback_run)
+
+
+# --- pictures of shardings (funcgrad.sharding.visualize) ---------------------------------------
+
+def visualize_array_sharding(arr, **kwargs):
+    """Print which device holds which block of the concrete array `arr` (text).
+
+    Example:
+        >>> fg.debug.visualize_array_sharding(fnp.ones(4))
+        ┌───────────┐
+        │   CPU 0   │
+        └───────────┘
+    """
+    from funcgrad.sharding import visualize
+    visualize.visualize_array_sharding(arr, **kwargs)
+
+
+def visualize_sharding(shape, sharding, *, use_color=True, scale=1.0, min_width=9, max_width=80,
+                       color_map=None):
+    """Print which device holds which block of an array of `shape` laid out as `sharding`."""
+    from funcgrad.sharding import visualize
+    visualize.visualize_sharding(shape, sharding, use_color=use_color, scale=scale,
+                                 min_width=min_width, max_width=max_width, color_map=color_map)
+
+
+def inspect_array_sharding(value, *, callback):
+    """Call `callback(sharding)` for each array of pytree `value` (None for traced ones)."""
+    from funcgrad.sharding import visualize
+    visualize.inspect_array_sharding(value, callback=callback)

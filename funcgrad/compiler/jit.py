@@ -83,7 +83,8 @@ class RetraceWarning(UserWarning):
 CacheInfo = namedtuple("CacheInfo", "hits misses traces size last_miss")
 
 
-def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), backend=None):
+def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), backend=None, *,
+        in_shardings=None, out_shardings=None):
     """Compile `fun` on first call per input signature; later calls reuse the compiled code.
 
     Args:
@@ -97,6 +98,10 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), back
         backend: "cpu" (default: fused kernels in C when a C compiler is found, see
             `config.native`, else numpy), "numpy" (always the numpy code generator) or
             "cuda" (needs CuPy).
+        in_shardings, out_shardings: how the arguments and results are laid out over
+            devices (a `funcgrad.sharding` sharding, a `PartitionSpec` over the mesh of
+            `set_mesh`, or a pytree prefix of them; None: as they come). Arguments are placed
+            (a committed one laid out otherwise is an error, as in JAX), results placed.
 
     Returns:
         A `Jitted` function with `.lower(*args)`, `.trace_count` and `.cache_info()`. It
@@ -118,8 +123,13 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), back
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, backend=backend)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums, backend)
+                                 donate_argnums=donate_argnums, backend=backend,
+                                 in_shardings=in_shardings, out_shardings=out_shardings)
+    jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums, backend)
+    if in_shardings is None and out_shardings is None:
+        return jitted
+    from funcgrad.sharding.jit_shardings import with_shardings
+    return with_shardings(jitted, in_shardings, out_shardings)
 
 
 class _CallInfo(NamedTuple):

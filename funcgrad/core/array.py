@@ -50,7 +50,7 @@ class Array(ArrayBase):
         Array([0., 2., 4.], dtype=float32)
     """
 
-    __slots__ = ("_value", "weak_type", "__weakref__")
+    __slots__ = ("_value", "weak_type", "_sharding", "__weakref__")
 
     def __init__(self, value, weak_type=False):
         self._value = value
@@ -118,7 +118,13 @@ class Array(ArrayBase):
 
     @property
     def device(self):
-        """The `funcgrad.devices.Device` holding this array."""
+        """The `funcgrad.devices.Device` holding this array (its sharding, when several do).
+        `_sharding`, unset unless the array was placed (`device_put`, a `pmap` output), is
+        kept by `funcgrad.sharding`, which also installs `.sharding` and `.devices()`."""
+        sharding = getattr(self, "_sharding", None)
+        if sharding is not None:
+            placed = sharding.device_set
+            return next(iter(placed)) if len(placed) == 1 else sharding
         from funcgrad.devices import device_of
         return device_of(self._value)
 

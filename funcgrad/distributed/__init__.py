@@ -22,6 +22,9 @@ NCCL through CuPy. Without `mpiexec` everything runs as one process (size 1), an
 `fg.vmap(f, axis_name="data")` runs the same body for n simulated processes in one.
 The gradient of a `pmean`'d loss with respect to replicated (`P()`) parameters is the mean
 of the per-process gradients; the gradient of an un-reduced per-process loss is their sum.
+JAX's spellings run on the same engine: `fg.pmap` (over each process's devices, its axis
+spanning the processes) and `fg.shard_map` over a `funcgrad.sharding.Mesh` whose first axis
+splits the processes.
 """
 
 from funcgrad.distributed.host import barrier, broadcast, check_replicated

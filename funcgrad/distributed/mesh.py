@@ -74,26 +74,47 @@ class Mesh:
         return f"Mesh({self.axis_names[0]!r}: {self.size} processes)"
 
 
+class _Unconstrained:
+    """`P.UNCONSTRAINED`: the dimension's layout is left to the compiler (as JAX's)."""
+
+    def __repr__(self):
+        return "UNCONSTRAINED"
+
+    def __reduce__(self):
+        return (_unconstrained, ())
+
+
+def _unconstrained():
+    return P.UNCONSTRAINED
+
+
 class P:
-    """A PartitionSpec: one entry per leading dimension of an argument, each None (not
-    split) or a mesh axis name (split over that axis: this process holds its shard).
-    `P()` is replicated: every process holds the same value.
+    """A PartitionSpec, as JAX's: one entry per leading dimension of an array, each None (not
+    split), a mesh axis name (split over that axis) or a tuple of names (split over their
+    product). `P()` is replicated: every member holds the same value. It indexes, iterates
+    and compares as the tuple of its entries.
 
     Example:
-        >>> P("data"), P(), P(None, "data")
-        (P('data',), P(), P(None, 'data'))
+        >>> P("data"), P(), P(None, "data"), len(P("a", None))
+        (P('data',), P(), P(None, 'data'), 2)
     """
 
     __slots__ = ("dims",)
+    UNCONSTRAINED = _Unconstrained()
 
-    def __init__(self, *dims):
+    def __init__(self, *partitions, unreduced=frozenset(), reduced=frozenset()):
+        dims = partitions
         for d in dims:
-            ok = d is None or isinstance(d, str) or (
+            ok = d is None or isinstance(d, str) or d is P.UNCONSTRAINED or (
                 isinstance(d, tuple) and all(isinstance(x, str) for x in d))
             if not ok:
                 raise errors.FuncgradTypeError(
                     f"P: each entry must be None, an axis name or a tuple of axis names, got "
                     f"{d!r}\n{errors.where()}")
+        if unreduced or reduced:
+            raise errors.FuncgradValueError(
+                f"P: unreduced/reduced axes (JAX's explicit-sharding reductions) are not "
+                f"supported by funcgrad\n{errors.where()}")
         self.dims = dims
 
     @property
@@ -101,9 +122,24 @@ class P:
         """The axis names this spec splits over."""
         out = []
         for d in self.dims:
-            for n in (d,) if isinstance(d, str) else (d or ()):
+            for n in (d,) if isinstance(d, str) else (d if isinstance(d, tuple) else ()):
                 out.append(n)
         return tuple(out)
+
+    def __len__(self):
+        return len(self.dims)
+
+    def __iter__(self):
+        return iter(self.dims)
+
+    def __getitem__(self, i):
+        return self.dims[i]
+
+    def index(self, value):
+        return self.dims.index(value)
+
+    def count(self, value):
+        return self.dims.count(value)
 
     def __eq__(self, other):
         return isinstance(other, P) and self.dims == other.dims
@@ -113,6 +149,9 @@ class P:
 
     def __repr__(self):
         return f"P{self.dims!r}" if self.dims else "P()"
+
+    def __reduce__(self):
+        return (P, self.dims)
 
 
 PartitionSpec = P

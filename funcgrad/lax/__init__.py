@@ -18,6 +18,7 @@ from funcgrad.lax import (
     linalg,
     logic,
     parallel,
+    parallel_ops,
     precision,
     reductions,
     shape,
@@ -35,6 +36,7 @@ from funcgrad.lax.indexing import *  # noqa: F403
 from funcgrad.lax.linalg import *  # noqa: F403
 from funcgrad.lax.logic import *  # noqa: F403
 from funcgrad.lax.parallel import *  # noqa: F403
+from funcgrad.lax.parallel_ops import *  # noqa: F403
 from funcgrad.lax.precision import *  # noqa: F403
 from funcgrad.lax.reductions import *  # noqa: F403
 from funcgrad.lax.shape import *  # noqa: F403
@@ -44,7 +46,7 @@ from funcgrad.lax.special import *  # noqa: F403
 
 __all__ = sorted({"add_any_p"}.union(*(m.__all__ for m in (
     control_flow, conv_shapes, convolution, elementwise, _fft_family, indexing, linalg, logic,
-    parallel, precision, reductions, shape, slicing, sorting, special))))
+    parallel, parallel_ops, precision, reductions, shape, slicing, sorting, special))))
 
 for _name in __all__:
     if _inspect.isfunction(globals()[_name]):

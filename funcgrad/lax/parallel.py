@@ -4,6 +4,9 @@ axis_index, axis_size, and pvary (the invariant -> varying cast that AD relies o
 An axis name is bound by an enclosing `funcgrad.distributed.shard_map` (one process per
 member; the collectives communicate through MPI or NCCL) or by `vmap(..., axis_name=...)`
 (one process; the batching rules reduce over the mapped axis: the single-process oracle).
+`pmap` and `shard_map` over a mesh of several processes' devices bind both: the axis is a
+vmap over this process's devices *linked* to a process-level axis (`extend_axis_env(...,
+spans=name)`), and every collective over the name runs over both (local first).
 
 Typing (`ShapedArray.vma`, as JAX's shard_map): inside those, every value carries the set of
 axes it varies over. Inputs mapped over an axis vary over it, the rest are invariant; an
@@ -12,7 +15,10 @@ operand that meets a varying one is cast by `pvary` (a no-op at run time). `psum
 varying -> invariant and transposes to `pvary`; `pvary` transposes to `psum`. So reverse
 mode inserts exactly one gradient allreduce where an invariant value (a parameter) meets
 per-process data, a replicated loss is not over-counted and a per-process loss is not
-under-counted. Collectives are ordinary (not `effectful`) primitives: every process runs
+under-counted. Untyped axes (`pmap`, `shard_map(check_vma=False)`: frames of kind
+"untyped", values without `vma`, and the process-level axes `mark_untyped` names) follow
+JAX's legacy rules instead: each member's cotangent is its own term, so psum transposes to
+psum. Collectives are ordinary (not `effectful`) primitives: every process runs
 the same program, so dead-code elimination, CSE and the compiler's deterministic schedule
 drop, merge and order them identically everywhere.
 
@@ -30,7 +36,7 @@ import numpy as np
 from funcgrad import errors
 from funcgrad.core import ArrayBase, ClosedJaxpr, Primitive, ShapedArray, get_aval, register_op
 from funcgrad.interpreters import ad, batching
-from funcgrad.lax.elementwise import convert_element_type, mul
+from funcgrad.lax.elementwise import add, convert_element_type, mul
 from funcgrad.lax.reductions import reduce_max, reduce_min, reduce_sum
 from funcgrad.lax.shape import broadcast_in_dim, full, iota, reshape
 from funcgrad.tree_util import tree_flatten, tree_unflatten
@@ -51,24 +57,32 @@ class UnboundAxisError(errors.FuncgradError, NameError):
 # --- the axis environment ---------------------------------------------------------------------
 
 class AxisFrame(NamedTuple):
-    """An axis bound while a function is traced: by `vmap` or by `shard_map`."""
+    """An axis bound while a function is traced: by `vmap` or by `shard_map`. A process-level
+    frame that `spans` a local axis name extends that axis across processes."""
 
     name: str
     size: int
     kind: str
+    spans: str = None
 
 
 _axis_env = contextvars.ContextVar("funcgrad_axis_env", default=())
 
 
 @contextlib.contextmanager
-def extend_axis_env(name, size, kind):
-    """Bind axis `name` of `size` (kind "vmap" or "shard_map") inside the block."""
-    token = _axis_env.set(_axis_env.get() + (AxisFrame(name, int(size), kind),))
+def extend_axis_env(name, size, kind, spans=None):
+    """Bind axis `name` of `size` (kind "vmap" or "shard_map") inside the block; with `spans`,
+    a process-level axis that extends the (inner) axis named `spans` across processes."""
+    token = _axis_env.set(_axis_env.get() + (AxisFrame(name, int(size), kind, spans),))
     try:
         yield
     finally:
         _axis_env.reset(token)
+
+
+def axis_frames():
+    """The frames bound now, innermost last."""
+    return _axis_env.get()
 
 
 def bound_axes():
@@ -101,6 +115,44 @@ def _names(axis_name, op):
     return names
 
 
+_untyped_names = set()  # process-level axes of untyped programs (pmap across processes)
+
+
+def mark_untyped(name):
+    """Axis `name` (a process-level axis of a `pmap`) follows JAX's untyped rules."""
+    _untyped_names.add(name)
+
+
+def _untyped(axis_name):
+    """True when the collectives over `axis_name` follow JAX's untyped (legacy) rules."""
+    env = _axis_env.get()
+    for name in axis_name:
+        if name in _untyped_names:
+            return True
+        frames = [f for f in env if f.name == name]
+        if frames and frames[-1].kind == "untyped":
+            return True
+    return False
+
+
+def linked_axis(name):
+    """The process-level axis that extends local axis `name` across processes, or None."""
+    for f in reversed(_axis_env.get()):
+        if f.spans == name:
+            return f.name
+    return None
+
+
+def with_linked(names):
+    """`names` followed by the process-level axes linked to them."""
+    out = list(names)
+    for n in names:
+        link = linked_axis(n)
+        if link is not None and link not in out:
+            out.append(link)
+    return tuple(out)
+
+
 def axis_size(axis_name):
     """The number of members of the named axis (a product for a tuple of names).
 
@@ -108,7 +160,8 @@ def axis_size(axis_name):
         >>> fg.vmap(lambda x: x * lax.axis_size("i"), axis_name="i")(fnp.ones(3))
         Array([3., 3., 3.], dtype=float32)
     """
-    return math.prod(axis_frame(n, "axis_size").size for n in _names(axis_name, "axis_size"))
+    names = with_linked(_names(axis_name, "axis_size"))
+    return math.prod(axis_frame(n, "axis_size").size for n in names)
 
 
 # --- run-time communicators -------------------------------------------------------------------
@@ -194,7 +247,7 @@ def pvary(x, axis_name):
     Example:
         >>> fg.vmap(lambda x, w: x * lax.pvary(w, "i"), in_axes=(0, None), axis_name="i")
     """
-    names = _names(axis_name, "pvary")
+    names = with_linked(_names(axis_name, "pvary"))
     leaves, tree = tree_flatten(x)
     outs = pvary_p.bind(*leaves, axis_name=names) if leaves else []
     return tree_unflatten(tree, outs)
@@ -281,8 +334,11 @@ def _scaled(x, n):
     return mul(x, full((), n, get_aval(x).dtype))
 
 
-def _reduction_wrapper(prim, op, x, axis_name, scalar_rule):
-    names = _names(axis_name, op)
+def _reduction_wrapper(prim, op, x, axis_name, scalar_rule, groups=None):
+    if groups is not None:
+        from funcgrad.lax import parallel_ops
+        return parallel_ops.grouped_reduction(op, x, axis_name, groups)
+    names = with_linked(_names(axis_name, op))
     leaves, tree = tree_flatten(x)
     n = math.prod(axis_frame(a, op).size for a in names)
     outs = [None] * len(leaves)
@@ -318,7 +374,7 @@ def _not_differentiable(op):
 
 # --- psum -------------------------------------------------------------------------------------
 
-def psum(x, axis_name):
+def psum(x, axis_name, *, axis_index_groups=None):
     """Sum of `x` (a pytree) over the members of the named axis (or axes).
 
     Inside shard_map this is an allreduce; under vmap(axis_name=...) a sum over the mapped
@@ -328,6 +384,8 @@ def psum(x, axis_name):
     Args:
         x: an array or a pytree of arrays (booleans are summed as int32).
         axis_name: a bound axis name, or a tuple of them.
+        axis_index_groups: None, or a partition of the axis' indices into groups of equal
+            size (e.g. `[[0, 1], [2, 3]]`): each member sums over its group only.
 
     Returns:
         The sum, with the structure of `x`.
@@ -340,7 +398,8 @@ def psum(x, axis_name):
         >>> fg.vmap(lambda x: lax.psum(x, "i"), axis_name="i")(fnp.arange(3.0))
         Array([3., 3., 3.], dtype=float32)
     """
-    return _reduction_wrapper(psum_p, "psum", x, axis_name, lambda v, n: v * n)
+    return _reduction_wrapper(psum_p, "psum", x, axis_name, lambda v, n: v * n,
+                              axis_index_groups)
 
 
 def _psum_jvp(primals, outs, tangents, *, axis_name):
@@ -348,7 +407,12 @@ def _psum_jvp(primals, outs, tangents, *, axis_name):
 
 
 def _psum_transpose(cts, *args, axis_name):
+    # typed: psum goes varying -> invariant and transposes to pvary (a value without vma
+    # outside a shard_map is its one replicated result: the identity); untyped axes (pmap,
+    # check_vma=False): each member's cotangent is its own term, so psum again.
+    again = _untyped(axis_name)
     return [None if not ad.is_undefined(x) else ct if type(ct) is ad.Zero else
+            psum_p.bind(ct, axis_name=axis_name)[0] if again and x.aval.vma is None else
             _cast_varying(ct, axis_name) for ct, x in zip(cts, args)]
 
 
@@ -362,38 +426,44 @@ batching.batch_rules[psum_p] = _reduction_batch(psum_p, reduce_sum, _scaled)
 batching.axis_primitives.add(psum_p)
 
 
-def pmean(x, axis_name):
-    """Mean of `x` (a pytree) over the named axis: `psum(x) / axis_size`.
+def pmean(x, axis_name, *, axis_index_groups=None):
+    """Mean of `x` (a pytree) over the named axis: `psum(x) / axis_size` (or over each
+    member's group of `axis_index_groups`).
 
     Example:
         >>> fg.vmap(lambda x: lax.pmean(x, "i"), axis_name="i")(fnp.arange(3.0))
         Array([1., 1., 1.], dtype=float32)
     """
-    n = axis_size(axis_name)
-    leaves, tree = tree_flatten(psum(x, axis_name))
+    if axis_index_groups is not None:
+        n = len(axis_index_groups[0]) if len(axis_index_groups) else 1
+    else:
+        n = axis_size(axis_name)
+    leaves, tree = tree_flatten(psum(x, axis_name, axis_index_groups=axis_index_groups))
     return tree_unflatten(tree, [v / n for v in leaves])
 
 
 # --- pmax, pmin -------------------------------------------------------------------------------
 
-def pmax(x, axis_name):
-    """Elementwise maximum of `x` (a pytree) over the named axis; not differentiable.
+def pmax(x, axis_name, *, axis_index_groups=None):
+    """Elementwise maximum of `x` (a pytree) over the named axis (or each member's group of
+    `axis_index_groups`); not differentiable.
 
     Example:
         >>> fg.vmap(lambda x: lax.pmax(x, "i"), axis_name="i")(fnp.arange(3.0))
         Array([2., 2., 2.], dtype=float32)
     """
-    return _reduction_wrapper(pmax_p, "pmax", x, axis_name, lambda v, n: v)
+    return _reduction_wrapper(pmax_p, "pmax", x, axis_name, lambda v, n: v, axis_index_groups)
 
 
-def pmin(x, axis_name):
-    """Elementwise minimum of `x` (a pytree) over the named axis; not differentiable.
+def pmin(x, axis_name, *, axis_index_groups=None):
+    """Elementwise minimum of `x` (a pytree) over the named axis (or each member's group of
+    `axis_index_groups`); not differentiable.
 
     Example:
         >>> fg.vmap(lambda x: lax.pmin(x, "i"), axis_name="i")(fnp.arange(3.0))
         Array([0., 0., 0.], dtype=float32)
     """
-    return _reduction_wrapper(pmin_p, "pmin", x, axis_name, lambda v, n: v)
+    return _reduction_wrapper(pmin_p, "pmin", x, axis_name, lambda v, n: v, axis_index_groups)
 
 
 def _extremum_primitive(name, reduce):
@@ -413,16 +483,24 @@ pmin_p = _extremum_primitive("pmin", reduce_min)
 
 # --- all_gather -------------------------------------------------------------------------------
 
-def all_gather(x, axis_name, *, axis=0, tiled=False):
+def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False, to="varying"):
     """Every member's `x` (a pytree), stacked along a new axis `axis` (or concatenated along
-    it when `tiled`), in member order.
+    it when `tiled`), in member order (with `axis_index_groups`: the members of its group).
 
     Example:
         >>> fg.vmap(lambda x: lax.all_gather(x, "i"), axis_name="i")(fnp.arange(2.0))
         Array([[0., 1.], [0., 1.]], dtype=float32)
     """
+    if to != "varying":
+        raise errors.op_error("all_gather", f"to={errors.short_repr(to)} is not supported "
+                                            "(only 'varying')",
+                              cls=errors.FuncgradValueError)
+    if axis_index_groups is not None:
+        from funcgrad.lax import parallel_ops
+        return parallel_ops.grouped_all_gather(x, axis_name, axis_index_groups, axis, tiled)
     (name,) = _single_name(axis_name, "all_gather")
     n = axis_frame(name, "all_gather").size
+    link = linked_axis(name)
     leaves, tree = tree_flatten(x)
     outs = []
     for leaf in leaves:
@@ -431,9 +509,13 @@ def all_gather(x, axis_name, *, axis=0, tiled=False):
             raise errors.op_error("all_gather", f"axis {axis} is out of range for an operand "
                                                 f"{get_aval(leaf).str_short()} (tiled={tiled})",
                                   cls=errors.FuncgradValueError)
-        leaf = _cast_varying(leaf, (name,))
-        outs.append(all_gather_p.bind(leaf, axis_name=(name,), axis=int(axis),
-                                      tiled=bool(tiled), axis_size=n))
+        leaf = _cast_varying(leaf, with_linked((name,)))
+        out = all_gather_p.bind(leaf, axis_name=(name,), axis=int(axis), tiled=bool(tiled),
+                                axis_size=n)
+        if link is not None:  # then the processes' blocks, in process order
+            out = all_gather_p.bind(out, axis_name=(link,), axis=int(axis), tiled=True,
+                                    axis_size=axis_frame(link).size)
+        outs.append(out)
     return tree_unflatten(tree, outs)
 
 
@@ -505,7 +587,7 @@ batching.axis_primitives.add(all_gather_p)
 
 # --- psum_scatter -----------------------------------------------------------------------------
 
-def psum_scatter(x, axis_name, *, scatter_dimension=0, tiled=False):
+def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
     """Sum `x` (a pytree) over the named axis and give member `k` the `k`-th block of the sum
     along `scatter_dimension` (that dimension must be the axis size, and is removed, unless
     `tiled`, where it must be a multiple of it and is divided by it).
@@ -514,8 +596,12 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, tiled=False):
         >>> fg.vmap(lambda x: lax.psum_scatter(x, "i"), axis_name="i")(fnp.ones((2, 2)))
         Array([2., 2.], dtype=float32)
     """
+    if axis_index_groups is not None:
+        from funcgrad.lax import parallel_ops
+        return parallel_ops.grouped_psum_scatter(x, axis_name, axis_index_groups,
+                                                 scatter_dimension, tiled)
     (name,) = _single_name(axis_name, "psum_scatter")
-    n = axis_frame(name, "psum_scatter").size
+    n = axis_size(name)
     leaves, tree = tree_flatten(x)
     outs = []
     for leaf in leaves:
@@ -528,9 +614,26 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, tiled=False):
                 "psum_scatter", f"scatter_dimension {d} of an operand "
                                 f"{get_aval(leaf).str_short()} must exist and be {need}",
                 cls=errors.FuncgradValueError)
-        outs.append(psum_scatter_p.bind(leaf, axis_name=(name,), scatter_dimension=int(d),
-                                        tiled=bool(tiled), axis_size=n))
+        outs.append(_psum_scatter_linked(leaf, name, int(d), bool(tiled), n))
     return tree_unflatten(tree, outs)
+
+
+def _psum_scatter_linked(x, name, d, tiled, n):
+    """psum_scatter over `name` and, when it spans processes, its process axis first: process
+    p sums block p, then its local member k takes sub-block k (global member p*L + k)."""
+    link = linked_axis(name)
+    if link is None:
+        return psum_scatter_p.bind(x, axis_name=(name,), scatter_dimension=d, tiled=tiled,
+                                   axis_size=n)
+    outer = axis_frame(link).size
+    out = psum_scatter_p.bind(x, axis_name=(link,), scatter_dimension=d, tiled=True,
+                              axis_size=outer)
+    out = psum_scatter_p.bind(out, axis_name=(name,), scatter_dimension=d, tiled=True,
+                              axis_size=n // outer)
+    if not tiled:  # blocks of one along `d`: drop it
+        shape = get_aval(out).shape
+        out = reshape(out, shape[:d] + shape[d + 1:])
+    return out
 
 
 def _scattered_shape(shape, d, tiled, n):
@@ -591,13 +694,22 @@ batching.axis_primitives.add(psum_scatter_p)
 # --- axis_index -------------------------------------------------------------------------------
 
 def axis_index(axis_name):
-    """This member's index along the named axis: an int32 scalar that varies over it.
+    """This member's index along the named axis (for a tuple of names, the row-major index
+    over them): an int32 scalar that varies over it.
 
     Example:
         >>> fg.vmap(lambda x: x * lax.axis_index("i"), axis_name="i")(fnp.ones(3))
         Array([0., 1., 2.], dtype=float32)
     """
-    return axis_index_p.bind(axis_name=_single_name(axis_name, "axis_index"))
+    index = None
+    for name in _names(axis_name, "axis_index"):  # the process axis of a linked name first
+        for n in (linked_axis(name), name):
+            if n is None:
+                continue
+            i = axis_index_p.bind(axis_name=(n,))
+            size = full((), axis_frame(n).size, np.dtype(np.int32))
+            index = i if index is None else add(mul(index, size), i)
+    return index
 
 
 def _axis_index_batch(args, dims, *, axis_name):

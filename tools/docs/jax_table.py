@@ -20,6 +20,7 @@ MODULES = {
     "jax.numpy": ["funcgrad.numpy"],
     "jax.lax": ["funcgrad.lax"],
     "jax.random": ["funcgrad.random"],
+    "jax.sharding": ["funcgrad.sharding"],  # listed once jax_names.json records it
     "optax": ["funcgrad.optim", "funcgrad.nn"],
 }
 
