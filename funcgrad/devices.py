@@ -22,6 +22,7 @@ import numpy as np
 from funcgrad import errors, tree_util
 from funcgrad.core import array as _array
 from funcgrad.core.array import Array
+from funcgrad.core.ops import register_op
 from funcgrad.errors import BackendUnavailableError
 
 __all__ = ["BackendUnavailableError", "Device", "DeviceFallbackWarning", "block_until_ready",
@@ -208,6 +209,10 @@ def device_put(x, device=None):
     """
     d = _resolve(device)
     return tree_util.tree_map(lambda v: _put(v, d), x)
+
+
+register_op("Device", Device)  # for core.placement (out_sharding=)
+register_op("device_put", device_put)
 
 
 def device_get(x):
