@@ -31,6 +31,30 @@ def _H(x):
     return lax.conj(_T(x)) if get_aval(x).dtype.kind == "c" else _T(x)
 
 
+def check_implementation(name, what, choice, available):
+    """Check JAX's choice of algorithm (`implementation=`, `algorithm=`): None, or an enum
+    member (`lax.linalg.SvdAlgorithm.QR`) or string whose value names one of `available`
+    (what JAX's CPU backend runs; funcgrad runs numpy's LAPACK, so the results do not depend
+    on it). Anything else raises NotImplementedError, as JAX does on the CPU."""
+    value = getattr(choice, "value", choice)
+    if choice is None or str(value).lower() in available:
+        return
+    raise errors.op_error(name, f"{what}={choice!r} is not available (funcgrad computes with "
+                          f"numpy's LAPACK; available: None, {', '.join(available)})",
+                          cls=NotImplementedError)
+
+
+def _subset(name, subset_by_index, n):
+    """`(start, end)` of JAX's `subset_by_index` in [0, n], or None."""
+    if subset_by_index is None:
+        return None
+    start, end = (static_int(name, i, "subset_by_index") for i in subset_by_index)
+    if not 0 <= start <= end <= n:
+        raise errors.op_error(name, f"subset_by_index=({start}, {end}) must satisfy "
+                              f"0 <= start <= end <= {n}", cls=errors.FuncgradValueError)
+    return start, end
+
+
 def _mm(a, b):
     """Batched matrix product of two operands of equal rank and equal batch shape."""
     nd = get_aval(a).ndim
@@ -438,17 +462,22 @@ def lu_pivots_to_permutation(pivots, permutation_size):
 
 
 # --- qr ---------------------------------------------------------------------------------------
-def qr(x, *, full_matrices=True):
+def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
     """QR decomposition `x = q @ r` of (..., m, n) matrices: `(q, r)` as in JAX.
 
     With `full_matrices`, `q` is (..., m, m) and `r` (..., m, n); else `q` is (..., m, k) and
     `r` (..., k, n), k = min(m, n). The derivative needs m >= n (and m == n with
-    `full_matrices`), as in JAX.
+    `full_matrices`), as in JAX. `use_magma` chooses a GPU library in JAX; it is accepted and
+    changes nothing here. Column pivoting (`pivoting=True`) is not implemented.
 
     Example:
         >>> q, r = qr(fnp.eye(3)); r.shape
         (3, 3)
     """
+    if pivoting:
+        raise errors.op_error("qr", "pivoting=True (column-pivoted QR, LAPACK's geqp3) is not "
+                              "implemented", cls=NotImplementedError,
+                              hint="use pivoting=False")
     return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
 
 
@@ -501,21 +530,31 @@ _batch_front(qr_p)
 
 
 # --- eigh -------------------------------------------------------------------------------------
-def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True):
+def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, subset_by_index=None,
+         implementation=None):
     """Eigen-decomposition of Hermitian `x`: `(v, w)` with `x @ v = v * w`, as in JAX.
 
     Eigenvalues `w` ascend (LAPACK's order; `sort_eigenvalues` is accepted for JAX
     compatibility). Only the `lower` (or upper) triangle is read unless `symmetrize_input`.
+    `subset_by_index=(start, end)` keeps the eigenpairs `start:end` of that order (JAX
+    implements it on TPUs only). `implementation`: None or "qr" (`check_implementation`).
     The derivative of `v` needs distinct eigenvalues (it divides by their differences).
 
     Example:
         >>> v, w = eigh(fnp.array([[2.0, 0.0], [0.0, 1.0]])); w
         Array([1., 2.], dtype=float32)
     """
+    check_implementation("eigh", "implementation", implementation, ("qr",))
     if symmetrize_input:
         _check_matrix("eigh", get_aval(x), square=True)
         x = _symmetrize(x)
-    return tuple(eigh_p.bind(x, lower=bool(lower)))
+    v, w = eigh_p.bind(x, lower=bool(lower))
+    subset = _subset("eigh", subset_by_index, get_aval(w).shape[-1])
+    if subset is None:
+        return v, w
+    nd = get_aval(v).ndim
+    return (lax.slice_in_dim(v, *subset, axis=nd - 1),
+            lax.slice_in_dim(w, *subset, axis=nd - 2))
 
 
 def _eigh_abstract(x, *, lower):
@@ -562,18 +601,31 @@ _batch_front(eigh_p)
 
 
 # --- svd --------------------------------------------------------------------------------------
-def svd(x, *, full_matrices=True, compute_uv=True):
+def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
     """Singular value decomposition `x = u @ diag(s) @ vh`: `(u, s, vh)`, or `s` alone.
 
     Singular values descend. The derivative of `u`, `vh` needs distinct non-zero singular
     values and `full_matrices=False` unless `x` is square (as in JAX); that of `s` alone is
-    defined wherever the singular values are distinct.
+    defined wherever the singular values are distinct. `subset_by_index=(start, end)` keeps
+    the singular triplets `start:end` (with `full_matrices=False`; JAX implements it on TPUs
+    only). `algorithm`: None, "default", "qr" or "divide_and_conquer" (`check_implementation`).
 
     Example:
         >>> svd(fnp.array([[3.0, 0.0], [0.0, 4.0]]), compute_uv=False)
         Array([4., 3.], dtype=float32)
     """
+    check_implementation("svd", "algorithm", algorithm, ("default", "qr", "divide_and_conquer"))
+    aval = get_aval(x)
+    subset = _subset("svd", subset_by_index, min(aval.shape[-2:]) if aval.ndim >= 2 else 0)
+    if subset is not None and full_matrices and subset != (0, min(aval.shape[-2:])):
+        raise errors.op_error("svd", "full_matrices and subset_by_index cannot both be set",
+                              cls=errors.FuncgradValueError)
     out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if subset is not None:
+        nd = aval.ndim
+        out = [lax.slice_in_dim(out[0], *subset, axis=nd - 2)] + (
+            [lax.slice_in_dim(out[1], *subset, axis=nd - 1),
+             lax.slice_in_dim(out[2], *subset, axis=nd - 2)] if compute_uv else [])
     return (out[1], out[0], out[2]) if compute_uv else out[0]
 
 
