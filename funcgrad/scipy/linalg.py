@@ -107,10 +107,11 @@ def _trans(name, trans):
 
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                     check_finite=True):
+                     debug=None, check_finite=True):
     """Solve `op(a) x = b` for triangular `a` (`op`: none, transpose, conjugate transpose).
 
-    A zero on the diagonal gives inf/NaN entries, not an exception.
+    A zero on the diagonal gives inf/NaN entries, not an exception. `overwrite_b`, `debug`
+    and `check_finite` are accepted and unused, as in JAX.
 
     Example:
         >>> funcgrad.scipy.linalg.solve_triangular(fnp.array([[2.0, 1.0], [0.0, 1.0]]),
@@ -124,13 +125,14 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     return _vector_out(x, vector)
 
 
-def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
-          assume_a="gen", transposed=False):
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
+          check_finite=True, assume_a="gen", *, transposed=False):
     """Solve `a x = b` (`a^T x = b` with `transposed`) for square `a`.
 
     `assume_a`: 'gen'/'sym'/'her' (LU with partial pivoting of the whole matrix, as in JAX),
     'pos' (Cholesky of the `lower` triangle), 'diagonal', 'upper triangular' or 'lower
-    triangular'. A singular `a` gives inf/NaN entries.
+    triangular'. A singular `a` gives inf/NaN entries. `overwrite_*`, `debug` and
+    `check_finite` are accepted and unused, as in JAX; `transposed` is SciPy's.
 
     Example:
         >>> funcgrad.scipy.linalg.solve(fnp.array([[2.0, 0.0], [0.0, 4.0]]), fnp.ones(2),
@@ -267,7 +269,7 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
 
 
 def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
-         turbo=True, eigvals=None, type=1, check_finite=True, subset_by_index=None,
+         turbo=True, eigvals=None, type=1, check_finite=True, *, subset_by_index=None,
          subset_by_value=None, driver=None):
     """Eigenvalues `w` (ascending) and eigenvectors `v` of a Hermitian matrix, reading its
     `lower` (or upper) triangle: `(w, v)`, or `w` with `eigvals_only`. The generalized
