@@ -219,7 +219,8 @@ def transpose(operand, permutation):
         >>> transpose(fnp.zeros((2, 3)), (1, 0)).shape
         (3, 2)
     """
-    return transpose_p.bind(operand, permutation=static_ints("transpose", permutation, "permutation"))
+    return transpose_p.bind(operand,
+                            permutation=static_ints("transpose", permutation, "permutation"))
 
 
 def _transpose_abstract(x, *, permutation):

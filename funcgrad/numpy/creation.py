@@ -12,8 +12,7 @@ import math as pymath
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
-from funcgrad.core import Array, ArrayBase, is_concrete, to_array
-from funcgrad.core import placement
+from funcgrad.core import Array, ArrayBase, is_concrete, placement, to_array
 from funcgrad.lax.elementwise import float_to_int
 from funcgrad.numpy._util import (
     asarray_operand,

@@ -13,12 +13,12 @@ from funcgrad import dtypes, errors, lax
 from funcgrad.core import Array, ArrayBase, is_concrete, placement
 from funcgrad.numpy._util import (
     asarray_operand,
-    check_no_out,
     axis_tuple,
     broadcast_shapes,
     broadcast_to_shape,
     canonical_axes,
     canonical_axis,
+    check_no_out,
     dtype_of,
     promote,
     select,

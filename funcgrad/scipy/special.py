@@ -1,9 +1,9 @@
 """`funcgrad.scipy.special`: SciPy's special functions on funcgrad arrays, as `jax.scipy.special`.
 
 One home per concept: `logsumexp` and `expit` are the very functions of `funcgrad.nn`, and
-`softmax`/`log_softmax` call them with SciPy's (and JAX's) default `axis=None`, the whole
-array (`funcgrad.nn`'s default is the last axis); `erf`, `erfc`, `erfinv`, `gammaln`, `digamma`, `polygamma` are the lax
-primitives (with their derivatives). The rest is written with `funcgrad.numpy`. Imports lax,
+`softmax`/`log_softmax` call nn's with SciPy's (and JAX's) default `axis=None`, the whole
+array (nn's default is the last axis); `erf`, `erfc`, `erfinv`, `gammaln`, `digamma`,
+`polygamma` are the lax primitives (with their derivatives). The rest is written with `funcgrad.numpy`. Imports lax,
 numpy, nn.functions and custom_derivatives.
 """
 

@@ -142,7 +142,7 @@ def _positional(jax_params, fg):
                                    f"{name!r} in JAX"))
         elif kind == "either" and fg_kind == "positional":
             problems.append((name, f"{name!r} is positional-only in funcgrad"))
-    for name, kind, *_ in jax_params:
+    for _, kind, *_ in jax_params:
         if kind in ("*args", "**kwargs") and not any(p[1] == kind for p in fg):
             problems.append((kind, f"JAX takes {kind}, funcgrad does not"))
     return problems
