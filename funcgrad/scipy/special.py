@@ -3,8 +3,8 @@
 One home per concept: `logsumexp` and `expit` are the very functions of `funcgrad.nn`, and
 `softmax`/`log_softmax` call nn's with SciPy's (and JAX's) default `axis=None`, the whole
 array (nn's default is the last axis); `erf`, `erfc`, `erfinv`, `gammaln`, `digamma`,
-`polygamma` are the lax primitives (with their derivatives). The rest is written with `funcgrad.numpy`. Imports lax,
-numpy, nn.functions and custom_derivatives.
+`polygamma` are the lax primitives (with their derivatives). The rest is written with
+`funcgrad.numpy`. Imports lax, numpy, nn.functions and custom_derivatives.
 """
 
 import math
