@@ -120,8 +120,8 @@ def compare(jax_params, value):
     if sig is None:
         return [("*", "funcgrad's signature cannot be read")]
     fg = [(p.name, _KIND[p.kind], p.default) for p in sig.parameters.values()]
-    problems = _positional(jax_params, fg) + _by_name(jax_params, fg) + _extra(jax_params, fg)
-    return problems
+    jax_params = [p for p in jax_params if not p[0].startswith("_")]  # JAX's private ones
+    return _positional(jax_params, fg) + _by_name(jax_params, fg) + _extra(jax_params, fg)
 
 
 def _positional(jax_params, fg):
