@@ -4,8 +4,8 @@ Every public function and class of the recorded JAX namespaces that funcgrad als
 up by name on the matching funcgrad module, `MODULES`) must accept JAX's parameters by name,
 in JAX's positional order, with JAX's defaults; funcgrad may add parameters of its own only
 as keyword-only ones with a default. What differs on purpose is listed, with its reason, in
-`jax_differences.DIFFERENCES`, which `docs/for-jax-users.md` shows
-(`<!-- jax-signature-differences -->`). `tests/test_jax_signatures.py` runs the check.
+`jax_differences.DIFFERENCES`, which `docs/for-jax-users.md` shows (`<!-- jax-differences
+-->`, `differences_markdown`). `tests/test_jax_signatures.py` runs the check.
 
     >>> report = check()              # every name both sides have
     >>> report.problems               # {"jax.numpy.sum": [(parameter, message)], ...}
@@ -18,6 +18,7 @@ import inspect
 import math
 import re
 
+import jax_differences
 import jax_table
 
 # JAX namespace -> the funcgrad modules that may hold its names, the first one preferred.
@@ -90,7 +91,7 @@ def check(record=None):
             path, value = found
             key = f"{namespace}.{name}"
             report.names += 1
-            report.parameters += len(jax_params)
+            report.parameters += sum(1 for p in jax_params if not p[0].startswith("_"))
             report.paths[key] = path
             problems = compare(jax_params, value)
             if problems:
@@ -239,3 +240,43 @@ def _is_number(value):
     except (TypeError, ValueError):
         return False
     return not isinstance(value, (str, bytes))
+
+
+# --- the differences table --------------------------------------------------------------------
+
+def unexplained(report, pending=()):
+    """`[(name, parameter, message)]` of the problems neither listed in
+    `jax_differences.DIFFERENCES` nor in `pending` (a set of `(name, parameter)`)."""
+    listed = {(d.name, p) for d in jax_differences.DIFFERENCES for p in d.parameters}
+    return [(name, param, msg) for name, problems in sorted(report.problems.items())
+            for param, msg in problems
+            if (name, param) not in listed and (name, param) not in pending]
+
+
+def stale(report, pending=()):
+    """The `(name, parameter)` pairs listed as checked differences (or pending) that the check
+    no longer finds: fixed, so the row must go."""
+    found = {(name, param) for name, problems in report.problems.items()
+             for param, _ in problems}
+    listed = [(d.name, p) for d in jax_differences.DIFFERENCES if d.checked
+              for p in d.parameters]
+    return [pair for pair in listed + sorted(pending) if pair not in found]
+
+
+def differences_markdown(report=None):
+    """The "For JAX users" section: the check's counts, then one row per difference."""
+    report = report or check()
+    rows = jax_differences.DIFFERENCES
+    out = [f"funcgrad's signatures are checked against JAX's and optax's (`tools/docs/"
+           f"jax_names.json`, `tests/test_jax_signatures.py`): {report.names} names that both "
+           f"have, {report.parameters} of JAX's parameters, each accepted by name, in JAX's "
+           f"positional order, with JAX's default. The {len(rows)} deliberate differences:",
+           "", "| JAX | parameter | funcgrad | why |", "| --- | --- | --- | --- |"]
+    for d in rows:
+        params = ", ".join(f"`{p}`" for p in d.parameters)
+        out.append(f"| `{d.name}` | {params} | {_cell(d.funcgrad)} | {_cell(d.reason)} |")
+    return "\n".join(out) + "\n"
+
+
+def _cell(text):
+    return text.replace("|", "&#124;").replace("\n", " ")
