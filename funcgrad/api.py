@@ -120,8 +120,9 @@ def _check_output_dtype(name, aval, holomorphic, where="the output"):
 def _no_reduce_axes(name, reduce_axes):
     """JAX's deprecated `reduce_axes`: accepted empty, an error otherwise (as in JAX)."""
     if reduce_axes:
-        raise NotImplementedError(f"{name}: the reduce_axes argument is deprecated (in JAX "
-                                  f"too) and not supported\n{errors.where()}")
+        raise errors.FuncgradNotImplementedError(
+            f"{name}: the reduce_axes argument is deprecated (in JAX too) and not supported\n"
+            f"{errors.where()}")
 
 
 def vjp(fun, *primals, has_aux=False, reduce_axes=()):

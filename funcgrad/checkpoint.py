@@ -12,6 +12,7 @@ import functools
 import inspect
 import types
 
+from funcgrad import errors
 from funcgrad.batching_api import move_to
 from funcgrad.core import (
     Literal,
@@ -63,8 +64,9 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
           in (b,) }
     """
     if concrete is not _DEPRECATED:
-        raise NotImplementedError("checkpoint: the `concrete` option was removed (in JAX too); "
-                                  "use static_argnums or lax.cond/lax.while_loop instead")
+        raise errors.FuncgradNotImplementedError(
+            "checkpoint: the `concrete` option was removed (in JAX too); use static_argnums or "
+            f"lax.cond/lax.while_loop instead\n{errors.where()}")
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
     names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
     static += _positions_of(fun, names)

@@ -10,6 +10,8 @@ eigen/singular values. The rules conjugate where JAX does so complex inputs work
 imports only the core, the interpreters and other `funcgrad.lax` wrappers.
 """
 
+import enum
+
 import numpy as np
 
 from funcgrad import errors, lax
@@ -36,12 +38,12 @@ def check_implementation(name, what, choice, available):
     member (`lax.linalg.SvdAlgorithm.QR`) or string whose value names one of `available`
     (what JAX's CPU backend runs; funcgrad runs numpy's LAPACK, so the results do not depend
     on it). Anything else raises NotImplementedError, as JAX does on the CPU."""
-    value = getattr(choice, "value", choice)
-    if choice is None or str(value).lower() in available:
+    value = choice.value if isinstance(choice, enum.Enum) else choice
+    if choice is None or (isinstance(value, str) and value.lower() in available):
         return
-    raise errors.op_error(name, f"{what}={choice!r} is not available (funcgrad computes with "
-                          f"numpy's LAPACK; available: None, {', '.join(available)})",
-                          cls=NotImplementedError)
+    raise errors.op_error(name, f"{what}={errors.short_repr(choice)} is not available "
+                          f"(funcgrad computes with numpy's LAPACK; available: None, "
+                          f"{', '.join(available)})", cls=errors.FuncgradNotImplementedError)
 
 
 def _subset(name, subset_by_index, n):
@@ -476,7 +478,7 @@ def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
     """
     if pivoting:
         raise errors.op_error("qr", "pivoting=True (column-pivoted QR, LAPACK's geqp3) is not "
-                              "implemented", cls=NotImplementedError,
+                              "implemented", cls=errors.FuncgradNotImplementedError,
                               hint="use pivoting=False")
     return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
 

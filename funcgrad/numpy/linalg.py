@@ -342,7 +342,8 @@ def _slogdet_qr(a):
     a = _matrix("slogdet", a, square=True)
     if dtype_of(a).kind == "c":
         raise errors.op_error("slogdet", "method='qr' is not implemented for complex inputs "
-                              "(as in JAX)", cls=NotImplementedError, hint="use method='lu'")
+                              "(as in JAX)", cls=errors.FuncgradNotImplementedError,
+                              hint="use method='lu'")
     q, r = decomp.qr(a)
     d = _diag(r)
     q_diag, q_sign = _lu_parts("slogdet", lax.stop_gradient(q))  # det Q is +1 or -1
