@@ -289,8 +289,16 @@ def test_linalg_subsets_and_algorithm_choices(x64):
         lax.linalg.svd(a, subset_by_index=(0, 2))
     with pytest.raises(NotImplementedError, match="jacobi"):
         lax.linalg.svd(a, algorithm="jacobi")
-    with pytest.raises(NotImplementedError, match="pivoting"):
-        lax.linalg.qr(a, pivoting=True)
+    q, r, p = lax.linalg.qr(a[0] + np.diag(np.arange(5.0)), pivoting=True)
+    np.testing.assert_allclose(q @ r, (a[0] + np.diag(np.arange(5.0)))[:, p], atol=1e-12)
+    assert np.all(np.diff(np.abs(np.diag(r))) <= 1e-12) and sorted(p.tolist()) == list(range(5))
+    check_grads(lambda a: lax.linalg.qr(a, pivoting=True, full_matrices=False)[0],
+                (a[0][:, :3],), order=1)
+    import scipy.linalg as sl
+    q2, r2, p2 = fg.scipy.linalg.qr(a[1][:4], pivoting=True)
+    want_q, want_r, want_p = sl.qr(a[1][:4], pivoting=True)
+    np.testing.assert_array_equal(p2, want_p)
+    np.testing.assert_allclose(r2, want_r, atol=1e-12)
     check_grads(lambda a: lax.linalg.eigh(a, subset_by_index=(3, 5))[1].sum(), (a[0],), order=1)
 
 

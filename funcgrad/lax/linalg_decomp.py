@@ -20,7 +20,7 @@ from funcgrad.interpreters import ad, batching
 from funcgrad.lax.utils import static_int
 
 __all__ = ["cholesky", "cholesky_p", "eigh", "eigh_p", "lu", "lu_p", "lu_pivots_to_permutation",
-           "qr", "qr_p", "svd", "svd_p", "triangular_solve", "triangular_solve_p"]
+           "qr", "qr_p", "qr_pivots_p", "svd", "svd_p", "triangular_solve", "triangular_solve_p"]
 
 
 # --- helpers (lax operations on the last two axes) ------------------------------------------
@@ -470,17 +470,59 @@ def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
     With `full_matrices`, `q` is (..., m, m) and `r` (..., m, n); else `q` is (..., m, k) and
     `r` (..., k, n), k = min(m, n). The derivative needs m >= n (and m == n with
     `full_matrices`), as in JAX. `use_magma` chooses a GPU library in JAX; it is accepted and
-    changes nothing here. Column pivoting (`pivoting=True`) is not implemented.
+    changes nothing here. With `pivoting=True` (LAPACK's geqp3, as JAX on CPUs) the result is
+    `(q, r, p)`: `x[..., :, p] = q @ r`, the column of the largest remaining norm first, so
+    `|diag(r)|` does not increase; `p` (int32) is constant to the derivative.
 
     Example:
         >>> q, r = qr(fnp.eye(3)); r.shape
         (3, 3)
     """
     if pivoting:
-        raise errors.op_error("qr", "pivoting=True (column-pivoted QR, LAPACK's geqp3) is not "
-                              "implemented", cls=errors.FuncgradNotImplementedError,
-                              hint="use pivoting=False")
+        from funcgrad.lax.sorting import _take_along_axis
+        _check_matrix("qr", get_aval(x))
+        p = qr_pivots_p.bind(x)
+        aval = get_aval(x)
+        cols = lax.broadcast_in_dim(p, aval.shape, tuple(range(aval.ndim - 2)) + (aval.ndim - 1,))
+        permuted = _take_along_axis(x, cols, aval.ndim - 1)
+        return (*qr_p.bind(permuted, full_matrices=bool(full_matrices)), p)
     return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
+
+
+# --- qr_pivots: the column order of LAPACK's geqp3 -------------------------------------------
+def _geqp3_pivots(a):
+    """Householder QR with column pivoting (geqp3's choice: the largest remaining column
+    norm, the first on ties); returns the order of the columns."""
+    a = np.array(a)
+    m, n = a.shape
+    perm = np.arange(n)
+    for k in range(min(m, n)):
+        j = k + int(np.argmax(np.linalg.norm(a[k:, k:], axis=0)))
+        a[:, [k, j]], perm[[k, j]] = a[:, [j, k]], perm[[j, k]]
+        v = a[k:, k].copy()
+        norm = np.linalg.norm(v)
+        if norm == 0 or not np.isfinite(norm):
+            continue
+        v[0] += (v[0] / abs(v[0]) if v[0] != 0 else 1) * norm
+        v /= np.linalg.norm(v)
+        a[k:, k:] -= 2 * np.outer(v, v.conj() @ a[k:, k:])
+    return perm
+
+
+def _qr_pivots_impl(x):
+    *batch, _, n = x.shape
+    out = np.empty(tuple(batch) + (n,), np.int32)
+    for i in np.ndindex(*batch):
+        out[i] = _geqp3_pivots(x[i])
+    return out
+
+
+qr_pivots_p = Primitive("qr_pivots")
+qr_pivots_p.def_impl(_lapack(_qr_pivots_impl))
+qr_pivots_p.def_abstract_eval(lambda x: ShapedArray(x.shape[:-2] + x.shape[-1:],
+                                                     np.dtype(np.int32)))
+ad.defjvp_zero(qr_pivots_p)
+_batch_front(qr_pivots_p)
 
 
 def _qr_abstract(x, *, full_matrices):

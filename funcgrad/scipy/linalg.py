@@ -238,20 +238,22 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
 # --- QR, SVD, eigh ----------------------------------------------------------------------------
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
     """QR decomposition: `(q, r)` for modes 'full' and 'economic', `(r,)` for 'r' (SciPy's
-    return layouts). `pivoting` and mode 'raw' are not supported.
+    return layouts); with `pivoting`, the column order `p` follows (`a[:, p] = q @ r`, as
+    `lax.linalg.qr`). Mode 'raw' is not supported.
 
     Example:
         >>> q, r = funcgrad.scipy.linalg.qr(fnp.ones((3, 2)), mode="economic"); q.shape
         (3, 2)
     """
-    no_pivoting = isinstance(pivoting, (bool, int, np.integer)) and not pivoting
-    if mode not in ("full", "economic", "r") or not no_pivoting:
-        raise errors.op_error("qr", f"mode must be 'full', 'economic' or 'r' without pivoting, "
-                              f"got mode={errors.short_repr(mode)}, pivoting="
+    if mode not in ("full", "economic", "r") or not isinstance(pivoting, (bool, int,
+                                                                         np.integer)):
+        raise errors.op_error("qr", f"mode must be 'full', 'economic' or 'r' and pivoting a "
+                              f"bool, got mode={errors.short_repr(mode)}, pivoting="
                               f"{errors.short_repr(pivoting)}",
                               cls=errors.FuncgradValueError)
-    q, r = decomp.qr(la._matrix("qr", a), full_matrices=mode != "economic")
-    return (r,) if mode == "r" else (q, r)
+    q, r, *p = decomp.qr(la._matrix("qr", a), pivoting=bool(pivoting),
+                         full_matrices=mode != "economic")
+    return (r, *p) if mode == "r" else (q, r, *p)
 
 
 def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,

@@ -56,11 +56,6 @@ DIFFERENCES = [
         "softmax to float32 even for float64 inputs, which a float64 gradient check cannot "
         "pass.", checked=False),
     Difference(
-        "jax.lax.linalg.qr", ("pivoting",),
-        "`pivoting=True` raises NotImplementedError.",
-        "Column-pivoted QR (LAPACK's geqp3) is not in NumPy, which funcgrad's linear algebra "
-        "runs on.", checked=False),
-    Difference(
         "jax.lax.linalg.eig", ("enable_eigvec_derivs",),
         "Right eigenvectors are differentiable whatever its value (where the eigenvalues are "
         "distinct).",
