@@ -439,3 +439,57 @@ def test_tree_util_path_leaves_and_keyed_registration():
         Pair, lambda p: ((p.a, p.b), None), lambda _, c: Pair(*c),
         lambda p: (((tu.GetAttrKey("a"), p.a), (tu.GetAttrKey("b"), p.b)), None))
     assert [tu.keystr(k) for k, _ in tu.tree_leaves_with_path(Pair(1, 2))] == [".a", ".b"]
+
+
+def _attention_reference(q, k, v, bias, keep, scale):
+    """softmax(q k^T * scale + bias) v per head in NumPy (keep: the boolean mask)."""
+    groups = q.shape[-2] // k.shape[-2]
+    k, v = np.repeat(k, groups, axis=-2), np.repeat(v, groups, axis=-2)
+    logits = np.einsum("...tnh,...snh->...nts", q, k) * scale + bias
+    logits = np.where(keep, logits, -0.7 * np.finfo(np.float32).max)
+    w = np.exp(logits - logits.max(-1, keepdims=True))
+    return np.einsum("...nts,...snh->...tnh", w / w.sum(-1, keepdims=True), v)
+
+
+def test_dot_product_attention_against_numpy_with_every_constraint(x64):
+    b, t, s, n, kh, h = 2, 4, 5, 4, 2, 3
+    q, k, v = rand(b, t, n, h, dtype=np.float64), rand(b, s, kh, h, dtype=np.float64), rand(
+        b, s, kh, h, dtype=np.float64)
+    bias, mask = rand(1, n, t, s, dtype=np.float64), RNG.random((b, 1, t, s)) < 0.8
+    q_len, kv_len = np.array([3, 4], np.int32), np.array([5, 2], np.int32)
+    tpos, spos = np.arange(t)[:, None], np.arange(s)[None, :]
+    keep = (mask & (tpos >= spos) & (tpos <= spos + 1) & (tpos >= spos - 2)
+            & (np.arange(t)[None, None, :, None] < q_len[:, None, None, None])
+            & (np.arange(s)[None, None, None, :] < kv_len[:, None, None, None]))
+    want = _attention_reference(q, k, v, bias, keep, 0.7)
+    want *= (np.arange(t)[None, :] < q_len[:, None])[:, :, None, None]
+    kw = dict(scale=0.7, is_causal=True, local_window_size=(1, 2), query_seq_lengths=q_len,
+              key_value_seq_lengths=kv_len)
+    got = nn.dot_product_attention(q, k, v, bias, mask, **kw)
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(fg.jit(lambda *a: nn.dot_product_attention(*a, **kw))(
+        q, k, v, bias, mask), want, rtol=1e-10, atol=1e-12)
+    looped = np.stack([nn.dot_product_attention(q[i], k[i], v[i], bias[0], mask[i, 0],
+                                                scale=0.7, is_causal=True) for i in range(b)])
+    np.testing.assert_allclose(
+        fg.vmap(lambda q, k, v, m: nn.dot_product_attention(q, k, v, bias[0], m, scale=0.7,
+                                                            is_causal=True))(q, k, v, mask[:, 0]),
+        looped, rtol=1e-10)
+    check_grads(lambda q, k, v, bias: nn.dot_product_attention(
+        q, k, v, bias, mask, is_causal=True), (q, k, v, bias), order=1)
+
+
+def test_dot_product_attention_rejects_what_jax_rejects():
+    q = rand(2, 3, 2, 4)
+    with pytest.raises(ValueError, match="cudnn"):
+        nn.dot_product_attention(q, q, q, implementation="cudnn")
+    with pytest.raises(ValueError, match="implementation"):
+        nn.dot_product_attention(q, q, q, implementation="flash")
+    with pytest.raises(ValueError, match="one dtype"):
+        nn.dot_product_attention(q, q.astype(np.float16), q)
+    with pytest.raises(ValueError, match="int32 of shape"):
+        nn.dot_product_attention(q, q, q, query_seq_lengths=np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="multiple"):
+        nn.dot_product_attention(rand(3, 3, 4), rand(3, 2, 4), rand(3, 2, 4))
+    with pytest.raises(ValueError, match="bias"):
+        nn.dot_product_attention(q, q, q, bias=rand(2, 3, 3, 3))
