@@ -309,9 +309,12 @@ def _keyed_parts(x, is_leaf):
     return (t, aux, len(children)), list(zip(_child_keys(t, aux, len(children)), children))
 
 
-def _flatten_with_path(tree, out, is_leaf) -> tuple:
-    """Appends `(path, leaf)` pairs to `out` and returns the structure."""
-    parts = _keyed_parts(tree, is_leaf)
+def _flatten_with_path(tree, out, is_leaf, is_leaf_takes_path=False) -> tuple:
+    """Appends `(path, leaf)` pairs to `out` and returns the structure; with
+    `is_leaf_takes_path`, `is_leaf` is called as `is_leaf(path, x)` (JAX's option)."""
+    at = None if is_leaf is None or not is_leaf_takes_path else (
+        lambda path: lambda x: is_leaf(path, x))
+    parts = _keyed_parts(tree, is_leaf if at is None else at(()))
     if parts is None:
         out.append(((), tree))
         return _LEAF_NODES
@@ -321,7 +324,7 @@ def _flatten_with_path(tree, out, is_leaf) -> tuple:
         it, prefix = stack[-1]
         for key, x in it:
             path = prefix + (key,)
-            parts = _keyed_parts(x, is_leaf)
+            parts = _keyed_parts(x, is_leaf if at is None else at(path))
             if parts is None:
                 out.append((path, x))
                 nodes.append(None)

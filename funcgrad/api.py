@@ -2,7 +2,10 @@
 make_jaxpr. Each flattens pytrees and calls the flat machinery in `interpreters.ad`.
 """
 
+import contextlib
 import functools
+
+import numpy as np
 
 from funcgrad import dtypes, errors
 from funcgrad.core import ArrayBase, Tracer, get_aval, to_array, trace_to_jaxpr
@@ -75,17 +78,19 @@ def array_leaves(name, tree, what):
     return [array_leaf(name, x, f"{what}{keystr(path)}") for path, x in pairs], treedef
 
 
-def _check_float_inputs(name, args, argnums, holomorphic=False):
+def _check_float_inputs(name, args, argnums, holomorphic=False, allow_int=False):
     for i in argnums:
         for path, leaf in tree_flatten_with_path(args[i])[0]:
             aval = get_aval(array_leaf(name, leaf, f"argument {i}{keystr(path)}"))
+            if allow_int and aval.dtype.kind in "biu":
+                continue
             if not dtypes.is_inexact(aval.dtype):
                 raise errors.FuncgradTypeError(
                     f"{name} requires real- or complex-valued inputs (input dtype that is a "
                     f"sub-dtype of float), but argument {i}{keystr(path)} has dtype "
                     f"{aval.dtype} ({aval}).\n{errors.where(errors.user_frame(3))}\n"
-                    "  hint: convert it with .astype(fnp.float32), or differentiate with "
-                    "respect to another argument via argnums.")
+                    "  hint: convert it with .astype(fnp.float32), differentiate with "
+                    "respect to another argument via argnums, or pass allow_int=True.")
             if holomorphic and aval.dtype.kind != "c":
                 raise errors.FuncgradTypeError(
                     f"{name} with holomorphic=True requires inputs with complex dtype, but "
@@ -112,7 +117,15 @@ def _check_output_dtype(name, aval, holomorphic, where="the output"):
     return None
 
 
-def vjp(fun, *primals, has_aux=False):
+def _no_reduce_axes(name, reduce_axes):
+    """JAX's deprecated `reduce_axes`: accepted empty, an error otherwise (as in JAX)."""
+    if reduce_axes:
+        raise errors.FuncgradNotImplementedError(
+            f"{name}: the reduce_axes argument is deprecated (in JAX too) and not supported\n"
+            f"{errors.where()}")
+
+
+def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     """Reverse mode: `(out, vjp_fn)` (plus `aux`); `vjp_fn(ct)` returns one ct per primal.
 
     Example:
@@ -120,6 +133,7 @@ def vjp(fun, *primals, has_aux=False):
         >>> f_vjp(1.0)
         (Array(1., dtype=float32),)
     """
+    _no_reduce_axes("vjp", reduce_axes)
     leaves, in_tree = array_leaves("vjp", primals, "primals")
     store = {}
     outs, _, lin = ad.vjp_flat(_flat_fun(fun, in_tree, store, has_aux), leaves)
@@ -162,20 +176,25 @@ def _ct_dtype(i, ct, aval):
     return lax.convert_element_type(ct, aval.dtype)
 
 
-def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False,
+                   reduce_axes=()):
     """`(value, grad)` of a scalar function; with has_aux, `((value, aux), grad)`.
 
     With `holomorphic=True` the inputs and the output must be complex and the result is the
-    complex derivative (JAX's convention, see `grad`).
+    complex derivative (JAX's convention, see `grad`). With `allow_int=True`, integer and
+    bool inputs are allowed; their gradient is a zero NumPy array of JAX's dtype `float0`
+    (it holds no data). `reduce_axes` (deprecated in JAX) must be empty.
 
     Example:
         >>> value_and_grad(lambda x: x ** 2)(3.0)
         (Array(9., dtype=float32), Array(6., dtype=float32))
     """
+    _no_reduce_axes("grad", reduce_axes)
+
     @functools.wraps(fun)
     def vg(*args, **kwargs):
         nums = _argnums_tuple(argnums, len(args), "grad")
-        _check_float_inputs("grad", args, nums, holomorphic)
+        _check_float_inputs("grad", args, nums, holomorphic, allow_int)
 
         def partial(*diff):
             full = list(args)
@@ -197,12 +216,20 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
             raise errors.FuncgradTypeError(f"{bad}.\n{errors.where(errors.user_frame(2))}")
         from funcgrad import lax
         g = f_vjp(lax.full((), 1.0, aval.dtype))
+        if allow_int:
+            g = tuple(tree_map(_float0_if_int, gi, args[n]) for gi, n in zip(g, nums))
         g = g[0] if isinstance(argnums, int) else tuple(g)
         return ((out, res[2]), g) if has_aux else (out, g)
     return vg
 
 
-def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+def _float0_if_int(g, x):
+    """The gradient of input leaf `x`: JAX's `float0` zeros for an integer or bool input."""
+    aval = get_aval(array_leaf("grad", x, "input"))
+    return np.zeros(aval.shape, dtypes.float0) if aval.dtype.kind in "biu" else g
+
+
+def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):
     """The gradient of a scalar function with respect to the arguments `argnums`.
 
     Complex numbers follow JAX: the gradient is the vjp of the cotangent 1, so for a
@@ -217,8 +244,10 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
         Array(6.-8.j, dtype=complex64)
         >>> grad(fnp.sin, holomorphic=True)(0j)
         Array(1.+0.j, dtype=complex64)
+
+    `allow_int` and `reduce_axes`: as in `value_and_grad`.
     """
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic)
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int, reduce_axes)
 
     @functools.wraps(fun)
     def g(*args, **kwargs):
@@ -256,11 +285,12 @@ def jvp(fun, primals, tangents, has_aux=False):
     return res + (_lower_aux(store["aux"]),) if has_aux else res
 
 
-def linearize(fun, *primals):
-    """`(out, f_jvp)`: `f_jvp(*tangents)` evaluates the linearized function (no re-trace)."""
+def linearize(fun, *primals, has_aux=False):
+    """`(out, f_jvp)`: `f_jvp(*tangents)` evaluates the linearized function (no re-trace);
+    with `has_aux` (`fun` returns `(out, aux)`), `(out, f_jvp, aux)`, as in JAX."""
     leaves, in_tree = array_leaves("linearize", primals, "primals")
     store = {}
-    outs, lin = ad.linearize_flat(_flat_fun(fun, in_tree, store), leaves)
+    outs, lin = ad.linearize_flat(_flat_fun(fun, in_tree, store, has_aux), leaves)
     out_tree = store["tree"]
 
     def f_jvp(*tangents):
@@ -270,17 +300,23 @@ def linearize(fun, *primals):
                                            f"expected {in_tree}\n{errors.where()}")
         t_outs = lin.apply(t_leaves)
         return tree_unflatten(out_tree, [ad.instantiate(t) for t in t_outs])
-    return tree_unflatten(out_tree, outs), f_jvp
+    out = tree_unflatten(out_tree, outs)
+    return (out, f_jvp, _lower_aux(store["aux"])) if has_aux else (out, f_jvp)
 
 
-def make_jaxpr(fun, static_argnums=()):
+def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
     """A function returning the traced IR (a ClosedJaxpr) of `fun` at example arguments.
+
+    `axis_env`: `(name, size)` pairs binding axis names for the collectives `fun` calls
+    (`lax.psum(x, "i")`), as under `vmap(axis_name=...)`. With `return_shape`, the function
+    returns `(jaxpr, out)`, `out` the output's pytree of abstract values (`shape`, `dtype`).
 
     Example:
         >>> print(make_jaxpr(fnp.sin)(fnp.zeros(3)))
         { lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }
     """
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    axis_env = list(axis_env or ())
 
     @functools.wraps(fun)
     def make(*args, **kwargs):
@@ -293,5 +329,16 @@ def make_jaxpr(fun, static_argnums=()):
             full = [a if i in static else next(it) for i, a in enumerate(args)]
             return fun(*full, **kwargs)
         flat = _flat_fun(with_static, in_tree, store)
-        return trace_to_jaxpr(flat, [get_aval(x) for x in leaves])
+        avals = [get_aval(x) for x in leaves]
+        with contextlib.ExitStack() as stack:
+            if axis_env:
+                from funcgrad.lax import parallel
+                names = frozenset(name for name, _ in axis_env)
+                avals = [a.update(vma=(a.vma or frozenset()) | names) for a in avals]
+                for name, size in axis_env:
+                    stack.enter_context(parallel.extend_axis_env(name, size, "vmap"))
+            closed = trace_to_jaxpr(flat, avals)
+        if not return_shape:
+            return closed
+        return closed, tree_unflatten(store["tree"], list(closed.out_avals))
     return make

@@ -29,7 +29,8 @@ __all__ = ["mapped", "vmap", "vmap_flat"]
 not_mapped = batching.not_mapped
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None,
+         sum_match=False):
     """Vectorize `fun` over a new leading (or chosen) axis of its arguments.
 
     Args:
@@ -40,10 +41,15 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
             axis 0.
         out_axes: the same for the output: where the mapped axis goes in each output leaf;
             unmapped outputs are broadcast along it (None keeps an output unmapped).
-        axis_size: the size of the mapped axis; needed only when no argument is mapped.
         axis_name: a name (str) for the mapped axis, so that collectives inside `fun`
             (`lax.psum`, `pmean`, `all_gather`, `axis_index`...) reduce over it: the
             single-process equivalent of `funcgrad.distributed.shard_map` over that axis.
+        axis_size: the size of the mapped axis; needed only when no argument is mapped.
+        spmd_axis_name: JAX's mesh axis name(s) (a str or a tuple of them) that the mapped
+            axis is sharded over; a layout hint only (it never changes values), accepted and
+            checked: a funcgrad array lives on one device.
+        sum_match: an output that is mapped but whose `out_axes` entry is None is summed
+            over the mapped axis (instead of an error), as in JAX.
 
     Returns:
         The vectorized function.
@@ -64,12 +70,17 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None, axis_name=None):
     if axis_name is not None and not isinstance(axis_name, str):
         raise errors.FuncgradTypeError(f"vmap axis_name must be a string, got {axis_name!r}"
                                        f"\n{errors.where()}")
-    return mapped(fun, in_axes, out_axes, axis_size, axis_name)
+    names = spmd_axis_name if isinstance(spmd_axis_name, tuple) else (spmd_axis_name,)
+    if spmd_axis_name is not None and not all(isinstance(n, str) for n in names):
+        raise errors.FuncgradTypeError(f"vmap spmd_axis_name must be a string or a tuple of "
+                                       f"strings, got {spmd_axis_name!r}\n{errors.where()}")
+    return mapped(fun, in_axes, out_axes, axis_size, axis_name, sum_match=sum_match)
 
 
-def mapped(fun, in_axes, out_axes, axis_size, axis_name, axis_kind="vmap"):
+def mapped(fun, in_axes, out_axes, axis_size, axis_name, axis_kind="vmap", sum_match=False):
     """`vmap`'s function, its arguments checked: `axis_kind` "untyped" binds the named axis
-    without typing by mesh axes, with JAX's legacy collective rules (`pmap`)."""
+    without typing by mesh axes, with JAX's legacy collective rules (`pmap`); `sum_match` as
+    `vmap`'s."""
 
     @functools.wraps(fun)
     def batched(*args, **kwargs):
@@ -90,7 +101,7 @@ def mapped(fun, in_axes, out_axes, axis_size, axis_name, axis_kind="vmap"):
                                    axis_kind=axis_kind)
         out_tree = store["tree"]
         o_axes = _out_leaf_axes(out_axes, out_tree)
-        res = [_place_output(x, d, a, size, i, out_tree)
+        res = [_place_output(x, d, a, size, i, out_tree, sum_match)
                for i, (x, d, a) in enumerate(zip(outs, out_dims, o_axes))]
         return tree_unflatten(out_tree, res)
     return batched
@@ -258,8 +269,11 @@ def _out_leaf_axes(out_axes, out_tree):
     return axes
 
 
-def _place_output(x, d, ax, size, i, out_tree):
+def _place_output(x, d, ax, size, i, out_tree, sum_match=False):
     if ax is None:
+        if d is not not_mapped and sum_match:
+            from funcgrad import lax
+            return lax.reduce_sum(x, (d,))
         if d is not not_mapped:
             raise errors.FuncgradValueError(
                 f"vmap has mapped output (output leaf {i} of {out_tree}) but out_axes is None"

@@ -9,8 +9,10 @@ Imports the core, the interpreters and `custom_derivatives`' eager helpers.
 """
 
 import functools
+import inspect
 import types
 
+from funcgrad import errors
 from funcgrad.batching_api import move_to
 from funcgrad.core import (
     Literal,
@@ -29,7 +31,11 @@ from funcgrad.tree_util import tree_flatten, tree_unflatten
 __all__ = ["checkpoint", "checkpoint_lin_p", "checkpoint_p", "checkpoint_policies", "remat"]
 
 
-def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
+_DEPRECATED = object()  # JAX's `concrete=`, removed: any value given is an error
+
+
+def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_argnames=(),
+               concrete=_DEPRECATED):
     """Make `fun` save only its inputs for the backward pass and recompute the rest.
 
     Args:
@@ -39,7 +45,10 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
         policy: None (save nothing but the inputs) or a function
             `policy(prim, *avals, **params) -> bool` marking the equations whose outputs
             are saved instead of recomputed; see `checkpoint_policies`.
-        static_argnums: positions of arguments that are static Python values.
+        static_argnums: positions of arguments that are static Python values;
+            `static_argnames` the same by name (keyword arguments, or positional ones named
+            in `fun`'s signature).
+        concrete: JAX's removed option; giving it is an error, as in JAX.
 
     Returns:
         A function with the same values and derivatives as `fun`.
@@ -54,21 +63,29 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
               in (e,) } policy=None prevent_cse=True] a
           in (b,) }
     """
+    if concrete is not _DEPRECATED:
+        raise errors.FuncgradNotImplementedError(
+            "checkpoint: the `concrete` option was removed (in JAX too); use static_argnums or "
+            f"lax.cond/lax.while_loop instead\n{errors.where()}")
     static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    static += _positions_of(fun, names)
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
         if current_trace() is None:
             return fun(*args, **kwargs)
-        stat = {i % len(args) for i in static}
+        stat = {i % len(args) for i in static if -len(args) <= i < len(args)}
+        static_kw = {k: v for k, v in kwargs.items() if k in names}
         leaves, in_tree = tree_flatten(([a for i, a in enumerate(args) if i not in stat],
-                                        kwargs))
+                                        {k: v for k, v in kwargs.items() if k not in names}))
         store = {}
 
         def flat(*xs):
             dyn, kw = tree_unflatten(in_tree, list(xs))
             it = iter(dyn)
-            out = fun(*[args[i] if i in stat else next(it) for i in range(len(args))], **kw)
+            out = fun(*[args[i] if i in stat else next(it) for i in range(len(args))], **kw,
+                      **static_kw)
             out_leaves, store["tree"] = tree_flatten(out)
             return out_leaves
         closed, consts = pe.closure_convert(flat, [get_aval(x) for x in leaves], "checkpoint")
@@ -79,6 +96,16 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=()):
 
 
 remat = checkpoint
+
+
+def _positions_of(fun, names):
+    """The positions of the positional parameters of `fun` named in `names`."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return ()
+    return tuple(i for i, p in enumerate(params) if p.name in names
+                 and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 # --- policies -----------------------------------------------------------------------------------

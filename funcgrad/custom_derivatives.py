@@ -204,6 +204,24 @@ def _out_paths(out_tree):
     return [keystr(p) for p, _ in tree_flatten_with_path(dummy)[0]]
 
 
+def _nondiff_positions(fun, nums, names):
+    """`nondiff_argnums` with the positions of the parameters `nondiff_argnames` names (through
+    `fun`'s signature, as JAX infers them), sorted."""
+    names = (names,) if isinstance(names, str) else tuple(names)
+    positions = set(nums)
+    if names:
+        params = [p for p in inspect.signature(fun).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        by_name = {p.name: i for i, p in enumerate(params)}
+        unknown = [n for n in names if n not in by_name]
+        if unknown:
+            raise errors.FuncgradValueError(
+                f"nondiff_argnames={names}: {unknown} are not positional parameters of "
+                f"{getattr(fun, '__qualname__', fun)}\n{errors.where()}")
+        positions |= {by_name[n] for n in names}
+    return tuple(sorted(positions))
+
+
 # --- custom_jvp ---------------------------------------------------------------------------------
 
 class custom_jvp:
@@ -213,6 +231,7 @@ class custom_jvp:
         fun: the function; its positional arguments are pytrees of arrays.
         nondiff_argnums: positions of arguments that are not differentiated by the rule
             (static values such as ints or functions); the rule receives them first.
+            `nondiff_argnames`: the same by parameter name (JAX's).
 
     Example:
         >>> @custom_jvp
@@ -226,10 +245,10 @@ class custom_jvp:
         Array(2., dtype=float32)
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.jvp = None
 
     def defjvp(self, jvp, symbolic_zeros=False):
@@ -445,7 +464,7 @@ class custom_vjp:
     Args:
         fun: the function; its positional arguments are pytrees of arrays.
         nondiff_argnums: positions of arguments that are not differentiated (static values);
-            `bwd` receives them first.
+            `bwd` receives them first. `nondiff_argnames`: the same by parameter name.
 
     Example:
         >>> @custom_vjp
@@ -456,10 +475,10 @@ class custom_vjp:
         Array(1., dtype=float32)
     """
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun, nondiff_argnums=(), nondiff_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
         self.fwd = self.bwd = None
 
     def defvjp(self, fwd, bwd, symbolic_zeros=False, optimize_remat=False):

@@ -34,6 +34,7 @@ from funcgrad import errors, tree_util
 from funcgrad.config import config
 from funcgrad.core import array as _array
 from funcgrad.core.array import Array
+from funcgrad.core.ops import register_op
 from funcgrad.core.trace import Tracer
 from funcgrad.errors import BackendUnavailableError
 
@@ -446,6 +447,10 @@ def _put_one(x, where, copy):
     if where is None or isinstance(where, (Device, str)):
         return _put(x, _resolve(where), copy)
     return arrays.put(x, where, copy)
+
+
+register_op("Device", Device)  # for core.placement (out_sharding=)
+register_op("device_put", device_put)
 
 
 def device_get(x):

@@ -33,6 +33,11 @@ def is_float(dtype):
     return dtype.kind == "f"
 
 
+# JAX's dtype of the gradient of an integer or bool input under `grad(..., allow_int=True)`:
+# a zero-size void, so such a gradient holds no data.
+float0 = np.dtype([("float0", np.void, 0)])
+
+
 def is_inexact(dtype):
     return dtype.kind in "fc"
 

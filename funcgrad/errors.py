@@ -106,6 +106,10 @@ class FuncgradMemoryError(FuncgradError, MemoryError):
     """An operation needed more memory than could be allocated."""
 
 
+class FuncgradNotImplementedError(FuncgradError, NotImplementedError):
+    """A documented option funcgrad does not implement (JAX raises NotImplementedError too)."""
+
+
 class FuncgradInternalError(FuncgradError):
     """A bug in funcgrad itself (please report it with the message)."""
 

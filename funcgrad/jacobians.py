@@ -78,12 +78,13 @@ def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     return jac
 
 
-def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False):
     """The Jacobian of `fun` by reverse mode (efficient for many inputs, few outputs).
 
     Same arguments and output layout as `jacfwd`. Complex inputs are allowed (real
     outputs give JAX's conjugate-style rows, as `grad`); complex outputs need
-    `holomorphic=True`.
+    `holomorphic=True`. With `allow_int=True`, integer and bool inputs are allowed: their
+    blocks are zeros of the input's dtype (as in JAX).
 
     Raises:
         FuncgradTypeError: if a differentiated input is not floating point or complex, or an
@@ -98,7 +99,7 @@ def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
     def jac(*args, **kwargs):
         leaves, in_tree, flat, store, nums = _prepare(fun, args, kwargs, argnums, has_aux,
                                                       "jacrev")
-        _check_dtypes(leaves, in_tree, nums, "jacrev", "inputs", holomorphic)
+        _check_dtypes(leaves, in_tree, nums, "jacrev", "inputs", holomorphic, allow_int)
         outs, lin = ad.linearize_flat(flat, leaves)
         _check_dtypes(outs, store["tree"], None, "jacrev", "outputs", holomorphic)
         in_avals = [get_aval(x) for x in leaves]
@@ -131,7 +132,7 @@ def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
                   has_aux=has_aux, holomorphic=holomorphic)
 
 
-jacobian = jacrev  # JAX's alias: `jax.jacobian is jax.jacrev`
+jacobian = jacrev  # JAX's alias: `jax.jacobian is jax.jacrev` (allow_int included)
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -166,9 +167,11 @@ def _dtype_problem(name, what, aval, holomorphic, where):
     return None
 
 
-def _check_dtypes(leaves, tree, nums, name, what, holomorphic):
+def _check_dtypes(leaves, tree, nums, name, what, holomorphic, allow_int=False):
     paths = [p for p, _ in tree_flatten_with_path(tree_unflatten(tree, leaves))[0]]
     for x, path in zip(leaves, paths):
+        if allow_int and get_aval(x).dtype.kind in "biu":
+            continue
         where = (f"argument {nums[path[0].idx]}{keystr(path[1:])}" if what == "inputs"
                  else f"output{keystr(path)}")
         bad = _dtype_problem(name, what, get_aval(x), holomorphic, where)

@@ -72,6 +72,8 @@ def register_pytree_node(
     nodetype: type,
     flatten_func: Callable[[Any], tuple[Iterable[Any], Hashable]],
     unflatten_func: Callable[[Hashable, Iterable[Any]], Any],
+    flatten_with_keys_func: Callable[[Any], tuple[Iterable[tuple[Any, Any]], Hashable]]
+    | None = None,
 ) -> None:
     """Registers a class as a pytree node (instances are containers, not leaves).
 
@@ -80,6 +82,8 @@ def register_pytree_node(
       flatten_func: `x -> (children, aux_data)`; `aux_data` becomes part of the treedef,
         so it must be hashable and compare with `==` (no arrays).
       unflatten_func: `(aux_data, children) -> x`.
+      flatten_with_keys_func: optional `x -> (((key, child), ...), aux_data)`, giving the
+        children's path keys (see `register_pytree_with_keys`).
 
     Raises:
       ValueError: if `nodetype` is already a pytree node.
@@ -92,7 +96,7 @@ def register_pytree_node(
       >>> tree_leaves(Pair(1, (2, 3)))
       [1, 2, 3]
     """
-    _register(nodetype, flatten_func, unflatten_func)
+    _register(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
 
 
 def register_pytree_with_keys(
@@ -320,8 +324,10 @@ def tree_map(
     return treedef.unflatten([f(*xs) for xs in zip(leaves, *others)])
 
 
-def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
-    """Like `tree_flatten`, but each leaf comes with its key path.
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                           is_leaf_takes_path: bool = False):
+    """Like `tree_flatten`, but each leaf comes with its key path (`is_leaf` is called as
+    `is_leaf(path, x)` when `is_leaf_takes_path`).
 
     Returns:
       `([(path, leaf), ...], treedef)`, each path a tuple of key entries.
@@ -332,18 +338,19 @@ def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = No
       [("['a'][0]", 1), ("['a'][1]", 2)]
     """
     pairs: list[tuple[tuple[Any, ...], Any]] = []
-    nodes = _flatten_with_path(tree, pairs, is_leaf)
+    nodes = _flatten_with_path(tree, pairs, is_leaf, is_leaf_takes_path)
     return pairs, PyTreeDef(nodes, len(pairs))
 
 
-def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None):
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None,
+                          is_leaf_takes_path: bool = False):
     """The `(path, leaf)` pairs of `tree`, as `tree_flatten_with_path(tree)[0]`.
 
     Example:
       >>> [(keystr(p), x) for p, x in tree_leaves_with_path({'a': (1, 2)})]
       [("['a'][0]", 1), ("['a'][1]", 2)]
     """
-    return tree_flatten_with_path(tree, is_leaf)[0]
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
 def tree_broadcast(prefix_tree: Any, full_tree: Any,
@@ -368,15 +375,17 @@ def tree_map_with_path(
     f: Callable[..., Any],
     tree: Any,
     *rest: Any,
-    is_leaf: Callable[[Any], bool] | None = None,
+    is_leaf: Callable[..., bool] | None = None,
+    is_leaf_takes_path: bool = False,
 ) -> Any:
-    """Like `tree_map`, but `f` is called as `f(path, leaf, *leaves_of_rest)`.
+    """Like `tree_map`, but `f` is called as `f(path, leaf, *leaves_of_rest)` (and `is_leaf`
+    as `is_leaf(path, x)` when `is_leaf_takes_path`).
 
     Example:
       >>> tree_map_with_path(lambda p, x: keystr(p), {'a': (0, 0)})
       {'a': ("['a'][0]", "['a'][1]")}
     """
-    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     others = _leaves_of_rest(treedef, rest, "tree_map_with_path")
     return treedef.unflatten([f(p, x, *xs) for (p, x), *xs in zip(pairs, *others)])
 

@@ -93,7 +93,8 @@ def test_astype_and_clip_follow_the_standard():
     assert list(inspect.signature(fnp.astype).parameters) == ["x", "dtype", "copy", "device"]
     assert_matches(fnp.astype(x, fnp.float32, device="cpu"), np.arange(5.0), F32)
     same = fnp.astype(x, fnp.int32, copy=False)
-    assert same is x and fnp.astype(x, fnp.int32) is not x
+    assert same is x and fnp.astype(x, fnp.int32, copy=True) is not x
+    assert fnp.astype(x, fnp.int32) is x  # JAX's default copy=False (the standard's is True)
     assert x.astype(fnp.float32).dtype == F32
     assert_matches(fnp.clip(x, min=1, max=3), np.clip(np.arange(5), 1, 3), I32)
     assert_matches(fnp.clip(x, max=2), np.minimum(np.arange(5), 2), I32)

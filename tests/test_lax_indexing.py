@@ -408,7 +408,7 @@ def gather_problems(draw):
 
 
 def gather_ref(operand, indices, dn, sizes, clip):
-    offset_dims, collapsed, index_map = dn
+    offset_dims, collapsed, index_map = dn[:3]  # JAX's class has two batching fields too
     window = [d for d in range(operand.ndim) if d not in collapsed]
     out_ndim = indices.ndim - 1 + len(offset_dims)
     batch_pos = [p for p in range(out_ndim) if p not in offset_dims]
@@ -430,7 +430,7 @@ def gather_ref(operand, indices, dn, sizes, clip):
 
 
 def scatter_ref(ufunc, operand, indices, updates, dn, clip):
-    window_dims, inserted, index_map = dn
+    window_dims, inserted, index_map = dn[:3]  # JAX's class has two batching fields too
     window = [d for d in range(operand.ndim) if d not in inserted]
     sizes = [1 if d in inserted else updates.shape[window_dims[window.index(d)]]
              for d in range(operand.ndim)]

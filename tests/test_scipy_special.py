@@ -106,9 +106,17 @@ def test_log_ndtr_tails_are_finite_and_accurate():
 
 
 def test_one_home_softmax_logsumexp_expit_are_nn_functions():
-    assert sp.logsumexp is nn.logsumexp and sp.softmax is nn.softmax
-    assert sp.log_softmax is nn.log_softmax and sp.expit is nn.sigmoid
+    # scipy.special's softmax/log_softmax default to the whole array (axis=None), as SciPy's
+    # and JAX's do; nn's to the last axis: so they are thin wrappers, not the same objects
+    assert sp.logsumexp is nn.logsumexp and sp.expit is nn.sigmoid
     a = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 1000.0]], np.float32)
+    for axis in (None, 0, 1):
+        kw = {} if axis is None else {"axis": axis}
+        np.testing.assert_allclose(np.asarray(sp.softmax(a, **kw)), ss.softmax(a, **kw),
+                                   rtol=1e-6, atol=1e-30)
+        np.testing.assert_allclose(np.asarray(sp.log_softmax(a, **kw)),
+                                   ss.log_softmax(a, **kw), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(sp.softmax(a, axis=-1)), np.asarray(nn.softmax(a)))
     np.testing.assert_allclose(np.asarray(sp.logsumexp(a, axis=1)), ss.logsumexp(a, axis=1),
                                rtol=1e-6)
 

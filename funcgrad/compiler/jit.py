@@ -42,6 +42,7 @@ from funcgrad.core import (
     Var,
     current_trace,
     new_builder,
+    placement,
     to_array,
 )
 from funcgrad.interpreters.partial_eval import closure_convert
@@ -83,8 +84,9 @@ class RetraceWarning(UserWarning):
 CacheInfo = namedtuple("CacheInfo", "hits misses traces size last_miss")
 
 
-def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), backend=None, *,
-        in_shardings=None, out_shardings=None):
+def jit(fun=None, static_argnums=None, static_argnames=None, donate_argnums=None, backend=None,
+        *, in_shardings=None, out_shardings=None, donate_argnames=None, keep_unused=False,
+        device=None, inline=False, compiler_options=None):
     """Compile `fun` on first call per input signature; later calls reuse the compiled code.
 
     Args:
@@ -95,6 +97,7 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), back
             its outputs. A donated Array cannot be used after the call (using it raises
             `DonatedArrayError`); a donated argument returned unchanged passes its buffer
             through; a donated buffer that is shared (a view, a NumPy array) is copied first.
+            `donate_argnames`: the same by name (also for arguments passed by keyword).
         backend: "cpu" (default: fused kernels in C when a C compiler is found, see
             `config.native`, else numpy), "numpy" (always the numpy code generator) or
             "cuda" (needs CuPy).
@@ -102,6 +105,14 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), back
             devices (a `funcgrad.sharding` sharding, a `PartitionSpec` over the mesh of
             `set_mesh`, or a pytree prefix of them; None: as they come). Arguments are placed
             (a committed one laid out otherwise is an error, as in JAX), results placed.
+        keep_unused: JAX may drop unused arguments from its compiled call unless True;
+            funcgrad passes every argument, so both values behave the same.
+        device: a `Device` (`fg.devices()`) to run on instead of `backend` (not both): its
+            platform picks the backend, and array arguments and results are placed on it.
+        inline: under another trace (an outer `jit`, `vmap`, `make_jaxpr`) record the
+            function's operations in place instead of one `jit` equation, as in JAX.
+        compiler_options: XLA's options (a dict with str keys); funcgrad's compilers take
+            none, so they are checked for their type and otherwise have no effect.
 
     Returns:
         A `Jitted` function with `.lower(*args)`, `.trace_count` and `.cache_info()`. It
@@ -120,12 +131,14 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), back
             c:f32[3] = mul b 2.0:f32[]
           in (c,) }
     """
+    options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
+                   donate_argnums=donate_argnums, backend=backend,
+                   donate_argnames=donate_argnames, keep_unused=keep_unused, device=device,
+                   inline=inline, compiler_options=compiler_options)
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums, backend=backend,
-                                 in_shardings=in_shardings, out_shardings=out_shardings)
-    jitted = Jitted(fun, static_argnums, static_argnames, donate_argnums, backend)
+        return functools.partial(jit, in_shardings=in_shardings, out_shardings=out_shardings,
+                                 **options)
+    jitted = Jitted(fun, **options)
     if in_shardings is None and out_shardings is None:
         return jitted
     from funcgrad.sharding.jit_shardings import with_shardings
@@ -143,27 +156,39 @@ class _CallInfo(NamedTuple):
 class Jitted:
     """A jitted function (see `jit`). Calling it runs compiled code."""
 
-    def __init__(self, fun, static_argnums, static_argnames, donate_argnums, backend):
+    def __init__(self, fun, static_argnums=None, static_argnames=None, donate_argnums=None,
+                 backend=None, donate_argnames=None, keep_unused=False, device=None,
+                 inline=False, compiler_options=None):
         if not callable(fun):
             raise errors.FuncgradTypeError(f"jit: expected a function, got {type(fun).__name__}"
                                            f"\n{errors.where()}")
         functools.update_wrapper(self, fun, updated=())
         self._fun = fun
         self._name = getattr(fun, "__name__", type(fun).__name__)
+        self._device, backend = _device_backend(device, backend, self._name)
         self._backend = call.check_backend(backend)
+        self._inline = bool(inline)
+        _check_compiler_options(compiler_options, self._name)
         self._signature = _signature_of(fun)
         self._static_nums, self._static_names = _static_args(
             self._signature, _ints(static_argnums, "static_argnums"),
             _strs(static_argnames), self._name)
         self._static_labels = {i: self._arg_label(i) for i in self._static_nums if i >= 0}
-        self._donate = _ints(donate_argnums, "donate_argnums")
+        self._donate, self._donate_names = _donated_args(
+            self._signature, _ints(donate_argnums, "donate_argnums"), _strs(donate_argnames),
+            self._name)
         both = sorted(set(self._donate) & set(self._static_nums))
         if both:
             raise errors.FuncgradValueError(
                 f"jit({self._name}): argument(s) {both} are both static and donated; static "
                 f"arguments are Python values and cannot be donated\n{errors.where()}")
+        both = sorted(self._donate_names & self._static_names)
+        if both:
+            raise errors.FuncgradValueError(
+                f"jit({self._name}): argument(s) {both} are both static and donated\n"
+                f"{errors.where()}")
         self._cache = _cache_for(fun, (self._static_nums, self._static_names, self._donate,
-                                       self._backend))
+                                       self._donate_names, self._backend))
 
     def __repr__(self):
         return f"<jitted function {self._name}>"
@@ -175,6 +200,14 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if not _FAST and _cfg["disable_jit"]:
             return self._fun(*args, **kwargs)
+        if self._inline and current_trace() is not None and not current_trace().compute_known:
+            return self._fun(*args, **kwargs)  # inline=True under an abstract trace
+        if self._device is not None:
+            args, kwargs = placement.place(f"jit({self._name})", (args, kwargs), self._device,
+                                           "device")
+            key, leaves, vals = self._key(args, kwargs)
+            return placement.place(f"jit({self._name})", self._call(
+                key, leaves, vals, args, kwargs), self._device, "device")
         key, leaves, vals = self._key(args, kwargs)
         return self._call(key, leaves, vals, args, kwargs)
 
@@ -360,8 +393,9 @@ class Jitted:
 
     # --- which leaves are donated (the rest of donation is in jit_cache) -------------------
     def _donated_leaves(self, info, num_leaves):
-        """One bool per leaf: does it belong to a donated positional argument?"""
-        if not self._donate:
+        """One bool per leaf: does it belong to a donated argument (a donated position, or a
+        keyword argument named in `donate_argnames`)?"""
+        if not self._donate and not self._donate_names:
             return (False,) * num_leaves
         dyn_args = info.dyn[0] if info.with_kwargs else info.dyn
         n = len(dyn_args) + len(info.static_pos)
@@ -370,6 +404,9 @@ class Jitted:
         mask = []
         for pos, a in zip(positions, dyn_args):
             mask += [pos in donate] * len(tree_flatten(a)[0])
+        if info.with_kwargs:  # a dict's leaves come in sorted key order
+            for k, v in sorted(info.dyn[1].items()):
+                mask += [k in self._donate_names] * len(tree_flatten(v)[0])
         return tuple(mask) + (False,) * (num_leaves - len(mask))
 
     # --- naming arguments -------------------------------------------------------------------
@@ -620,6 +657,50 @@ def _ints(x, what):
 
 def _strs(x):
     return (x,) if isinstance(x, str) else tuple(x or ())
+
+
+def _donated_args(sig, nums, names, fun_name):
+    """(donated positions, donated names), each completed from the other through the
+    signature, as JAX does; a name of no parameter is an error (unless `**kwargs`)."""
+    if sig is None:
+        return tuple(sorted(set(nums))), frozenset(names)
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if names and not any(p.kind == p.VAR_KEYWORD for p in params):
+        unknown = [n for n in names if n not in sig.parameters]
+        if unknown:
+            raise errors.FuncgradValueError(
+                f"jit({fun_name}): donate_argnames={names} names {unknown}, which are not "
+                f"parameters of `{fun_name}`{sig}\n{errors.where()}")
+    by_name = {p.name: i for i, p in enumerate(positional)}
+    nums = set(nums) | {by_name[n] for n in names if n in by_name}
+    names = set(names) | {positional[i].name for i in nums if -len(positional) <= i
+                          < len(positional) and positional[i].kind != positional[i].POSITIONAL_ONLY}
+    return tuple(sorted(nums)), frozenset(names)
+
+
+def _device_backend(device, backend, fun_name):
+    """(device or None, backend) of `jit(device=, backend=)`: JAX takes one of them."""
+    if device is None:
+        return None, backend
+    from funcgrad.devices import Device
+    if not isinstance(device, Device):
+        raise errors.FuncgradTypeError(f"jit({fun_name}): device must be a Device (from "
+                                       f"fg.devices()), got {errors.short_repr(device)}\n"
+                                       f"{errors.where()}")
+    if backend is not None:
+        raise errors.FuncgradValueError(f"jit({fun_name}): can't specify both a device and a "
+                                        f"backend, got device={device} and backend={backend!r}"
+                                        f"\n{errors.where()}")
+    return device, "cpu" if device.platform == "cpu" else "cuda"
+
+
+def _check_compiler_options(options, fun_name):
+    if options is not None and not (isinstance(options, dict)
+                                    and all(isinstance(k, str) for k in options)):
+        raise errors.FuncgradTypeError(f"jit({fun_name}): compiler_options must be a dict with "
+                                       f"str keys, got {errors.short_repr(options)}\n"
+                                       f"{errors.where()}")
 
 
 def _static_args(sig, nums, names, fun_name):

@@ -10,6 +10,9 @@ time and read-only afterwards. Registered now (by funcgrad.lax):
   broadcast_in_dim(x, shape, dims)        unbatched operands broadcast (`batching`),
   pvary                                   the primitive casting invariant values to varying,
                                           bound by the typing of a builder (`trace.vma_rules`).
+and by funcgrad.devices:
+  Device, device_put(x, device)           a result moved where `out_sharding=` says
+                                          (`core.placement`).
 This module imports only funcgrad.errors.
 """
 

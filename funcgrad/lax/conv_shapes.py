@@ -136,13 +136,16 @@ _DEFAULT_DN = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"), 4: ("NHWC", "HWI
 
 
 def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
-                   transpose_kernel=False, precision=None, preferred_element_type=None):
+                   transpose_kernel=False, precision=None, preferred_element_type=None,
+                   use_consistent_padding=False):
     """Transposed convolution ("deconvolution"), as `jax.lax.conv_transpose`.
 
     Args:
         lhs, rhs: input and kernel; by default channels-last (NHWC / HWIO / NHWC).
         strides: the upsampling factor per spatial axis.
-        padding: 'SAME', 'VALID' or one (low, high) pair per spatial axis.
+        padding: 'SAME', 'VALID' or one (low, high) pair per spatial axis: the padding of
+            the transposed convolution, or with `use_consistent_padding` that of the forward
+            convolution this one transposes (PyTorch's convention; strings always are).
         transpose_kernel: flip the kernel spatially and swap its I/O axes, so the result is
             the gradient of `conv_general_dilated` with this kernel (as in JAX).
 
@@ -161,6 +164,8 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
     k_sp = [_dilate_dim(ra.shape[d], r) for d, r in zip(dn.rhs_spec[2:], rhs_dilation)]
     if isinstance(padding, str):
         padding = [_conv_transpose_padding(k, s, padding) for k, s in zip(k_sp, strides)]
+    elif use_consistent_padding:
+        padding = [(k - int(lo) - 1, k - int(hi) - 1) for k, (lo, hi) in zip(k_sp, padding)]
     if transpose_kernel:
         rhs = rev(rhs, tuple(dn.rhs_spec[2:]))
         perm = list(range(ra.ndim))

@@ -16,6 +16,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, concrete_value, get_aval
+from funcgrad.core.placement import place
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax import pooling
 from funcgrad.lax.precision import canonicalize_precision
@@ -155,7 +156,8 @@ def _windows(x, axes, window, strides, window_dilation):
 # --- conv_general_dilated -------------------------------------------------------------------
 def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
                          rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
-                         batch_group_count=1, precision=None, preferred_element_type=None):
+                         batch_group_count=1, precision=None, preferred_element_type=None,
+                         out_sharding=None):
     """General N-d convolution (XLA Conv), cross-correlation as in every DL framework.
 
     Args:
@@ -171,6 +173,7 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         precision: None, a `lax.Precision`, a string such as 'highest' or a pair (validated;
             numpy computes in full precision).
         preferred_element_type: optional output dtype.
+        out_sharding: None or one device (`core.placement`).
 
     Example:
         >>> conv_general_dilated(fnp.ones((1, 1, 4, 4)), fnp.ones((1, 1, 3, 3)), (1, 1),
@@ -192,12 +195,13 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
         padding = padtype_to_pads(in_sp, k_sp, window_strides, padding)
     pet = None if preferred_element_type is None else dtypes.canonicalize(
         preferred_element_type)
-    return conv_general_dilated_p.bind(
+    out = conv_general_dilated_p.bind(
         lhs, rhs, window_strides=window_strides, padding=_pairs(padding),
         lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, dimension_numbers=dn,
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
         precision=canonicalize_precision(precision, "conv_general_dilated"),
         preferred_element_type=pet)
+    return place("conv_general_dilated", out, out_sharding)
 
 
 def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
@@ -723,9 +727,10 @@ def _monoid(computation):
     return table.get(computation)
 
 
-def reduce_window(operand, init_value, computation, window_dimensions, window_strides,
-                  padding, base_dilation=None, window_dilation=None):
-    """Reduce sliding windows of `operand` with `computation` (lax.add, lax.max or lax.min).
+def reduce_window(operand, init_value, computation, window_dimensions, window_strides=None,
+                  padding="VALID", base_dilation=None, window_dilation=None):
+    """Reduce sliding windows of `operand` with `computation` (lax.add, lax.max or lax.min);
+    `window_strides` default to 1 (as in JAX).
 
     `init_value` must be a concrete scalar: 0 for lax.add; for lax.max / lax.min any value
     (the identity -inf / +inf gives plain max / min pooling).

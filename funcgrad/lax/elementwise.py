@@ -1,5 +1,6 @@
 """Elementwise math primitives: arithmetic, rounding, exp/log, trigonometric, roots, complex
 parts, `convert_element_type` and `stop_gradient` (special functions: `lax/special.py`).
+The transcendental functions take JAX's `accuracy=` (`utils.accurate`).
 
 Each primitive is one block: wrapper, rules, `foo_p`, one registration per table. Binary
 operands share a dtype and a shape, except that rank-0 operands broadcast. Comparisons,
@@ -18,7 +19,7 @@ from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters.ad import defjvp, defjvp_zero
 from funcgrad.lax.logic import eq, ge, select_n
 from funcgrad.lax.shape import broadcast_in_dim, full
-from funcgrad.lax.utils import binop, match_scalars, np_operands, quiet, unop
+from funcgrad.lax.utils import accurate, binop, match_scalars, np_operands, quiet, unop
 
 
 def _const(x, c):
@@ -102,8 +103,10 @@ sub_p = binop("sub", quiet(np.subtract))
 ad.deflinear(sub_p, _sub_transpose)
 
 
-def mul(x, y):
-    """Elementwise x * y."""
+def mul(x, y, *, out_dtype=None):
+    """Elementwise x * y; with `out_dtype`, of the operands converted to it first (JAX)."""
+    if out_dtype is not None:
+        x, y = convert_element_type(x, out_dtype), convert_element_type(y, out_dtype)
     return mul_p.bind(*match_scalars(x, y))
 
 
@@ -281,9 +284,9 @@ _defjvp2(min_p, lambda t, x, y, out: mul(t, _balanced_eq(x, out, y)),
          lambda t, x, y, out: mul(t, _balanced_eq(y, out, x)))
 
 
-def nextafter(x, y):
-    """The next float after x in the direction of y. Not differentiable (as in JAX)."""
-    return nextafter_p.bind(*match_scalars(x, y))
+def nextafter(x1, x2):
+    """The next float after x1 in the direction of x2. Not differentiable (as in JAX)."""
+    return nextafter_p.bind(*match_scalars(x1, x2))
 
 
 nextafter_p = binop("nextafter", np.nextafter, kinds="f")
@@ -355,45 +358,45 @@ defjvp_zero(is_finite_p)
 
 
 # --- exp / log family -------------------------------------------------------------------------
-def exp(x):
+def exp(x, *, accuracy=None):
     """Elementwise e ** x."""
-    return exp_p.bind(x)
+    return exp_p.bind(accurate("exp", x, accuracy))
 
 
 exp_p = unop("exp", quiet(np.exp))
 defjvp(exp_p, lambda t, x, out: mul(t, out))
 
 
-def exp2(x):
+def exp2(x, *, accuracy=None):
     """Elementwise 2 ** x."""
-    return exp2_p.bind(x)
+    return exp2_p.bind(accurate("exp2", x, accuracy))
 
 
 exp2_p = unop("exp2", quiet(np.exp2))
 defjvp(exp2_p, lambda t, x, out: mul(t, mul(_const(x, math.log(2.0)), out)))
 
 
-def log(x):
+def log(x, *, accuracy=None):
     """Elementwise natural logarithm."""
-    return log_p.bind(x)
+    return log_p.bind(accurate("log", x, accuracy))
 
 
 log_p = unop("log", quiet(np.log))
 defjvp(log_p, lambda t, x, out: div(t, x))
 
 
-def log1p(x):
+def log1p(x, *, accuracy=None):
     """Elementwise log(1 + x), accurate near 0."""
-    return log1p_p.bind(x)
+    return log1p_p.bind(accurate("log1p", x, accuracy))
 
 
 log1p_p = unop("log1p", quiet(np.log1p))
 defjvp(log1p_p, lambda t, x, out: div(t, add(x, _const(x, 1))))
 
 
-def expm1(x):
+def expm1(x, *, accuracy=None):
     """Elementwise e ** x - 1, accurate near 0."""
-    return expm1_p.bind(x)
+    return expm1_p.bind(accurate("expm1", x, accuracy))
 
 
 def _is_complex(x):
@@ -419,9 +422,9 @@ expm1_p = unop("expm1", quiet(_expm1_impl))
 defjvp(expm1_p, lambda t, x, out: mul(t, add(out, _const(x, 1))))
 
 
-def tanh(x):
+def tanh(x, *, accuracy=None):
     """Elementwise hyperbolic tangent."""
-    return tanh_p.bind(x)
+    return tanh_p.bind(accurate("tanh", x, accuracy))
 
 
 def _tanh_impl(x):
@@ -439,9 +442,9 @@ tanh_p = unop("tanh", quiet(_tanh_impl))
 defjvp(tanh_p, lambda t, x, out: mul(add(t, mul(t, out)), sub(_const(x, 1), out)))
 
 
-def logistic(x):
+def logistic(x, *, accuracy=None):
     """Elementwise sigmoid 1 / (1 + e ** -x), without overflow for large |x|."""
-    return logistic_p.bind(x)
+    return logistic_p.bind(accurate("logistic", x, accuracy))
 
 
 def _logistic_impl(x):
@@ -457,27 +460,27 @@ defjvp(logistic_p, lambda t, x, out: mul(t, mul(out, sub(_const(x, 1), out))))
 
 
 # --- trigonometric and hyperbolic -------------------------------------------------------------
-def sin(x):
+def sin(x, *, accuracy=None):
     """Elementwise sine."""
-    return sin_p.bind(x)
+    return sin_p.bind(accurate("sin", x, accuracy))
 
 
 sin_p = unop("sin", quiet(np.sin))
 defjvp(sin_p, lambda t, x, out: mul(t, cos(x)))
 
 
-def cos(x):
+def cos(x, *, accuracy=None):
     """Elementwise cosine."""
-    return cos_p.bind(x)
+    return cos_p.bind(accurate("cos", x, accuracy))
 
 
 cos_p = unop("cos", quiet(np.cos))
 defjvp(cos_p, lambda t, x, out: neg(mul(t, sin(x))))
 
 
-def tan(x):
+def tan(x, *, accuracy=None):
     """Elementwise tangent."""
-    return tan_p.bind(x)
+    return tan_p.bind(accurate("tan", x, accuracy))
 
 
 tan_p = unop("tan", quiet(np.tan))
@@ -575,27 +578,27 @@ defjvp(atanh_p, lambda t, x, out: div(div(t, sub(_const(x, 1), x)), add(_const(x
 
 
 # --- roots and abs ----------------------------------------------------------------------------
-def sqrt(x):
+def sqrt(x, *, accuracy=None):
     """Elementwise square root."""
-    return sqrt_p.bind(x)
+    return sqrt_p.bind(accurate("sqrt", x, accuracy))
 
 
 sqrt_p = unop("sqrt", quiet(np.sqrt))
 defjvp(sqrt_p, lambda t, x, out: mul(t, div(_const(x, 0.5), out)))
 
 
-def rsqrt(x):
+def rsqrt(x, *, accuracy=None):
     """Elementwise 1 / sqrt(x)."""
-    return rsqrt_p.bind(x)
+    return rsqrt_p.bind(accurate("rsqrt", x, accuracy))
 
 
 rsqrt_p = unop("rsqrt", quiet(lambda x: 1 / np.sqrt(x)))
 defjvp(rsqrt_p, lambda t, x, out: mul(t, mul(_const(x, -0.5), div(out, x))))
 
 
-def cbrt(x):
+def cbrt(x, *, accuracy=None):
     """Elementwise real cube root (negative for negative x)."""
-    return cbrt_p.bind(x)
+    return cbrt_p.bind(accurate("cbrt", x, accuracy))
 
 
 cbrt_p = unop("cbrt", np.cbrt, kinds="f")
@@ -686,8 +689,8 @@ ad.deflinear(complex_p, _complex_transpose)
 
 
 # --- convert_element_type ----------------------------------------------------------
-def convert_element_type(x, new_dtype, weak_type=False):
-    """Cast `x` to `new_dtype` (canonicalized). Float -> integer rounds toward zero and
+def convert_element_type(operand, new_dtype, *, weak_type=False):
+    """Cast `operand` to `new_dtype` (canonicalized). Float -> integer rounds toward zero and
     saturates as in JAX (XLA): values beyond the integer range (and +-inf) give its bounds,
     NaN gives 0. Complex -> real keeps the real part; anything -> bool is `x != 0`.
 
@@ -701,7 +704,7 @@ def convert_element_type(x, new_dtype, weak_type=False):
         raise errors.op_error("convert_element_type", f"new_dtype "
                                                       f"{errors.short_repr(new_dtype)} is not a "
                               f"dtype funcgrad supports ({e})") from None
-    return convert_element_type_p.bind(x, new_dtype=dt, weak_type=bool(weak_type))
+    return convert_element_type_p.bind(operand, new_dtype=dt, weak_type=bool(weak_type))
 
 
 def _convert_abstract(x, *, new_dtype, weak_type):

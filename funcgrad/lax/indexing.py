@@ -27,20 +27,48 @@ __all__ = [
 
 class GatherDimensionNumbers(NamedTuple):
     """Which gather output axes are window axes, which operand axes are collapsed, and
-    which operand axis each component of an index vector addresses."""
+    which operand axis each component of an index vector addresses; operand axis
+    `operand_batching_dims[k]` is indexed by the position along indices axis
+    `start_indices_batching_dims[k]` (a batched gather, as XLA's)."""
 
     offset_dims: tuple
     collapsed_slice_dims: tuple
     start_index_map: tuple
+    operand_batching_dims: tuple = ()
+    start_indices_batching_dims: tuple = ()
 
 
 class ScatterDimensionNumbers(NamedTuple):
     """Which update axes are window axes, which operand axes are inserted (size-1 windows),
-    and which operand axis each component of an index vector addresses."""
+    and which operand axis each component of an index vector addresses; the batching dims
+    pair operand axes with indices axes, as in `GatherDimensionNumbers`."""
 
     update_window_dims: tuple
     inserted_window_dims: tuple
     scatter_dims_to_operand_dims: tuple
+    operand_batching_dims: tuple = ()
+    scatter_indices_batching_dims: tuple = ()
+
+
+def _unbatched(name, dn, operand, indices):
+    """`(dn, indices)` without batching dims: each operand batching axis becomes one more
+    component of the index vectors, an iota along its indices axis (so the primitives,
+    their rules and the backends see three-field dimension numbers)."""
+    dn = type(dn)(*(_ints(d) for d in dn))
+    window, inserted, index_map, op_batch, idx_batch = dn
+    if not op_batch and not idx_batch:
+        return dn, indices
+    oa, ia = get_aval(operand), get_aval(indices)
+    if len(op_batch) != len(idx_batch) or any(
+            not 0 <= o < oa.ndim or not 0 <= i < ia.ndim - 1 or oa.shape[o] != ia.shape[i]
+            for o, i in zip(op_batch, idx_batch)):
+        raise errors.op_error(name, f"operand batching dims {op_batch} of operand {oa} and "
+                              f"indices batching dims {idx_batch} of indices {ia} must pair "
+                              "axes of equal sizes (the last indices axis holds index vectors)",
+                              cls=errors.FuncgradValueError)
+    iotas = [lax.broadcasted_iota(ia.dtype, ia.shape[:-1] + (1,), i) for i in idx_batch]
+    indices = lax.concatenate([indices] + iotas, ia.ndim - 1)
+    return type(dn)(window, tuple(sorted(inserted + op_batch)), index_map + op_batch), indices
 
 
 class GatherScatterMode(enum.Enum):
@@ -174,7 +202,8 @@ def gather(operand, start_indices, dimension_numbers, slice_sizes, *, unique_ind
         Array([[4., 5.],
                [0., 1.]], dtype=float32)
     """
-    dn = GatherDimensionNumbers(*(_ints(d) for d in dimension_numbers))
+    dn, start_indices = _unbatched("gather", GatherDimensionNumbers(*dimension_numbers),
+                                   operand, start_indices)
     mode = GatherScatterMode.from_any(mode, GatherScatterMode.CLIP)
     if mode is not GatherScatterMode.FILL_OR_DROP:
         fill_value = None
@@ -225,7 +254,7 @@ def _gather_abstract(operand, indices, *, dimension_numbers, slice_sizes, mode, 
 
 @functools.lru_cache(maxsize=1024)
 def _gather_aval(operand, indices, dimension_numbers, slice_sizes):
-    offset_dims, collapsed, index_map = dimension_numbers
+    offset_dims, collapsed, index_map = dimension_numbers[:3]
     _check_indices("gather", indices, operand, index_map)
     if len(slice_sizes) != operand.ndim or any(
             not 0 <= s <= n for s, n in zip(slice_sizes, operand.shape)):
@@ -250,7 +279,7 @@ def _gather_aval(operand, indices, dimension_numbers, slice_sizes):
 
 def _gather_impl(operand, indices, *, dimension_numbers, slice_sizes, mode, fill_value,
                  unique_indices, indices_are_sorted):
-    offset_dims, collapsed, index_map = dimension_numbers
+    offset_dims, collapsed, index_map = dimension_numbers[:3]
     if operand.ndim == 0:  # index a size-1 axis instead of a scalar
         operand, collapsed, slice_sizes = operand.reshape(1), (0,), (1,)
     view_perm, idx, in_bounds, shape, _ = _index_plan(
@@ -309,7 +338,7 @@ def _with_batch_index(indices):
 def _gather_batch(args, dims, *, dimension_numbers, slice_sizes, **params):
     operand, indices = args
     od, idim = dims
-    offset_dims, collapsed, index_map = dimension_numbers
+    offset_dims, collapsed, index_map = dimension_numbers[:3]
     up = lambda ds: tuple(d + 1 for d in ds)  # noqa: E731
     if idim is batching.not_mapped:
         operand = batching.moveaxis(operand, od, 0)
@@ -355,7 +384,7 @@ batching.batch_rules[gather_p] = _gather_batch
 def _scatter_abstract(name):
     def rule(operand, indices, updates, *, dimension_numbers, mode, unique_indices,
              indices_are_sorted):
-        window_dims, inserted, index_map = dimension_numbers
+        window_dims, inserted, index_map = dimension_numbers[:3]
         _check_indices(name, indices, operand, index_map)
         if updates.dtype != operand.dtype:
             raise errors.op_error(name, f"updates {updates} must have the operand's dtype "
@@ -386,7 +415,7 @@ def _scatter_impl(ufunc):
     def impl(operand, indices, updates, *, dimension_numbers, mode, unique_indices,
              indices_are_sorted):
         operand_shape = operand.shape
-        window_dims, inserted, index_map = dimension_numbers
+        window_dims, inserted, index_map = dimension_numbers[:3]
         if operand.ndim == 0:  # index a size-1 axis instead of a scalar
             operand, inserted = operand.reshape(1), (0,)
         sizes = _window_sizes(operand.ndim, inserted, window_dims, updates.shape)
@@ -408,7 +437,7 @@ def _scatter_impl(ufunc):
 
 def _inverse_gather(dimension_numbers, mode, operand_shape, updates_shape, fill=0):
     """A function gathering, per update element, the operand element it scatters to."""
-    window_dims, inserted, _ = dimension_numbers
+    window_dims, inserted, _ = dimension_numbers[:3]
     sizes = _window_sizes(len(operand_shape), inserted, window_dims, updates_shape)
     gmode = GatherScatterMode.CLIP if _scatter_clips(mode) else GatherScatterMode.FILL_OR_DROP
     dn = _gather_dnums_of(dimension_numbers)
@@ -424,7 +453,7 @@ def _scatter_batch(prim):
         if size == 0:
             return operand, 0
         updates = batching.bdim_at_front(updates, ud, size)
-        window_dims, inserted, index_map = dimension_numbers
+        window_dims, inserted, index_map = dimension_numbers[:3]
         up = lambda ds: tuple(d + 1 for d in ds)  # noqa: E731
         if idim is batching.not_mapped:
             dn = ScatterDimensionNumbers((0,) + up(window_dims), up(inserted), up(index_map))
@@ -445,7 +474,8 @@ def _scatter_prim(name, ufunc):
 
 def _scatter_bind(prim, operand, indices, updates, dimension_numbers, indices_are_sorted,
                   unique_indices, mode):
-    dn = ScatterDimensionNumbers(*(_ints(d) for d in dimension_numbers))
+    dn, indices = _unbatched(prim.name, ScatterDimensionNumbers(*dimension_numbers), operand,
+                             indices)
     mode = GatherScatterMode.from_any(mode, GatherScatterMode.FILL_OR_DROP)
     return prim.bind(operand, indices, updates, dimension_numbers=dn, mode=mode,
                      unique_indices=bool(unique_indices),

@@ -12,6 +12,7 @@ import numpy as np
 
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
+from funcgrad.core.placement import place
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.precision import canonicalize_precision
 from funcgrad.lax.utils import quiet, static_ints
@@ -32,7 +33,8 @@ def _canon_dtype(dt):
 
 
 # --- dot_general ----------------------------------------------------------------------------
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None, *,
+                out_sharding=None):
     """General tensor contraction with XLA's DotGeneral semantics.
 
     Args:
@@ -41,6 +43,7 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
         precision: None, a `lax.Precision`, a string such as "highest" or a pair of them
             (validated; numpy always computes in full precision).
         preferred_element_type: optional output (and accumulation) dtype.
+        out_sharding: None or one device (`core.placement`).
 
     Returns:
         An array of shape batch + lhs free + rhs free.
@@ -54,8 +57,9 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     """
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((_ints(lc), _ints(rc)), (_ints(lb), _ints(rb)))
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=_hashable(precision),
-                              preferred_element_type=_canon_dtype(preferred_element_type))
+    out = dot_general_p.bind(lhs, rhs, dimension_numbers=dn, precision=_hashable(precision),
+                             preferred_element_type=_canon_dtype(preferred_element_type))
+    return place("dot_general", out, out_sharding)
 
 
 def _hashable(precision):
@@ -192,10 +196,12 @@ batching.batch_rules[dot_general_p] = _dot_general_batch
 
 
 # --- dot / batch_matmul ---------------------------------------------------------------------
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
+def dot(lhs, rhs, *, dimension_numbers=None, precision=None, preferred_element_type=None,
+        out_sharding=None):
     """Vector/matrix product of rank-1 or rank-2 operands (lax.dot).
 
-    Contracts the last axis of `lhs` with the first axis of `rhs`.
+    Contracts the last axis of `lhs` with the first axis of `rhs`; with `dimension_numbers`
+    it is `dot_general` (as in JAX).
 
     Raises:
         TypeError: naming both shapes when the ranks or the contracted sizes do not fit.
@@ -204,19 +210,22 @@ def dot(lhs, rhs, precision=None, preferred_element_type=None):
         >>> dot(fnp.ones((2, 3)), fnp.ones(3))
         Array([3., 3.], dtype=float32)
     """
+    if dimension_numbers is not None:
+        return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
+                           out_sharding=out_sharding)
     la, ra = get_aval(lhs), get_aval(rhs)
     if not (1 <= la.ndim <= 2 and 1 <= ra.ndim <= 2):
         raise errors.op_error("dot", f"expects vector or matrix operands, got lhs {la} and "
-                              f"rhs {ra}", hint="use dot_general or funcgrad.numpy.matmul "
-                              "for batched operands")
+                              f"rhs {ra}", hint="give dimension_numbers, or use "
+                              "funcgrad.numpy.matmul for batched operands")
     if la.shape[-1] != ra.shape[0]:
         raise errors.op_error("dot", f"incompatible shapes for a matrix product: lhs {la} and "
                               f"rhs {ra} (contracting sizes {la.shape[-1]} and {ra.shape[0]})")
     return dot_general(lhs, rhs, (((la.ndim - 1,), (0,)), ((), ())), precision,
-                       preferred_element_type)
+                       preferred_element_type, out_sharding=out_sharding)
 
 
-def batch_matmul(lhs, rhs, precision=None, preferred_element_type=None):
+def batch_matmul(lhs, rhs, precision=None, *, preferred_element_type=None):
     """Batched matrix product: leading axes are batch axes, the last two are multiplied.
 
     Example:

@@ -10,6 +10,8 @@ eigen/singular values. The rules conjugate where JAX does so complex inputs work
 imports only the core, the interpreters and other `funcgrad.lax` wrappers.
 """
 
+import enum
+
 import numpy as np
 
 from funcgrad import errors, lax
@@ -18,7 +20,7 @@ from funcgrad.interpreters import ad, batching
 from funcgrad.lax.utils import static_int
 
 __all__ = ["cholesky", "cholesky_p", "eigh", "eigh_p", "lu", "lu_p", "lu_pivots_to_permutation",
-           "qr", "qr_p", "svd", "svd_p", "triangular_solve", "triangular_solve_p"]
+           "qr", "qr_p", "qr_pivots_p", "svd", "svd_p", "triangular_solve", "triangular_solve_p"]
 
 
 # --- helpers (lax operations on the last two axes) ------------------------------------------
@@ -29,6 +31,30 @@ def _T(x):
 
 def _H(x):
     return lax.conj(_T(x)) if get_aval(x).dtype.kind == "c" else _T(x)
+
+
+def check_implementation(name, what, choice, available):
+    """Check JAX's choice of algorithm (`implementation=`, `algorithm=`): None, or an enum
+    member (`lax.linalg.SvdAlgorithm.QR`) or string whose value names one of `available`
+    (what JAX's CPU backend runs; funcgrad runs numpy's LAPACK, so the results do not depend
+    on it). Anything else raises NotImplementedError, as JAX does on the CPU."""
+    value = choice.value if isinstance(choice, enum.Enum) else choice
+    if choice is None or (isinstance(value, str) and value.lower() in available):
+        return
+    raise errors.op_error(name, f"{what}={errors.short_repr(choice)} is not available "
+                          f"(funcgrad computes with numpy's LAPACK; available: None, "
+                          f"{', '.join(available)})", cls=errors.FuncgradNotImplementedError)
+
+
+def _subset(name, subset_by_index, n):
+    """`(start, end)` of JAX's `subset_by_index` in [0, n], or None."""
+    if subset_by_index is None:
+        return None
+    start, end = (static_int(name, i, "subset_by_index") for i in subset_by_index)
+    if not 0 <= start <= end <= n:
+        raise errors.op_error(name, f"subset_by_index=({start}, {end}) must satisfy "
+                              f"0 <= start <= end <= {n}", cls=errors.FuncgradValueError)
+    return start, end
 
 
 def _mm(a, b):
@@ -438,18 +464,65 @@ def lu_pivots_to_permutation(pivots, permutation_size):
 
 
 # --- qr ---------------------------------------------------------------------------------------
-def qr(x, *, full_matrices=True):
+def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
     """QR decomposition `x = q @ r` of (..., m, n) matrices: `(q, r)` as in JAX.
 
     With `full_matrices`, `q` is (..., m, m) and `r` (..., m, n); else `q` is (..., m, k) and
     `r` (..., k, n), k = min(m, n). The derivative needs m >= n (and m == n with
-    `full_matrices`), as in JAX.
+    `full_matrices`), as in JAX. `use_magma` chooses a GPU library in JAX; it is accepted and
+    changes nothing here. With `pivoting=True` (LAPACK's geqp3, as JAX on CPUs) the result is
+    `(q, r, p)`: `x[..., :, p] = q @ r`, the column of the largest remaining norm first, so
+    `|diag(r)|` does not increase; `p` (int32) is constant to the derivative.
 
     Example:
         >>> q, r = qr(fnp.eye(3)); r.shape
         (3, 3)
     """
+    if pivoting:
+        from funcgrad.lax.sorting import _take_along_axis
+        _check_matrix("qr", get_aval(x))
+        p = qr_pivots_p.bind(x)
+        aval = get_aval(x)
+        cols = lax.broadcast_in_dim(p, aval.shape, tuple(range(aval.ndim - 2)) + (aval.ndim - 1,))
+        permuted = _take_along_axis(x, cols, aval.ndim - 1)
+        return (*qr_p.bind(permuted, full_matrices=bool(full_matrices)), p)
     return tuple(qr_p.bind(x, full_matrices=bool(full_matrices)))
+
+
+# --- qr_pivots: the column order of LAPACK's geqp3 -------------------------------------------
+def _geqp3_pivots(a):
+    """Householder QR with column pivoting (geqp3's choice: the largest remaining column
+    norm, the first on ties); returns the order of the columns."""
+    a = np.array(a)
+    m, n = a.shape
+    perm = np.arange(n)
+    for k in range(min(m, n)):
+        j = k + int(np.argmax(np.linalg.norm(a[k:, k:], axis=0)))
+        a[:, [k, j]], perm[[k, j]] = a[:, [j, k]], perm[[j, k]]
+        v = a[k:, k].copy()
+        norm = np.linalg.norm(v)
+        if norm == 0 or not np.isfinite(norm):
+            continue
+        v[0] += (v[0] / abs(v[0]) if v[0] != 0 else 1) * norm
+        v /= np.linalg.norm(v)
+        a[k:, k:] -= 2 * np.outer(v, v.conj() @ a[k:, k:])
+    return perm
+
+
+def _qr_pivots_impl(x):
+    *batch, _, n = x.shape
+    out = np.empty(tuple(batch) + (n,), np.int32)
+    for i in np.ndindex(*batch):
+        out[i] = _geqp3_pivots(x[i])
+    return out
+
+
+qr_pivots_p = Primitive("qr_pivots")
+qr_pivots_p.def_impl(_lapack(_qr_pivots_impl))
+qr_pivots_p.def_abstract_eval(lambda x: ShapedArray(x.shape[:-2] + x.shape[-1:],
+                                                     np.dtype(np.int32)))
+ad.defjvp_zero(qr_pivots_p)
+_batch_front(qr_pivots_p)
 
 
 def _qr_abstract(x, *, full_matrices):
@@ -501,21 +574,31 @@ _batch_front(qr_p)
 
 
 # --- eigh -------------------------------------------------------------------------------------
-def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True):
+def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True, subset_by_index=None,
+         implementation=None):
     """Eigen-decomposition of Hermitian `x`: `(v, w)` with `x @ v = v * w`, as in JAX.
 
     Eigenvalues `w` ascend (LAPACK's order; `sort_eigenvalues` is accepted for JAX
     compatibility). Only the `lower` (or upper) triangle is read unless `symmetrize_input`.
+    `subset_by_index=(start, end)` keeps the eigenpairs `start:end` of that order (JAX
+    implements it on TPUs only). `implementation`: None or "qr" (`check_implementation`).
     The derivative of `v` needs distinct eigenvalues (it divides by their differences).
 
     Example:
         >>> v, w = eigh(fnp.array([[2.0, 0.0], [0.0, 1.0]])); w
         Array([1., 2.], dtype=float32)
     """
+    check_implementation("eigh", "implementation", implementation, ("qr",))
     if symmetrize_input:
         _check_matrix("eigh", get_aval(x), square=True)
         x = _symmetrize(x)
-    return tuple(eigh_p.bind(x, lower=bool(lower)))
+    v, w = eigh_p.bind(x, lower=bool(lower))
+    subset = _subset("eigh", subset_by_index, get_aval(w).shape[-1])
+    if subset is None:
+        return v, w
+    nd = get_aval(v).ndim
+    return (lax.slice_in_dim(v, *subset, axis=nd - 1),
+            lax.slice_in_dim(w, *subset, axis=nd - 2))
 
 
 def _eigh_abstract(x, *, lower):
@@ -562,18 +645,31 @@ _batch_front(eigh_p)
 
 
 # --- svd --------------------------------------------------------------------------------------
-def svd(x, *, full_matrices=True, compute_uv=True):
+def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
     """Singular value decomposition `x = u @ diag(s) @ vh`: `(u, s, vh)`, or `s` alone.
 
     Singular values descend. The derivative of `u`, `vh` needs distinct non-zero singular
     values and `full_matrices=False` unless `x` is square (as in JAX); that of `s` alone is
-    defined wherever the singular values are distinct.
+    defined wherever the singular values are distinct. `subset_by_index=(start, end)` keeps
+    the singular triplets `start:end` (with `full_matrices=False`; JAX implements it on TPUs
+    only). `algorithm`: None, "default", "qr" or "divide_and_conquer" (`check_implementation`).
 
     Example:
         >>> svd(fnp.array([[3.0, 0.0], [0.0, 4.0]]), compute_uv=False)
         Array([4., 3.], dtype=float32)
     """
+    check_implementation("svd", "algorithm", algorithm, ("default", "qr", "divide_and_conquer"))
+    aval = get_aval(x)
+    subset = _subset("svd", subset_by_index, min(aval.shape[-2:]) if aval.ndim >= 2 else 0)
+    if subset is not None and full_matrices and subset != (0, min(aval.shape[-2:])):
+        raise errors.op_error("svd", "full_matrices and subset_by_index cannot both be set",
+                              cls=errors.FuncgradValueError)
     out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if subset is not None:
+        nd = aval.ndim
+        out = [lax.slice_in_dim(out[0], *subset, axis=nd - 2)] + (
+            [lax.slice_in_dim(out[1], *subset, axis=nd - 1),
+             lax.slice_in_dim(out[2], *subset, axis=nd - 2)] if compute_uv else [])
     return (out[1], out[0], out[2]) if compute_uv else out[0]
 
 

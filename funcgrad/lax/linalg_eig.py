@@ -17,20 +17,24 @@ from funcgrad.lax import linalg_decomp as decomp
 __all__ = ["eig", "eig_p"]
 
 
-def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
+def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+        enable_eigvec_derivs=False, implementation=None, use_magma=None):
     """Eigenvalues `w` and left/right eigenvectors of square (stacks of) matrices.
 
     Returns `[w]` plus `vl` (`vl^H x = w vl^H`) and `vr` (`x vr = vr w`) as requested, all
     complex, eigenvectors of unit norm with their largest component real and positive
     (LAPACK's convention, with the sign fixed so the result is continuous in `x`).
     Derivatives: of the eigenvalues, and of the right eigenvectors where the eigenvalues
-    are distinct (JAX has the former only); not of the left eigenvectors.
+    are distinct, whatever `enable_eigvec_derivs` says (JAX needs it True for them); not of
+    the left eigenvectors. `implementation`: None or "lapack" (numpy's; as JAX on the CPU);
+    `use_magma` (a GPU library choice in JAX) changes nothing.
 
     Example:
         >>> eig(fnp.array([[2.0, 0.0], [0.0, 1.0]]), compute_left_eigenvectors=False,
         ...     compute_right_eigenvectors=False)[0]
         Array([2.+0.j, 1.+0.j], dtype=complex64)
     """
+    decomp.check_implementation("eig", "implementation", implementation, ("lapack",))
     return list(eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                            compute_right_eigenvectors=bool(compute_right_eigenvectors)))
 

@@ -199,14 +199,14 @@ defjvp_zero(population_count_p)
 
 
 # --- bitcast_convert_type -------------------------------------------------------------------
-def bitcast_convert_type(x, new_dtype):
-    """Reinterpret the bits of `x` as `new_dtype` of the same width.
+def bitcast_convert_type(operand, new_dtype):
+    """Reinterpret the bits of `operand` as `new_dtype` of the same width.
 
     Example:
         >>> bitcast_convert_type(fnp.float32(1.0), fnp.uint32)
         Array(1065353216, dtype=uint32)
     """
-    return bitcast_convert_type_p.bind(x, new_dtype=dtypes.canonicalize(new_dtype))
+    return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize(new_dtype))
 
 
 def _bitcast_abstract(x, *, new_dtype):

@@ -11,6 +11,7 @@ import numpy as np
 
 from funcgrad import dtypes, errors
 from funcgrad.core import Primitive, ShapedArray, get_aval
+from funcgrad.core.placement import place
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.shape import broadcast_in_dim, full_like, reshape, rev, transpose
 from funcgrad.lax.utils import check_kind, quiet, static_int, static_ints
@@ -56,14 +57,16 @@ def _highest(dt):
 
 
 # --- reduce_sum -------------------------------------------------------------------------------
-def reduce_sum(x, axes):
-    """Sum of `x` over `axes` (distinct non-negative ints); integer dtypes wrap around.
+def reduce_sum(operand, axes, *, out_sharding=None):
+    """Sum of `operand` over `axes` (distinct non-negative ints); integer dtypes wrap around.
+    `out_sharding`: None or one device (`core.placement`).
 
     Example:
         >>> reduce_sum(fnp.ones((2, 3)), (1,))
         Array([3., 3.], dtype=float32)
     """
-    return reduce_sum_p.bind(x, axes=_axes("reduce_sum", axes))
+    out = reduce_sum_p.bind(operand, axes=_axes("reduce_sum", axes))
+    return place("reduce_sum", out, out_sharding)
 
 
 def _reduce_sum_transpose(ct, x, *, axes):
@@ -78,8 +81,8 @@ ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
 
 
 # --- reduce_max / reduce_min ------------------------------------------------------------------
-def reduce_max(x, axes):
-    """Maximum of `x` over `axes` (-inf, or the dtype's minimum, over an empty axis).
+def reduce_max(operand, axes):
+    """Maximum of `operand` over `axes` (-inf, or the dtype's minimum, over an empty axis).
 
     The derivative is averaged over the locations that attain the maximum (JAX's rule).
 
@@ -87,7 +90,7 @@ def reduce_max(x, axes):
         >>> reduce_max(fnp.array([1., 3., 2.]), (0,))
         Array(3., dtype=float32)
     """
-    return reduce_max_p.bind(x, axes=_axes("reduce_max", axes))
+    return reduce_max_p.bind(operand, axes=_axes("reduce_max", axes))
 
 
 def _reduce_chooser_jvp(primals, out, tangents, *, axes):
@@ -106,14 +109,14 @@ reduce_max_p = _reduction(
 ad.jvp_rules[reduce_max_p] = _reduce_chooser_jvp
 
 
-def reduce_min(x, axes):
-    """Minimum of `x` over `axes` (+inf, or the dtype's maximum, over an empty axis).
+def reduce_min(operand, axes):
+    """Minimum of `operand` over `axes` (+inf, or the dtype's maximum, over an empty axis).
 
     Example:
         >>> reduce_min(fnp.array([1., 3., 2.]), (0,))
         Array(1., dtype=float32)
     """
-    return reduce_min_p.bind(x, axes=_axes("reduce_min", axes))
+    return reduce_min_p.bind(operand, axes=_axes("reduce_min", axes))
 
 
 reduce_min_p = _reduction(
@@ -122,14 +125,14 @@ ad.jvp_rules[reduce_min_p] = _reduce_chooser_jvp
 
 
 # --- reduce_prod ------------------------------------------------------------------------------
-def reduce_prod(x, axes):
-    """Product of `x` over `axes` (1 over an empty axis).
+def reduce_prod(operand, axes):
+    """Product of `operand` over `axes` (1 over an empty axis).
 
     Example:
         >>> reduce_prod(fnp.array([2., 3.]), (0,))
         Array(6., dtype=float32)
     """
-    return reduce_prod_p.bind(x, axes=_axes("reduce_prod", axes))
+    return reduce_prod_p.bind(operand, axes=_axes("reduce_prod", axes))
 
 
 def _reduce_prod_jvp(primals, out, tangents, *, axes):
@@ -153,18 +156,18 @@ ad.jvp_rules[reduce_prod_p] = _reduce_prod_jvp
 
 
 # --- reduce_and / reduce_or -------------------------------------------------------------------
-def reduce_and(x, axes):
-    """Logical AND of a bool `x` over `axes` (True over an empty axis)."""
-    return reduce_and_p.bind(x, axes=_axes("reduce_and", axes))
+def reduce_and(operand, axes):
+    """Logical AND of a bool `operand` over `axes` (True over an empty axis)."""
+    return reduce_and_p.bind(operand, axes=_axes("reduce_and", axes))
 
 
 reduce_and_p = _reduction("reduce_and", lambda x, axes: np.all(x, axis=axes), "b")
 ad.defjvp_zero(reduce_and_p)
 
 
-def reduce_or(x, axes):
-    """Logical OR of a bool `x` over `axes` (False over an empty axis)."""
-    return reduce_or_p.bind(x, axes=_axes("reduce_or", axes))
+def reduce_or(operand, axes):
+    """Logical OR of a bool `operand` over `axes` (False over an empty axis)."""
+    return reduce_or_p.bind(operand, axes=_axes("reduce_or", axes))
 
 
 reduce_or_p = _reduction("reduce_or", lambda x, axes: np.any(x, axis=axes), "b")

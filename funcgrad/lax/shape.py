@@ -11,6 +11,7 @@ import numpy as np
 
 from funcgrad import dtypes, errors
 from funcgrad.core import Array, ArrayBase, Primitive, ShapedArray, get_aval, register_op
+from funcgrad.core.placement import place
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.utils import static_int, static_ints, unit_axes_view
 
@@ -32,17 +33,19 @@ def _check_dims(name, x, dims):
 
 
 # --- broadcast_in_dim -------------------------------------------------------------------------
-def broadcast_in_dim(x, shape, broadcast_dimensions):
-    """Broadcast `x` to `shape`; operand axis i becomes output axis broadcast_dimensions[i].
+def broadcast_in_dim(operand, shape, broadcast_dimensions, *, out_sharding=None):
+    """Broadcast `operand` to `shape`; its axis i becomes output axis broadcast_dimensions[i].
+    `out_sharding`: None or one device (`core.placement`).
 
     Example:
         >>> broadcast_in_dim(fnp.ones(3), (2, 3), (1,)).shape
         (2, 3)
     """
-    return broadcast_in_dim_p.bind(
-        x, shape=static_ints("broadcast_in_dim", shape, "shape"),
+    out = broadcast_in_dim_p.bind(
+        operand, shape=static_ints("broadcast_in_dim", shape, "shape"),
         broadcast_dimensions=static_ints("broadcast_in_dim", broadcast_dimensions,
                                          "broadcast_dimensions"))
+    return place("broadcast_in_dim", out, out_sharding)
 
 
 def _broadcast_in_dim_abstract(x, *, shape, broadcast_dimensions):
@@ -96,13 +99,14 @@ broadcast_in_dim_p.declare("view", fusible=True, view_axes=lambda x, out, *, sha
 register_op("broadcast_in_dim", broadcast_in_dim)
 
 
-def expand_dims(x, dimensions):
+def expand_dims(array, dimensions):
     """Insert size-1 axes at `dimensions` (positions in the output; negative allowed).
 
     Example:
         >>> expand_dims(fnp.ones(3), (0, -1)).shape
         (1, 3, 1)
     """
+    x = array
     dimensions = static_ints("expand_dims", dimensions, "dimensions")
     shape = list(get_aval(x).shape)
     ndim_out = len(shape) + len(dimensions)
@@ -115,8 +119,9 @@ def expand_dims(x, dimensions):
     return broadcast_in_dim(x, shape, tuple(i for i in range(ndim_out) if i not in dims))
 
 
-def full(shape, fill_value, dtype=None):
-    """An array of `shape` filled with `fill_value` (a broadcast of a scalar).
+def full(shape, fill_value, dtype=None, *, sharding=None):
+    """An array of `shape` filled with `fill_value` (a broadcast of a scalar); `sharding`:
+    None or one device (`core.placement`).
 
     Example:
         >>> full((2,), 3.0)
@@ -128,7 +133,7 @@ def full(shape, fill_value, dtype=None):
                     else (get_aval(fill_value).dtype, False))
     else:
         dt, weak = dtypes.canonicalize(dtype), False
-    return _fill(shape, fill_value, dt, weak)
+    return place("full", _fill(shape, fill_value, dt, weak), sharding, "sharding")
 
 
 def _fill(shape, fill_value, dt, weak):
@@ -147,8 +152,9 @@ def _fill(shape, fill_value, dt, weak):
 register_op("full", full)
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
-    """An array like `x` (its shape and dtype unless given) filled with `fill_value`.
+def full_like(x, fill_value, dtype=None, shape=None, sharding=None):
+    """An array like `x` (its shape and dtype unless given) filled with `fill_value`;
+    `sharding`: None or one device (`core.placement`).
 
     Example:
         >>> full_like(fnp.zeros(2, fnp.int32), 7)
@@ -157,7 +163,8 @@ def full_like(x, fill_value, dtype=None, shape=None):
     aval = get_aval(x)
     dt = aval.dtype if dtype is None else dtypes.canonicalize(dtype)
     weak = dtype is None and aval.weak_type
-    return _fill(aval.shape if shape is None else shape, fill_value, dt, weak)
+    out = _fill(aval.shape if shape is None else shape, fill_value, dt, weak)
+    return place("full_like", out, sharding, "sharding")
 
 
 def zeros_like_array(x):
@@ -166,20 +173,22 @@ def zeros_like_array(x):
 
 
 # --- reshape --------------------------------------------------------------------------------
-def reshape(x, new_sizes, dimensions=None):
-    """Reshape `x` to `new_sizes` (row-major), after transposing by `dimensions` if given.
+def reshape(operand, new_sizes, dimensions=None, *, out_sharding=None):
+    """Reshape `operand` to `new_sizes` (row-major), after transposing by `dimensions` if
+    given. `out_sharding`: None or one device (`core.placement`).
 
     Example:
         >>> reshape(fnp.arange(6), (2, 3)).shape
         (2, 3)
     """
+    x = operand
     new_sizes = static_ints("reshape", new_sizes, "new_sizes")
     if dimensions is not None and static_ints("reshape", dimensions, "dimensions") != tuple(
             range(get_aval(x).ndim)):
         x = transpose(x, dimensions)
-    if isinstance(x, ArrayBase) and get_aval(x).shape == new_sizes:
-        return x
-    return reshape_p.bind(x, new_sizes=new_sizes)
+    if not (isinstance(x, ArrayBase) and get_aval(x).shape == new_sizes):
+        x = reshape_p.bind(x, new_sizes=new_sizes)
+    return place("reshape", x, out_sharding)
 
 
 def _reshape_abstract(x, *, new_sizes):
@@ -203,14 +212,15 @@ reshape_p.declare("view", fusible=True, view_axes=unit_axes_view)
 
 
 # --- transpose ------------------------------------------------------------------------------
-def transpose(x, permutation):
-    """Permute the axes of `x`: output axis i is input axis permutation[i].
+def transpose(operand, permutation):
+    """Permute the axes of `operand`: output axis i is input axis permutation[i].
 
     Example:
         >>> transpose(fnp.zeros((2, 3)), (1, 0)).shape
         (3, 2)
     """
-    return transpose_p.bind(x, permutation=static_ints("transpose", permutation, "permutation"))
+    return transpose_p.bind(operand,
+                            permutation=static_ints("transpose", permutation, "permutation"))
 
 
 def _transpose_abstract(x, *, permutation):
@@ -240,17 +250,17 @@ register_op("transpose", transpose)
 
 
 # --- squeeze ----------------------------------------------------------------------------------
-def squeeze(x, dimensions):
-    """Remove the size-1 axes `dimensions` (negative allowed) of `x`.
+def squeeze(array, dimensions):
+    """Remove the size-1 axes `dimensions` (negative allowed) of `array`.
 
     Example:
         >>> squeeze(fnp.zeros((1, 3, 1)), (0, -1)).shape
         (3,)
     """
-    nd = get_aval(x).ndim
+    nd = get_aval(array).ndim
     dims = tuple(sorted(canonicalize_axis("squeeze", d, nd)
                         for d in static_ints("squeeze", dimensions, "dimensions")))
-    return squeeze_p.bind(x, dimensions=dims)
+    return squeeze_p.bind(array, dimensions=dims)
 
 
 def _squeeze_abstract(x, *, dimensions):
@@ -276,14 +286,14 @@ squeeze_p.declare("view", fusible=True, view_axes=unit_axes_view)
 
 
 # --- rev --------------------------------------------------------------------------------------
-def rev(x, dimensions):
-    """Reverse `x` along the axes `dimensions` (distinct, non-negative).
+def rev(operand, dimensions):
+    """Reverse `operand` along the axes `dimensions` (distinct, non-negative).
 
     Example:
         >>> rev(fnp.arange(3), (0,))
         Array([2, 1, 0], dtype=int32)
     """
-    return rev_p.bind(x, dimensions=static_ints("rev", dimensions, "dimensions"))
+    return rev_p.bind(operand, dimensions=static_ints("rev", dimensions, "dimensions"))
 
 
 def _rev_abstract(x, *, dimensions):
@@ -315,17 +325,19 @@ def iota(dtype, size):
     return broadcasted_iota(dtype, (size,), 0)
 
 
-def broadcasted_iota(dtype, shape, dimension):
-    """An array of `shape` whose entries are their index along axis `dimension`.
+def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
+    """An array of `shape` whose entries are their index along axis `dimension`;
+    `out_sharding`: None or one device (`core.placement`).
 
     Example:
         >>> broadcasted_iota(fnp.int32, (2, 2), 1)
         Array([[0, 1],
                [0, 1]], dtype=int32)
     """
-    return iota_p.bind(dtype=dtypes.canonicalize(dtype),
-                       shape=static_ints("broadcasted_iota", shape, "shape"),
-                       dimension=static_int("broadcasted_iota", dimension, "dimension"))
+    out = iota_p.bind(dtype=dtypes.canonicalize(dtype),
+                      shape=static_ints("broadcasted_iota", shape, "shape"),
+                      dimension=static_int("broadcasted_iota", dimension, "dimension"))
+    return place("broadcasted_iota", out, out_sharding)
 
 
 def _iota_abstract(*, dtype, shape, dimension):

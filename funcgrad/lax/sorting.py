@@ -12,6 +12,7 @@ from funcgrad import errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.indexing import GatherDimensionNumbers, gather
+from funcgrad.lax.shape import canonicalize_axis, transpose
 
 __all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]
 
@@ -108,8 +109,9 @@ batching.batch_rules[sort_p] = _sort_batch
 
 
 # --- top_k ------------------------------------------------------------------------------------
-def top_k(operand, k):
-    """The `k` largest entries along the last axis, in descending order, and their indices.
+def top_k(operand, k, *, axis=-1):
+    """The `k` largest entries along `axis` (the last by default), in descending order, and
+    their indices.
 
     Ties keep the lower index first; NaNs count as larger than every number.
 
@@ -117,7 +119,13 @@ def top_k(operand, k):
         >>> top_k(fnp.array([1., 3., 2.]), 2)
         (Array([3., 2.], dtype=float32), Array([1, 2], dtype=int32))
     """
-    return tuple(top_k_p.bind(operand, k=int(k)))
+    ndim = get_aval(operand).ndim
+    axis = canonicalize_axis("top_k", axis, ndim) if ndim else -1
+    if axis in (-1, ndim - 1):
+        return tuple(top_k_p.bind(operand, k=int(k)))
+    perm = tuple(i for i in range(ndim) if i != axis) + (axis,)
+    back = tuple(int(i) for i in np.argsort(perm))
+    return tuple(transpose(o, back) for o in top_k_p.bind(transpose(operand, perm), k=int(k)))
 
 
 def _top_k_abstract(x, *, k):

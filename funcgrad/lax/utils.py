@@ -41,6 +41,18 @@ def unop(name, impl, kinds="fc", out_dtype=None, fusible=True):
     return p.declare("elementwise", dtype_kinds=kinds, fusible=fusible)
 
 
+def accurate(name, x, accuracy):
+    """`x`, after checking JAX's `accuracy=` of a transcendental function: None, or a
+    `Tolerance`/`AccuracyMode` (JAX uses them to choose an implementation on TPUs only; on
+    the CPU and GPU, as in funcgrad, the one implementation runs). Anything else is an error,
+    as in JAX."""
+    if accuracy is not None and type(accuracy).__name__ not in ("Tolerance", "AccuracyMode"):
+        raise errors.op_error(name, f"accuracy {errors.short_repr(accuracy)} is not "
+                              "supported", cls=errors.FuncgradValueError,
+                              hint="pass None, a lax.Tolerance or a lax.AccuracyMode")
+    return x
+
+
 def binary_shape(name, *avals):
     """Operands must share a shape, except rank-0 operands, which broadcast."""
     shape = None

@@ -12,7 +12,7 @@ Every function is written with `funcgrad.numpy`/`lax`, so it runs eagerly and un
 import numpy as np
 
 import funcgrad.numpy as fnp
-from funcgrad import dtypes, lax
+from funcgrad import dtypes, errors, lax
 
 __all__ = [
     "celu", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
@@ -269,20 +269,29 @@ def softmax(x, axis=-1, where=None):
     return out if where is None else fnp.where(where, out, fnp.zeros_like(out))
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None, *,
+                algorithm="fast"):
     """(x - mean) / sqrt(variance + epsilon), statistics over `axis` unless given.
+
+    The variance is JAX's: `algorithm="fast"` computes `mean(x^2) - mean(x)^2` (clipped at 0:
+    it may cancel), `"stable"` the two-pass `mean((x - mean(x))^2)`.
 
     Example:
         >>> standardize(fnp.array([1.0, 3.0])).round(3).tolist()
         [-1.0, 1.0]
     """
+    if algorithm not in ("fast", "stable"):
+        raise errors.FuncgradValueError(f"standardize: unknown algorithm {algorithm!r}; "
+                                        f"expected 'fast' or 'stable'\n{errors.where()}")
     x = _float(x)
     axes = _reduction_axes(x, axis)
     if mean is None:
         mean = fnp.mean(x, axis=axes, keepdims=True, where=where)
-    if variance is None:
-        variance = (fnp.mean(fnp.square(x), axis=axes, keepdims=True, where=where)
-                    - fnp.square(mean))
+    if variance is None and algorithm == "stable":
+        variance = fnp.mean(fnp.square(x - mean), axis=axes, keepdims=True, where=where)
+    elif variance is None:
+        variance = fnp.maximum(fnp.mean(fnp.square(x), axis=axes, keepdims=True, where=where)
+                               - fnp.square(mean), 0)
     return (x - mean) * lax.rsqrt(variance + epsilon)
 
 

@@ -34,20 +34,20 @@ def _dtype(dtype):
     return dtypes.canonicalize(np.dtype(dtype)) if dtype is not None else dtypes.default_float()
 
 
-def zeros(key, shape, dtype=None):
-    """An array of zeros (the key is ignored).
+def zeros(key, shape, dtype=None, out_sharding=None):
+    """An array of zeros (the key is ignored; `out_sharding`: None or one device).
 
     Example: ``zeros(None, (2,))`` is ``[0., 0.]``.
     """
-    return fnp.zeros(shape, _dtype(dtype))
+    return fnp.zeros(shape, _dtype(dtype), out_sharding=out_sharding)
 
 
-def ones(key, shape, dtype=None):
-    """An array of ones (the key is ignored).
+def ones(key, shape, dtype=None, out_sharding=None):
+    """An array of ones (the key is ignored; `out_sharding`: None or one device).
 
     Example: ``ones(None, (2,))`` is ``[1., 1.]``.
     """
-    return fnp.ones(shape, _dtype(dtype))
+    return fnp.ones(shape, _dtype(dtype), out_sharding=out_sharding)
 
 
 def constant(value, dtype=None):

@@ -7,6 +7,8 @@ values and gradients stay finite in float32 at extreme logits (e.g. [0, -1000]);
 gradient of softmax cross-entropy is `softmax(logits) - labels`. Imports `functions` only.
 """
 
+import math
+
 import funcgrad.numpy as fnp
 from funcgrad import lax
 from funcgrad.errors import FuncgradValueError, op_error
@@ -87,15 +89,22 @@ def softmax_cross_entropy_with_integer_labels(logits, labels, axis=-1, where=Non
     return -fnp.sum(fnp.where(hit, log_p, 0.0), axis=axis)
 
 
-def smooth_labels(labels, alpha):
-    """Label smoothing: `(1 - alpha) * labels + alpha / num_classes` (last axis).
+def smooth_labels(labels, alpha, *, axis=-1, where=None):
+    """Label smoothing: `(1 - alpha) * labels + alpha / num_classes`, the classes along `axis`
+    (an int or a tuple); with `where`, `num_classes` counts only its True entries (optax's).
 
     Example:
         >>> smooth_labels(fnp.array([0.0, 1.0]), 0.2).tolist()
         [0.1, 0.9]
     """
     labels = fnp.asarray(labels)
-    return (1.0 - alpha) * labels + alpha / labels.shape[-1]
+    if where is not None:
+        classes = fnp.sum(fnp.broadcast_to(fnp.asarray(where), labels.shape), axis,
+                          keepdims=True)
+    else:
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        classes = math.prod(labels.shape[a] for a in axes)
+    return (1.0 - alpha) * labels + alpha / classes
 
 
 def sigmoid_binary_cross_entropy(logits, labels):

@@ -29,9 +29,10 @@ acosh, asinh, atanh = math.arccosh, math.arcsinh, math.arctanh
 
 # --- thin wrappers ----------------------------------------------------------------------------
 
-def astype(x, dtype, /, *, copy=True, device=None):
+def astype(x, dtype, /, *, copy=False, device=None):
     """`x` converted to `dtype` (the Array API's signature; funcgrad arrays are immutable, so
-    `copy` only decides whether an unchanged `x` may be returned as is).
+    `copy` only decides whether an unchanged `x` may be returned as is: by default it is, as
+    in JAX).
 
     Example:
         >>> fnp.astype(fnp.arange(3), fnp.float32)

@@ -12,7 +12,7 @@ import math as pymath
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
-from funcgrad.core import Array, ArrayBase, is_concrete, to_array
+from funcgrad.core import Array, ArrayBase, is_concrete, placement, to_array
 from funcgrad.lax.elementwise import float_to_int
 from funcgrad.numpy._util import (
     asarray_operand,
@@ -39,9 +39,15 @@ __all__ = [  # (`place` is for the sibling modules, not exported)
 
 # --- devices -----------------------------------------------------------------------------------
 
-def place(name, x, device):
-    """`x` on `device` (None: where it is). A traced `x` stays as it is once the device is
+def place(name, x, device, out_sharding=None):
+    """`x` on `device` (None: where it is), or where JAX's `out_sharding` says (None or one
+    device: `core.placement`; not both). A traced `x` stays as it is once the device is
     checked: placement is a property of concrete arrays."""
+    if out_sharding is not None:
+        if device is not None:
+            raise errors.op_error(name, "specifying both device and out_sharding is an error "
+                                  "(as in JAX)", cls=errors.FuncgradValueError)
+        return placement.place(name, x, out_sharding)
     if device is None:
         return x
     from funcgrad.devices import _resolve, device_put
@@ -57,7 +63,8 @@ def place(name, x, device):
 
 # --- conversion -------------------------------------------------------------------------------
 
-def array(object, dtype=None, copy=True, order=None, ndmin=0, *, device=None):
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
+          out_sharding=None):
     """A funcgrad array from an array, a Python scalar (weakly typed) or nested sequences
     (which may hold funcgrad arrays and tracers, stacked).
 
@@ -87,7 +94,7 @@ def array(object, dtype=None, copy=True, order=None, ndmin=0, *, device=None):
     nd = len(shape_of(out))
     if ndmin > nd:
         out = lax.reshape(out, (1,) * (ndmin - nd) + shape_of(out))
-    return place("array", out, device)
+    return place("array", out, device, out_sharding)
 
 
 def _host_array(obj, dt):
@@ -108,7 +115,7 @@ def _holds_arrays(seq):
     return False
 
 
-def asarray(a, dtype=None, order=None, *, copy=None, device=None):
+def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
     """`a` as a funcgrad array. `copy=None` copies only when needed (never for a funcgrad
     array of the requested dtype, nor for a NumPy array of a canonical dtype); `copy=True`
     always gives a new buffer; `copy=False` raises when a copy is needed.
@@ -122,10 +129,10 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None):
     if copy is False:
         _check_no_copy(a, dtype)
     if type(a) is Array and dtype is None and not copy:
-        return place("asarray", a, device)
+        return place("asarray", a, device, out_sharding)
     if copy and isinstance(a, np.ndarray):
         a = a.copy()
-    return place("asarray", array(a, dtype, copy=bool(copy)), device)
+    return place("asarray", array(a, dtype, copy=bool(copy)), device, out_sharding)
 
 
 def _check_no_copy(a, dtype):
@@ -149,22 +156,24 @@ def _fill_dtype(dtype):
     return dtypes.default_float() if dtype is None else dtypes.canonicalize(dtype)
 
 
-def zeros(shape, dtype=None, *, device=None):
-    """An array of zeros (float32 unless `dtype`)."""
-    return place("zeros", lax.full(static_shape("zeros", shape), 0, _fill_dtype(dtype)), device)
+def zeros(shape, dtype=None, *, device=None, out_sharding=None):
+    """An array of zeros (float32 unless `dtype`); `device`/`out_sharding` as in `place`."""
+    return place("zeros", lax.full(static_shape("zeros", shape), 0, _fill_dtype(dtype)), device,
+                 out_sharding)
 
 
-def ones(shape, dtype=None, *, device=None):
+def ones(shape, dtype=None, *, device=None, out_sharding=None):
     """An array of ones (float32 unless `dtype`)."""
-    return place("ones", lax.full(static_shape("ones", shape), 1, _fill_dtype(dtype)), device)
+    return place("ones", lax.full(static_shape("ones", shape), 1, _fill_dtype(dtype)), device,
+                 out_sharding)
 
 
-def empty(shape, dtype=None, *, device=None):
+def empty(shape, dtype=None, *, device=None, out_sharding=None):
     """Like `zeros`: funcgrad arrays are immutable, so "uninitialized" is zeros."""
-    return place("empty", zeros(shape, dtype), device)
+    return place("empty", zeros(shape, dtype), device, out_sharding)
 
 
-def full(shape, fill_value, dtype=None, *, device=None):
+def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     """An array of `shape` filled with `fill_value` (an array fill value broadcasts).
 
     Example:
@@ -175,43 +184,44 @@ def full(shape, fill_value, dtype=None, *, device=None):
     shape = static_shape("full", shape)
     if isinstance(fill_value, (bool, int, float, complex, np.generic)):
         return place("full", lax.full(shape, fill_value, None if dtype is None
-                                      else dtypes.canonicalize(dtype)), device)
+                                      else dtypes.canonicalize(dtype)), device, out_sharding)
     v = asarray_operand("full", fill_value)
     if dtype is not None:
         v = convert(v, dtypes.canonicalize(dtype), False)
     from funcgrad.numpy.shape import broadcast_to
-    return place("full", broadcast_to(v, shape), device)
+    return place("full", broadcast_to(v, shape), device, out_sharding)
 
 
-def _like(name, a, fill, dtype, shape, device):
+def _like(name, a, fill, dtype, shape, device, out_sharding):
     a = asarray_operand(name, a)
     shape = None if shape is None else static_shape(name, shape)
     out = lax.full_like(a, fill, None if dtype is None else dtypes.canonicalize(dtype), shape)
-    return place(name, out, device)
+    return place(name, out, device, out_sharding)
 
 
-def zeros_like(a, dtype=None, shape=None, *, device=None):
+def zeros_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Zeros with the shape and dtype of `a` (unless given)."""
-    return _like("zeros_like", a, 0, dtype, shape, device)
+    return _like("zeros_like", a, 0, dtype, shape, device, out_sharding)
 
 
-def ones_like(a, dtype=None, shape=None, *, device=None):
+def ones_like(a, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Ones with the shape and dtype of `a` (unless given)."""
-    return _like("ones_like", a, 1, dtype, shape, device)
+    return _like("ones_like", a, 1, dtype, shape, device, out_sharding)
 
 
-def empty_like(a, dtype=None, shape=None, *, device=None):
+def empty_like(prototype, dtype=None, shape=None, *, device=None, out_sharding=None):
     """Like `zeros_like`."""
-    return _like("empty_like", a, 0, dtype, shape, device)
+    return _like("empty_like", prototype, 0, dtype, shape, device, out_sharding)
 
 
-def full_like(a, fill_value, dtype=None, shape=None, *, device=None):
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None, out_sharding=None):
     """`fill_value` with the shape and dtype of `a` (unless given)."""
     if isinstance(fill_value, (bool, int, float, complex, np.generic)):
-        return _like("full_like", a, fill_value, dtype, shape, device)
+        return _like("full_like", a, fill_value, dtype, shape, device, out_sharding)
     a = asarray_operand("full_like", a)
     return full(shape_of(a) if shape is None else shape, fill_value,
-                dtype_of(a) if dtype is None else dtype, device=device)
+                dtype_of(a) if dtype is None else dtype, device=device,
+                out_sharding=out_sharding)
 
 
 # --- ranges -------------------------------------------------------------------------------------
@@ -228,14 +238,14 @@ def _static_number(name, x):
     return x
 
 
-def arange(start, stop=None, step=None, dtype=None, *, device=None):
+def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding=None):
     """Evenly spaced values in [start, stop) with `step` (static numbers).
 
     Example:
         >>> fnp.arange(1, 7, 2)
         Array([1, 3, 5], dtype=int32)
     """
-    return place("arange", _arange(start, stop, step, dtype), device)
+    return place("arange", _arange(start, stop, step, dtype), device, out_sharding)
 
 
 def _arange(start, stop, step, dtype):

@@ -92,8 +92,8 @@ class finfo:
         (dtype('float32'), 1.1920928955078125e-07)
     """
 
-    def __init__(self, type):
-        info = np.finfo(_info_dtype("finfo", type, "fc"))
+    def __init__(self, dtype):
+        info = np.finfo(_info_dtype("finfo", dtype, "fc"))
         self._np = info
         self.bits, self.dtype = int(info.bits), np.dtype(info.dtype)
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
@@ -116,8 +116,8 @@ class iinfo:
         -128
     """
 
-    def __init__(self, type):
-        info = np.iinfo(_info_dtype("iinfo", type, "iu"))
+    def __init__(self, int_type):
+        info = np.iinfo(_info_dtype("iinfo", int_type, "iu"))
         self.bits, self.dtype = int(info.bits), np.dtype(info.dtype)
         self.max, self.min = int(info.max), int(info.min)
         self.kind = info.kind

@@ -712,10 +712,13 @@ def _along_axis_index(name, shape, indices, axis):
     return tuple(idx)
 
 
-def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
+def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None, *,
+                    wrap_negative_indices=None):
     """`arr` indexed by `indices` along `axis` (the other axes broadcast), as NumPy's.
 
     Out-of-bounds indices give `fill_value` (mode=None or "fill") or clamp (mode="clip").
+    Negative indices count from the end unless `wrap_negative_indices` is False (then they
+    are out of bounds); None wraps them except with mode="promise_in_bounds" (JAX's rule).
 
     Example:
         >>> x = fnp.array([[5, 3, 4], [2, 7, 6]])
@@ -731,6 +734,11 @@ def take_along_axis(arr, indices, axis=-1, mode=None, fill_value=None):
                                   f"shape {indices.shape}", cls=errors.FuncgradValueError)
         a, axis = lax.reshape(a, (a.size,)), 0
     axis = _util.canonical_axis("take_along_axis", axis, a.ndim)
+    if not (mode != "promise_in_bounds" if wrap_negative_indices is None
+            else wrap_negative_indices):
+        out_of_bounds = 0 if mode in ("clip", "promise_in_bounds") else a.shape[axis]
+        indices = lax.select_n(lax.lt(indices, lax.full_like(indices, 0)), indices,
+                               lax.full_like(indices, out_of_bounds))
     idx = _along_axis_index("take_along_axis", a.shape, indices, axis)
     if a.shape[axis] == 0:
         shape = list(a.shape)

@@ -96,18 +96,20 @@ def _eps(a):
 
 
 # --- decompositions ---------------------------------------------------------------------------
-def cholesky(a, /, *, upper=False):
+def cholesky(a, *, upper=False, symmetrize_input=True):
     """Cholesky factor of Hermitian positive-definite (stacks of) matrices.
 
     Returns `L` with `a = L @ L^H` (or upper `U = L^H` with `upper=True`). A matrix that is not
     positive definite gives NaN entries (as in JAX; NumPy raises). The input is symmetrized,
-    `(a + a^H) / 2`, as in JAX, so gradients are symmetric.
+    `(a + a^H) / 2`, as in JAX, so gradients are symmetric; with `symmetrize_input=False`
+    only its lower triangle is read.
 
     Example:
         >>> fnp.linalg.cholesky(fnp.array([[4.0, 2.0], [2.0, 5.0]]))
         Array([[2., 0.], [1., 2.]], dtype=float32)
     """
-    low = decomp.cholesky(_matrix("cholesky", a, square=True))
+    low = decomp.cholesky(_matrix("cholesky", a, square=True),
+                          symmetrize_input=symmetrize_input)
     return _H(low) if upper else low
 
 
@@ -133,30 +135,31 @@ def _uplo(name, UPLO):
     return UPLO == "L"
 
 
-def eigh(a, UPLO="L", symmetrize_input=True):
+def eigh(a, UPLO=None, symmetrize_input=True):
     """Eigenvalues (ascending) and eigenvectors of Hermitian matrices: `EighResult(w, v)`.
 
-    Reads the `UPLO` triangle when `symmetrize_input=False`; by default it uses
-    `(a + a^H) / 2`, as JAX does. Derivatives of the eigenvectors need distinct eigenvalues.
+    Reads the `UPLO` triangle ("L", the default, or "U") when `symmetrize_input=False`; by
+    default it uses `(a + a^H) / 2`, as JAX does. Derivatives of the eigenvectors need
+    distinct eigenvalues.
 
     Example:
         >>> fnp.linalg.eigh(fnp.array([[2.0, 0.0], [0.0, 1.0]])).eigenvalues
         Array([1., 2.], dtype=float32)
     """
-    lower = _uplo("eigh", UPLO)
+    lower = _uplo("eigh", "L" if UPLO is None else UPLO)
     v, w = decomp.eigh(_matrix("eigh", a, square=True), lower=lower,
                        symmetrize_input=symmetrize_input)
     return EighResult(w, v)
 
 
-def eigvalsh(a, UPLO="L"):
-    """Eigenvalues (ascending) of Hermitian matrices.
+def eigvalsh(a, UPLO="L", *, symmetrize_input=True):
+    """Eigenvalues (ascending) of Hermitian matrices (`symmetrize_input` as in `eigh`).
 
     Example:
         >>> fnp.linalg.eigvalsh(fnp.array([[2.0, 1.0], [1.0, 2.0]]))
         Array([1., 3.], dtype=float32)
     """
-    return eigh(a, UPLO).eigenvalues
+    return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
 def eig(a):
@@ -185,13 +188,14 @@ def eigvals(a):
                           compute_right_eigenvectors=False)[0]
 
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
     """Singular value decomposition: `SVDResult(U, S, Vh)` with `a = U @ diag(S) @ Vh`, or
     `S` alone (descending).
 
     `hermitian` is accepted for NumPy compatibility; the general SVD is always used.
-    Derivatives of `U`, `Vh` need distinct singular values and `full_matrices=False` for
-    non-square matrices (as in JAX).
+    `subset_by_index=(start, end)` keeps the singular triplets `start:end` (with
+    `full_matrices=False`; see `lax.linalg.svd`). Derivatives of `U`, `Vh` need distinct
+    singular values and `full_matrices=False` for non-square matrices (as in JAX).
 
     Example:
         >>> fnp.linalg.svd(fnp.array([[3.0, 0.0], [0.0, 4.0]]), compute_uv=False)
@@ -199,8 +203,10 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """
     a = _matrix("svd", a)
     if not compute_uv:
-        return decomp.svd(a, compute_uv=False)
-    return SVDResult(*decomp.svd(a, full_matrices=full_matrices))
+        return decomp.svd(a, full_matrices=full_matrices and subset_by_index is None,
+                          compute_uv=False, subset_by_index=subset_by_index)
+    return SVDResult(*decomp.svd(a, full_matrices=full_matrices,
+                                 subset_by_index=subset_by_index))
 
 
 def svdvals(x, /):
@@ -306,15 +312,21 @@ def det(a):
     return m.multiply(sign, reductions.prod(d, axis=-1))
 
 
-def slogdet(a):
+def slogdet(a, *, method=None):
     """Sign and log of the absolute determinant: `SlogdetResult(sign, logabsdet)`.
 
-    A singular matrix gives sign 0 and logabsdet -inf, as in NumPy.
+    A singular matrix gives sign 0 and logabsdet -inf, as in NumPy. `method` is "lu" (the
+    default) or "qr" (real matrices: the diagonal of R, the sign of det Q), as in JAX.
 
     Example:
         >>> fnp.linalg.slogdet(fnp.array([[2.0, 0.0], [0.0, 3.0]])).logabsdet
         Array(1.7917595, dtype=float32)
     """
+    if method == "qr":
+        return _slogdet_qr(a)
+    if method not in (None, "lu"):
+        raise errors.op_error("slogdet", f"unknown method {errors.short_repr(method)}",
+                              cls=errors.FuncgradValueError, hint="use 'lu' or 'qr'")
     d, sign = _lu_parts("slogdet", a)
     mag = m.abs(d)
     logabsdet = reductions.sum(m.log(mag), axis=-1)
@@ -324,6 +336,20 @@ def slogdet(a):
     else:
         unit = m.sign(d)
     return SlogdetResult(m.multiply(sign, reductions.prod(unit, axis=-1)), logabsdet)
+
+
+def _slogdet_qr(a):
+    a = _matrix("slogdet", a, square=True)
+    if dtype_of(a).kind == "c":
+        raise errors.op_error("slogdet", "method='qr' is not implemented for complex inputs "
+                              "(as in JAX)", cls=errors.FuncgradNotImplementedError,
+                              hint="use method='lu'")
+    q, r = decomp.qr(a)
+    d = _diag(r)
+    q_diag, q_sign = _lu_parts("slogdet", lax.stop_gradient(q))  # det Q is +1 or -1
+    sign = m.multiply(m.multiply(q_sign, reductions.prod(m.sign(q_diag), axis=-1)),
+                      reductions.prod(m.sign(d), axis=-1))
+    return SlogdetResult(sign, reductions.sum(m.log(m.abs(d)), axis=-1))
 
 
 # --- least squares, pseudo-inverse, rank ------------------------------------------------------
@@ -342,12 +368,13 @@ def _per_matrix(value, s):
     return sh.expand_dims(lax.convert_element_type(value, dtype_of(s)), -1)
 
 
-def lstsq(a, b, rcond=None):
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
     """Least-squares solution of `a @ x = b` for 2-D `a` (M, N): `(x, residuals, rank, s)`.
 
     Via the SVD; singular values below `rcond * max(s)` (default `eps * max(M, N)`) are
     dropped. As in JAX, `residuals` (the squared 2-norm of `b - a @ x` per column) is always
-    returned, where NumPy returns an empty array when the rank is below N or M <= N.
+    returned, where NumPy returns an empty array when the rank is below N or M <= N; with
+    `numpy_resid=True` it is NumPy's (the rank must then be concrete: not under `jit`).
 
     Example:
         >>> x, res, rank, s = fnp.linalg.lstsq(fnp.array([[2.0, 0.0], [0.0, 4.0]]),
@@ -372,6 +399,8 @@ def lstsq(a, b, rcond=None):
     x = matmul(_H(vh), m.multiply(sh.expand_dims(inv_s, -1), matmul(_H(u), b2)))
     resid = reductions.sum(m.square(m.abs(m.subtract(b2, matmul(a, x)))), axis=0)
     rank = reductions.sum(logic.greater(s, cutoff))
+    if numpy_resid and (bool(rank < sa[1]) or sa[0] <= sa[1]):
+        resid = creation.zeros((0,), dtype_of(resid))
     return (lax.reshape(x, shape_of(x)[:1]) if len(sb) == 1 else x), resid, rank, s
 
 
@@ -421,14 +450,20 @@ _pinv = custom_jvp(_pinv_impl, nondiff_argnums=(1,))
 _pinv.defjvp(_pinv_jvp)
 
 
-def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
-    """Number of singular values above `tol` (default `max(s) * max(M, N) * eps`).
+def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):
+    """Number of singular values above `rtol * max(s)` (default `rtol`: `max(M, N) * eps`),
+    or above the absolute `tol` (NumPy's older argument; only one of the two may be given).
+    `rtol` is relative as JAX's and NumPy's docs say (JAX 0.10.2's code compares the singular
+    values with `rtol` itself).
 
     Example:
         >>> fnp.linalg.matrix_rank(fnp.array([[1.0, 2.0], [2.0, 4.0]]))
         Array(1, dtype=int32)
     """
-    A = asarray_operand("matrix_rank", A)
+    if tol is not None and rtol is not None:
+        raise errors.op_error("matrix_rank", "only one of tol or rtol may be specified",
+                              cls=errors.FuncgradValueError)
+    A = asarray_operand("matrix_rank", M)
     if len(shape_of(A)) < 2:
         return lax.convert_element_type(reductions.any(logic.not_equal(A, 0)), np.int32)
     A = _matrix("matrix_rank", A)

@@ -11,6 +11,7 @@ from funcgrad.core import Array
 from funcgrad.numpy._util import (
     asarray_operand,
     broadcast_shapes,
+    check_no_out,
     dtype_of,
     full_like_of,
     promote,
@@ -172,16 +173,18 @@ def isinf(x, /):
     return lax.eq(lax.abs(x), _scalar_like(x, np.inf))
 
 
-def isposinf(x, /):
-    """Elementwise test for +inf."""
+def isposinf(x, /, out=None):
+    """Elementwise test for +inf (`out` must be None, as in JAX)."""
+    check_no_out("isposinf", out)
     x = unary_operand("isposinf", x, "biuf", False)
     if dtype_of(x).kind != "f":
         return full_like_of(x, False, dtypes.bool_)
     return lax.eq(x, _scalar_like(x, np.inf))
 
 
-def isneginf(x, /):
-    """Elementwise test for -inf."""
+def isneginf(x, /, out=None):
+    """Elementwise test for -inf (`out` must be None, as in JAX)."""
+    check_no_out("isneginf", out)
     x = unary_operand("isneginf", x, "biuf", False)
     if dtype_of(x).kind != "f":
         return full_like_of(x, False, dtypes.bool_)
@@ -210,7 +213,7 @@ def signbit(x, /):
     return _signbit(x)
 
 
-def isreal(x, /):
+def isreal(x):
     """Elementwise test for a zero imaginary part."""
     x = unary_operand("isreal", x, "biufc", False)
     if dtype_of(x).kind != "c":

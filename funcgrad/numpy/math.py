@@ -398,7 +398,7 @@ def ceil(x, /):
     return lax.ceil(x) if dtype_of(x).kind == "f" else x
 
 
-def trunc(x, /):
+def trunc(x):
     """Elementwise rounding toward zero (integer and bool inputs unchanged)."""
     x = unary_operand("trunc", x, "biuf", False)
     if dtype_of(x).kind != "f":
@@ -477,7 +477,7 @@ def clip(a, a_min=None, a_max=None):
 
 # --- float helpers -----------------------------------------------------------------------------
 
-def fmax(x1, x2, /):
+def fmax(x1, x2):
     """Elementwise maximum ignoring NaNs (NaN only where both are NaN)."""
     x1, x2 = promote("fmax", (x1, x2))
     if dtype_of(x1).kind not in "fc":
@@ -485,7 +485,7 @@ def fmax(x1, x2, /):
     return select(lax.bitwise_or(lax.gt(x1, x2), lax.ne(x2, x2)), x2, x1)
 
 
-def fmin(x1, x2, /):
+def fmin(x1, x2):
     """Elementwise minimum ignoring NaNs (NaN only where both are NaN)."""
     x1, x2 = promote("fmin", (x1, x2))
     if dtype_of(x1).kind not in "fc":
@@ -638,7 +638,7 @@ def conjugate(x, /):
 conj = conjugate
 
 
-def iscomplex(x, /):
+def iscomplex(x):
     """Elementwise: the imaginary part is nonzero (all False for real dtypes).
 
     Example:

@@ -11,7 +11,7 @@ from math import prod
 import numpy as np
 
 from funcgrad import errors, lax
-from funcgrad.core import Array
+from funcgrad.core import Array, placement
 from funcgrad.numpy._util import (
     asarray_operand,
     broadcast_shapes,
@@ -48,7 +48,7 @@ def _dot_general(a, b, lc, rc, lb=(), rb=(), precision=None, preferred_element_t
 
 # --- matmul / dot -------------------------------------------------------------------------------
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """Matrix product with NumPy's rules (the `@` operator).
 
     Args:
@@ -66,6 +66,9 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         >>> (fnp.ones((5, 2, 3)) @ fnp.ones((3, 4))).shape
         (5, 2, 4)
     """
+    if out_sharding is not None:  # None or one device: core.placement
+        out = matmul(a, b, precision=precision, preferred_element_type=preferred_element_type)
+        return placement.place("matmul", out, out_sharding)
     if (type(a) is Array and type(b) is Array and precision is None
             and preferred_element_type is None):
         out = _fast_product(a, b)
@@ -100,7 +103,7 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
     return _dot_general(a, b, (nd - 1,), (nd - 2,), bd, bd, **kw)
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a, b, *, precision=None, preferred_element_type=None, out_sharding=None):
     """NumPy's dot: a product over the last axis of `a` and the second-to-last of `b` (the
     only axis for 1-D `b`); scalars multiply.
 
@@ -108,6 +111,9 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
         >>> fnp.dot(fnp.ones((2, 3)), fnp.ones(3))
         Array([3., 3.], dtype=float32)
     """
+    if out_sharding is not None:  # None or one device: core.placement
+        out = dot(a, b, precision=precision, preferred_element_type=preferred_element_type)
+        return placement.place("dot", out, out_sharding)
     if (type(a) is Array and type(b) is Array and precision is None
             and preferred_element_type is None):
         out = _fast_product(a, b)
@@ -174,7 +180,8 @@ def outer(a, b, out=None):
     return multiply(lax.reshape(a, (prod(shape_of(a)), 1)), lax.reshape(b, (prod(shape_of(b)),)))
 
 
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None,
+              out_sharding=None):
     """Sum products over `axes`: an int N (last N of `a` with first N of `b`) or a pair of
     axis sequences.
 
@@ -182,6 +189,10 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
         >>> fnp.tensordot(fnp.ones((2, 3, 4)), fnp.ones((3, 4, 5))).shape
         (2, 5)
     """
+    if out_sharding is not None:  # None or one device: core.placement
+        out = tensordot(a, b, axes, precision=precision,
+                        preferred_element_type=preferred_element_type)
+        return placement.place("tensordot", out, out_sharding)
     a, b = promote("tensordot", (a, b), broadcast=False)
     sa, sb = shape_of(a), shape_of(b)
     if isinstance(axes, (int, np.integer)):
@@ -225,7 +236,7 @@ def kron(a, b):
 # --- einsum -------------------------------------------------------------------------------------
 
 def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
-           preferred_element_type=None):
+           preferred_element_type=None, out_sharding=None):
     """Einstein summation over the operands' labelled axes.
 
     Supports "..." ellipses (broadcast), implicit output ("ij,jk" sums the repeated labels
@@ -250,6 +261,10 @@ def einsum(subscripts, /, *operands, out=None, optimize="auto", precision=None,
         >>> fnp.einsum("...ij,jk->...ik", fnp.ones((5, 2, 3)), fnp.ones((3, 4))).shape
         (5, 2, 4)
     """
+    if out_sharding is not None:  # None or one device: core.placement
+        res = einsum(subscripts, *operands, out=out, optimize=optimize, precision=precision,
+                     preferred_element_type=preferred_element_type)
+        return placement.place("einsum", res, out_sharding)
     if out is not None:
         raise errors.op_error("einsum", "the `out` argument is not supported",
                               cls=errors.FuncgradValueError)

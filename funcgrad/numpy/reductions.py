@@ -111,7 +111,8 @@ def _finish(r, shape, axes, keepdims, initial, combine):
 
 # --- sum / prod -------------------------------------------------------------------------------
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+        promote_integers=True):
     """Sum of elements over `axis`.
 
     Args:
@@ -119,6 +120,8 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
         axis: None (all axes), an int (negative counts from the end) or a tuple of ints.
         dtype: the accumulation and result dtype; by default bools and integers narrower
             than the default int sum in the default int (int32), other dtypes in their own.
+        promote_integers: False keeps narrow integers in their own dtype (bools still sum
+            in the default int), as in JAX.
         keepdims: keep the reduced axes with size 1.
         initial: a value added to the sum.
         where: a bool mask broadcastable to `a`; masked-out elements count as 0.
@@ -139,14 +142,22 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
         if r is not None:
             return r
     from funcgrad.numpy.math import add
-    a, axes, shape = _prepare("sum", a, axis, dtype, out, where, 0)
+    a, axes, shape = _prepare("sum", a, axis, dtype, out, where, 0,
+                              _sum_dtype if promote_integers else _bool_to_int)
     return _finish(lax.reduce_sum(a, axes), shape, axes, keepdims, initial, add)
 
 
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """Product of elements over `axis` (bools and narrow integers in the default int)."""
+def _bool_to_int(dt):
+    return dtypes.default_int() if dt.kind == "b" else dt
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+         promote_integers=True):
+    """Product of elements over `axis` (bools, and with `promote_integers` narrow integers,
+    in the default int)."""
     from funcgrad.numpy.math import multiply
-    a, axes, shape = _prepare("prod", a, axis, dtype, out, where, 1)
+    a, axes, shape = _prepare("prod", a, axis, dtype, out, where, 1,
+                              _sum_dtype if promote_integers else _bool_to_int)
     return _finish(lax.reduce_prod(a, axes), shape, axes, keepdims, initial, multiply)
 
 
@@ -338,7 +349,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return convert(r, dt, r.weak_type)
 
 
-def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """Mean ignoring NaNs."""
     a = asarray_operand("nanmean", a)
     if dtype_of(a).kind not in "fc":
@@ -350,7 +361,10 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return mean(a, axis, dtype, out, keepdims, where=valid)
 
 
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+_mean = mean  # var and std take a parameter named `mean`, as in JAX
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
     """Variance over `axis`: sum(|a - mean(a)|**2) / max(n - ddof, 0).
 
@@ -360,6 +374,8 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         ddof: "delta degrees of freedom" (1 for the unbiased estimate); `correction` is
             its array-API name.
         dtype: the result dtype (default: the computation dtype).
+        mean: the mean of `a` over `axis`, if already known, broadcastable to `a` (computed
+            with keepdims=True), so it is not computed again (as in JAX).
 
     Example:
         >>> fnp.var(fnp.array([1.0, 2.0, 3.0, 4.0]), ddof=1)
@@ -373,7 +389,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     a = convert(a, comp, a.weak_type)
     shape = shape_of(a)
     axes = canonical_axes("var", axis, len(shape))
-    centered = lax.sub(a, broadcast_to_shape(mean(a, axes, keepdims=True, where=where), shape))
+    mean = (_mean(a, axes, keepdims=True, where=where) if mean is None
+            else convert(asarray_operand("var", mean), comp, a.weak_type))
+    centered = lax.sub(a, broadcast_to_shape(mean, shape))
     if comp.kind == "c":
         sq = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
@@ -389,27 +407,28 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     return r if dtype is None else convert(r, user_dtype(dtype), r.weak_type)
 
 
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None,
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
         correction=None):
-    """Standard deviation over `axis`: sqrt(var(a, axis, ddof=ddof))."""
+    """Standard deviation over `axis`: sqrt(var(a, axis, ddof=ddof)) (`mean` as in `var`)."""
     check_no_out("std", out)
-    r = lax.sqrt(var(a, axis, None, None, ddof, keepdims, where=where, correction=correction))
+    r = lax.sqrt(var(a, axis, None, None, ddof, keepdims, where=where, mean=mean,
+                     correction=correction))
     return r if dtype is None else convert(r, user_dtype(dtype), r.weak_type)
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
-    """Variance ignoring NaNs."""
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+    """Variance ignoring NaNs (`mean`: as in `var`, the mean of the non-NaN elements)."""
     a = asarray_operand("nanvar", a)
     valid = lax.bitwise_not(isnan(a))
     if where is not None:
         valid = lax.bitwise_and(valid, broadcast_to_shape(_as_bool("nanvar", where),
                                                           shape_of(a)))
-    return var(_nan_to(a, 0), axis, dtype, out, ddof, keepdims, where=valid)
+    return var(_nan_to(a, 0), axis, dtype, out, ddof, keepdims, where=valid, mean=mean)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
-    """Standard deviation ignoring NaNs."""
-    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, where=None, mean=None):
+    """Standard deviation ignoring NaNs (`mean`: as in `nanvar`)."""
+    return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where, mean))
 
 
 def average(a, axis=None, weights=None, returned=False, keepdims=False):
@@ -510,22 +529,22 @@ def _arg_extremum(name, fn, a, axis, out, keepdims):
     return _keep(r, shape, axes)
 
 
-def argmax(a, axis=None, out=None, keepdims=False):
+def argmax(a, axis=None, out=None, keepdims=None):
     """Index of the (first) maximum along `axis` (of the flattened array when None)."""
     return _arg_extremum("argmax", lax.argmax, a, axis, out, keepdims)
 
 
-def argmin(a, axis=None, out=None, keepdims=False):
+def argmin(a, axis=None, out=None, keepdims=None):
     """Index of the (first) minimum along `axis` (of the flattened array when None)."""
     return _arg_extremum("argmin", lax.argmin, a, axis, out, keepdims)
 
 
-def nanargmax(a, axis=None, out=None, keepdims=False):
+def nanargmax(a, axis=None, out=None, keepdims=None):
     """Index of the maximum ignoring NaNs."""
     return argmax(_nan_fill(a, -np.inf), axis, out, keepdims)
 
 
-def nanargmin(a, axis=None, out=None, keepdims=False):
+def nanargmin(a, axis=None, out=None, keepdims=None):
     """Index of the minimum ignoring NaNs."""
     return argmin(_nan_fill(a, np.inf), axis, out, keepdims)
 

@@ -44,8 +44,20 @@ def sort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
     return lax.rev(out, (axis,)) if descending else out
 
 
-def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False):
-    """Indices that sort `a` along `axis` (a multi-operand lax.sort of `a` and an iota).
+def _index_dtype(name, dtype):
+    """An integer dtype asked for by the user (None: the default int)."""
+    if dtype is None:
+        return dtypes.default_int()
+    dt = _util.user_dtype(dtype)
+    if dt.kind not in "iu":
+        raise errors.op_error(name, f"dtype must be an integer dtype, got {dt}",
+                              cls=errors.FuncgradValueError)
+    return dt
+
+
+def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False, dtype=None):
+    """Indices that sort `a` along `axis` (a multi-operand lax.sort of `a` and an iota), of
+    integer `dtype` (default: the default int).
 
     With `descending`, equal elements keep their original order (stable).
 
@@ -58,7 +70,7 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
     a, axis = _sort_axis("argsort", a, axis)
     if descending:
         a = lax.rev(a, (axis,))
-    iota = lax.broadcasted_iota(dtypes.default_int(), a.shape, axis)
+    iota = lax.broadcasted_iota(_index_dtype("argsort", dtype), a.shape, axis)
     idx = lax.sort((a, iota), dimension=axis, is_stable=stable, num_keys=1)[1]
     if not descending:
         return idx
@@ -66,16 +78,21 @@ def argsort(a, axis=-1, *, kind=None, order=None, stable=True, descending=False)
     return lax.sub(last, lax.rev(idx, (axis,)))
 
 
-def searchsorted(a, v, side="left", sorter=None, *, method="compare_all"):
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     """Insertion points of `v` into the sorted 1-D `a` (NaNs order last, as in NumPy).
 
-    Compares every `v` with every element of `a` (memory v.size * a.size); `method` is
-    accepted for JAX compatibility.
+    Compares every `v` with every element of `a` (memory v.size * a.size) whatever JAX's
+    `method` ('scan', 'scan_unrolled', 'sort' or 'compare_all') says: the results are the
+    same.
 
     Example:
         >>> searchsorted(fnp.array([1., 2., 3.]), fnp.array([2., 5.]))
         Array([1, 3], dtype=int32)
     """
+    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
+        raise errors.op_error("searchsorted", f"invalid method {errors.short_repr(method)}",
+                              cls=errors.FuncgradValueError,
+                              hint="use 'scan', 'scan_unrolled', 'sort' or 'compare_all'")
     if side not in ("left", "right"):
         raise errors.op_error("searchsorted", f"side must be 'left' or 'right', got "
                                               f"{errors.short_repr(side)}",
@@ -207,11 +224,12 @@ def unravel_index(indices, shape):
     return tuple(out)
 
 
-def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
-    """Flat indices of the coordinates `multi_index` in an array of shape `dims`.
+def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
+    """Flat indices of the coordinates `multi_index` in an array of shape `dims`, of integer
+    `dtype` (default: the default int), which must hold `prod(dims) - 1`.
 
-    mode: "raise" (needs concrete input; a FuncgradValueError when out of range), "wrap"
-    or "clip". order: "C" (row-major) or "F".
+    mode: "raise" (needs concrete input; a FuncgradValueError when out of range), "wrap",
+    "clip" or "ignore" (no check). order: "C" (row-major) or "F".
 
     Example:
         >>> ravel_multi_index((fnp.array([1, 0]), fnp.array([2, 1])), (2, 3))
@@ -226,7 +244,11 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
                                                    f"{errors.short_repr(order)}",
                               cls=errors.FuncgradValueError)
     arrs = [_int_operand("ravel_multi_index", i) for i in multi_index]
-    dt = dtypes.default_int()
+    dt = _index_dtype("ravel_multi_index", dtype)
+    if int(np.prod(dims, dtype=np.int64)) - 1 > np.iinfo(dt).max:
+        raise errors.op_error("ravel_multi_index", f"dtype {dt} cannot hold the flat indices "
+                              f"of shape {dims}", cls=errors.FuncgradValueError,
+                              hint="pass a wider integer dtype")
     arrs = [i if i.dtype == dt else lax.convert_element_type(i, dt) for i in arrs]
     for k, (i, d) in enumerate(zip(arrs, dims)):
         if mode == "raise":
@@ -235,6 +257,8 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
             arrs[k] = _floor_mod(i, d)
         elif mode == "clip":
             arrs[k] = lax.clamp(_const(0, dt), i, _const(d - 1, dt))
+        elif mode == "ignore":
+            pass
         else:
             raise errors.op_error("ravel_multi_index", f"invalid mode {errors.short_repr(mode)}",
                                   cls=errors.FuncgradValueError)

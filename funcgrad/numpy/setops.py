@@ -146,9 +146,10 @@ def unique_all(x, /, *, size=None, fill_value=None):
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
-           equal_nan=True, size=None, fill_value=None):
+           equal_nan=True, size=None, fill_value=None, sorted=True):
     """NumPy's `unique` of the flattened `ar` (NaNs collapse unless `equal_nan=False`), with
-    JAX's `size=`/`fill_value=` for use under jit; `inverse` has the shape of `ar`.
+    JAX's `size=`/`fill_value=` for use under jit; `inverse` has the shape of `ar`. The
+    values are always sorted (`sorted` is accepted: JAX does not use it either).
 
     Example:
         >>> fnp.unique(fnp.array([2, 1, 2]), return_counts=True)

@@ -10,7 +10,7 @@ from math import prod
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
-from funcgrad.core import Array, ArrayBase, is_concrete
+from funcgrad.core import Array, ArrayBase, is_concrete, placement
 from funcgrad.numpy._util import (
     asarray_operand,
     axis_tuple,
@@ -18,6 +18,7 @@ from funcgrad.numpy._util import (
     broadcast_to_shape,
     canonical_axes,
     canonical_axis,
+    check_no_out,
     dtype_of,
     promote,
     select,
@@ -96,7 +97,7 @@ def _resolve_shape(a_shape, new):
     return new
 
 
-def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None, out_sharding=None):
     """`a` with a new shape of the same size.
 
     Args:
@@ -104,6 +105,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         shape: an int or a tuple of ints (static); one entry may be -1 (inferred).
             `newshape` is the older NumPy name.
         order: 'C' (row-major) or 'F' (column-major).
+        out_sharding: None or one device (`core.placement`).
 
     Raises:
         FuncgradValueError: naming both shapes when the sizes differ.
@@ -112,6 +114,9 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         >>> fnp.reshape(fnp.arange(6), (2, -1)).shape
         (2, 3)
     """
+    if out_sharding is not None:
+        out = reshape(a, shape, order, newshape=newshape, copy=copy)
+        return placement.place("reshape", out, out_sharding)
     if type(a) is Array and type(shape) is tuple and order == "C":
         if shape == a._value.shape:
             return a
@@ -134,8 +139,10 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     return a if new == shape_of(a) else lax.reshape(a, new)
 
 
-def ravel(a, order="C"):
-    """`a` flattened to 1-D (row-major unless order='F')."""
+def ravel(a, order="C", *, out_sharding=None):
+    """`a` flattened to 1-D (row-major unless order='F'); `out_sharding` as in `reshape`."""
+    if out_sharding is not None:
+        return placement.place("ravel", ravel(a, order), out_sharding)
     if type(a) is Array and order == "C":
         v = a._value
         return a if v.ndim == 1 else _reshape_bind(a, new_sizes=(v.size,))
@@ -242,13 +249,16 @@ def squeeze(a, axis=None):
 
 # --- broadcasting -------------------------------------------------------------------------------
 
-def broadcast_to(array, shape):
-    """`array` broadcast to `shape` by NumPy's rules (read-only view semantics).
+def broadcast_to(array, shape, *, out_sharding=None):
+    """`array` broadcast to `shape` by NumPy's rules (read-only view semantics);
+    `out_sharding` as in `reshape`.
 
     Example:
         >>> fnp.broadcast_to(fnp.arange(3), (2, 3)).shape
         (2, 3)
     """
+    if out_sharding is not None:
+        return placement.place("broadcast_to", broadcast_to(array, shape), out_sharding)
     from funcgrad.numpy._util import static_shape
     a = asarray_operand("broadcast_to", array)
     shape = static_shape("broadcast_to", shape)
@@ -327,16 +337,19 @@ def _fast_concatenate(arrays, axis):
     return _concatenate_bind(*arrays, dimension=ax)
 
 
-concat = concatenate
+def concat(arrays, /, *, axis=0, dtype=None):
+    """`concatenate` with the Array API's signature (keyword `axis`)."""
+    return concatenate(arrays, axis, dtype)
 
 
-def stack(arrays, axis=0, dtype=None):
-    """Join same-shaped arrays along a new `axis`.
+def stack(arrays, axis=0, out=None, dtype=None):
+    """Join same-shaped arrays along a new `axis` (`out` must be None, as in JAX).
 
     Example:
         >>> fnp.stack([fnp.zeros(3), fnp.ones(3)], axis=1).shape
         (3, 2)
     """
+    check_no_out("stack", out)
     if isinstance(arrays, ArrayBase):
         arrays = unstack(arrays)
     arrays = [asarray_operand("stack", a) for a in arrays]
@@ -530,8 +543,9 @@ def tile(A, reps):
     return lax.reshape(b, tuple(r * d for r, d in zip(reps, s)))
 
 
-def repeat(a, repeats, axis=None, *, total_repeat_length=None):
-    """Repeat each element `repeats` times along `axis` (flattened when None).
+def repeat(a, repeats, axis=None, *, total_repeat_length=None, out_sharding=None):
+    """Repeat each element `repeats` times along `axis` (flattened when None);
+    `out_sharding` as in `reshape`.
 
     `repeats` must be static: an int, or a sequence (or concrete array) of ints.
 
@@ -539,6 +553,9 @@ def repeat(a, repeats, axis=None, *, total_repeat_length=None):
         >>> fnp.repeat(fnp.array([1, 2]), 2)
         Array([1, 1, 2, 2], dtype=int32)
     """
+    if out_sharding is not None:
+        out = repeat(a, repeats, axis, total_repeat_length=total_repeat_length)
+        return placement.place("repeat", out, out_sharding)
     a = asarray_operand("repeat", a)
     if axis is None:
         a, axis = ravel(a), 0

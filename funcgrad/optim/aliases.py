@@ -66,11 +66,12 @@ def adamw(learning_rate, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
 
 def rmsprop(learning_rate, decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
             eps_in_sqrt: bool = True, centered: bool = False, momentum: float | None = None,
-            nesterov: bool = False) -> GradientTransformation:
+            nesterov: bool = False, bias_correction: bool = False) -> GradientTransformation:
     """RMSProp: `p -= lr * g / sqrt(nu + eps)` with `nu = decay * nu + (1 - decay) * g**2`
-    (`centered` subtracts the squared mean gradient; `momentum` adds a `trace` after)."""
-    scaling = (scale_by_stddev(decay, eps, initial_scale) if centered
-               else scale_by_rms(decay, eps, initial_scale, eps_in_sqrt))
+    (`centered` subtracts the squared mean gradient; `momentum` adds a `trace` after;
+    `bias_correction` debiases the moments, see `scale_by_rms`)."""
+    scaling = (scale_by_stddev if centered else scale_by_rms)(
+        decay, eps, initial_scale, eps_in_sqrt, bias_correction)
     return chain(scaling, scale_by_learning_rate(learning_rate),
                  trace(momentum, nesterov) if momentum is not None else identity())
 

@@ -108,10 +108,11 @@ def _trans(name, trans):
 
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                     check_finite=True):
+                     debug=None, check_finite=True):
     """Solve `op(a) x = b` for triangular `a` (`op`: none, transpose, conjugate transpose).
 
-    A zero on the diagonal gives inf/NaN entries, not an exception.
+    A zero on the diagonal gives inf/NaN entries, not an exception. `overwrite_b`, `debug`
+    and `check_finite` are accepted and unused, as in JAX.
 
     Example:
         >>> funcgrad.scipy.linalg.solve_triangular(fnp.array([[2.0, 1.0], [0.0, 1.0]]),
@@ -125,13 +126,14 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     return _vector_out(x, vector)
 
 
-def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
-          assume_a="gen", transposed=False):
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
+          check_finite=True, assume_a="gen", *, transposed=False):
     """Solve `a x = b` (`a^T x = b` with `transposed`) for square `a`.
 
     `assume_a`: 'gen'/'sym'/'her' (LU with partial pivoting of the whole matrix, as in JAX),
     'pos' (Cholesky of the `lower` triangle), 'diagonal', 'upper triangular' or 'lower
-    triangular'. A singular `a` gives inf/NaN entries.
+    triangular'. A singular `a` gives inf/NaN entries. `overwrite_*`, `debug` and
+    `check_finite` are accepted and unused, as in JAX; `transposed` is SciPy's.
 
     Example:
         >>> funcgrad.scipy.linalg.solve(fnp.array([[2.0, 0.0], [0.0, 4.0]]), fnp.ones(2),
@@ -237,20 +239,22 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
 # --- QR, SVD, eigh ----------------------------------------------------------------------------
 def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
     """QR decomposition: `(q, r)` for modes 'full' and 'economic', `(r,)` for 'r' (SciPy's
-    return layouts). `pivoting` and mode 'raw' are not supported.
+    return layouts); with `pivoting`, the column order `p` follows (`a[:, p] = q @ r`, as
+    `lax.linalg.qr`). Mode 'raw' is not supported.
 
     Example:
         >>> q, r = funcgrad.scipy.linalg.qr(fnp.ones((3, 2)), mode="economic"); q.shape
         (3, 2)
     """
-    no_pivoting = isinstance(pivoting, (bool, int, np.integer)) and not pivoting
-    if mode not in ("full", "economic", "r") or not no_pivoting:
-        raise errors.op_error("qr", f"mode must be 'full', 'economic' or 'r' without pivoting, "
-                              f"got mode={errors.short_repr(mode)}, pivoting="
+    if mode not in ("full", "economic", "r") or not isinstance(pivoting, (bool, int,
+                                                                         np.integer)):
+        raise errors.op_error("qr", f"mode must be 'full', 'economic' or 'r' and pivoting a "
+                              f"bool, got mode={errors.short_repr(mode)}, pivoting="
                               f"{errors.short_repr(pivoting)}",
                               cls=errors.FuncgradValueError)
-    q, r = decomp.qr(la._matrix("qr", a), full_matrices=mode != "economic")
-    return (r,) if mode == "r" else (q, r)
+    q, r, *p = decomp.qr(la._matrix("qr", a), pivoting=bool(pivoting),
+                         full_matrices=mode != "economic")
+    return (r, *p) if mode == "r" else (q, r, *p)
 
 
 def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
@@ -268,7 +272,7 @@ def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=
 
 
 def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False, overwrite_b=False,
-         turbo=True, eigvals=None, type=1, check_finite=True, subset_by_index=None,
+         turbo=True, eigvals=None, type=1, check_finite=True, *, subset_by_index=None,
          subset_by_value=None, driver=None):
     """Eigenvalues `w` (ascending) and eigenvectors `v` of a Hermitian matrix, reading its
     `lower` (or upper) triangle: `(w, v)`, or `w` with `eigvals_only`. The generalized

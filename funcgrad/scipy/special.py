@@ -1,17 +1,19 @@
 """`funcgrad.scipy.special`: SciPy's special functions on funcgrad arrays, as `jax.scipy.special`.
 
-One home per concept: `logsumexp`, `softmax`, `log_softmax` and `expit` are the very functions
-of `funcgrad.nn`; `erf`, `erfc`, `erfinv`, `gammaln`, `digamma`, `polygamma` are the lax
-primitives (with their derivatives). The rest is written with `funcgrad.numpy`. Imports lax,
-numpy, nn.functions and custom_derivatives.
+One home per concept: `logsumexp` and `expit` are the very functions of `funcgrad.nn`, and
+`softmax`/`log_softmax` call nn's with SciPy's (and JAX's) default `axis=None`, the whole
+array (nn's default is the last axis); `erf`, `erfc`, `erfinv`, `gammaln`, `digamma`,
+`polygamma` are the lax primitives (with their derivatives). The rest is written with
+`funcgrad.numpy`. Imports lax, numpy, nn.functions and custom_derivatives.
 """
 
 import math
 
 import funcgrad.numpy as fnp
-from funcgrad import lax
+from funcgrad import errors, lax
 from funcgrad.custom_derivatives import custom_jvp
-from funcgrad.nn.functions import log_softmax, logsumexp, softmax
+from funcgrad.nn import functions as nn_functions
+from funcgrad.nn.functions import logsumexp
 from funcgrad.nn.functions import sigmoid as expit
 
 __all__ = [
@@ -20,6 +22,28 @@ __all__ = [
     "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "rel_entr", "softmax", "xlog1py",
     "xlogy",
 ]
+
+
+def softmax(x, /, axis=None):
+    """exp(x) / sum(exp(x)) over `axis`: the whole array by default, as in SciPy and JAX
+    (`funcgrad.nn.softmax` works over the last axis).
+
+    Example:
+        >>> softmax(fnp.array([[0.0, 0.0], [0.0, 0.0]]))
+        Array([[0.25, 0.25],
+               [0.25, 0.25]], dtype=float32)
+    """
+    return nn_functions.softmax(x, axis=axis)
+
+
+def log_softmax(x, /, axis=None):
+    """x - logsumexp(x) over `axis`: the whole array by default, as in SciPy and JAX.
+
+    Example:
+        >>> log_softmax(fnp.array([0.0, 0.0])).tolist()
+        [-0.6931471824645996, -0.6931471824645996]
+    """
+    return nn_functions.log_softmax(x, axis=axis)
 
 
 def _float(*xs):
@@ -217,20 +241,30 @@ def ndtr(x):
     return 0.5 * lax.erfc(-x * _SQRT1_2)
 
 
-def log_ndtr(x):
-    """log(ndtr(x)), finite far into the left tail (an asymptotic series below -10).
+def log_ndtr(x, series_order=3):
+    """log(ndtr(x)), finite far into the left tail: below -10 (-20 in float64) the
+    asymptotic series `1 - 1/x^2 + 3/x^4 - 15/x^6 ...` of `series_order` terms (0 to 30),
+    as JAX computes it.
 
     Example:
         >>> log_ndtr(-40.0)
         Array(-804.60846, dtype=float32)
     """
+    if isinstance(series_order, bool) or not isinstance(series_order, int):
+        raise errors.FuncgradTypeError(f"log_ndtr: series_order must be a Python int, got "
+                                       f"{errors.short_repr(series_order)}\n{errors.where()}")
+    if not 0 <= series_order <= 30:
+        raise errors.FuncgradValueError(f"log_ndtr: series_order must be in [0, 30], got "
+                                        f"{series_order}\n{errors.where()}")
     x, = _float(x)
-    lower = -10.0
+    lower = -20.0 if x.dtype == fnp.float64 else -10.0
     pos = fnp.where(x > 0, x, 1.0)  # unused branches get safe inputs (no NaN gradients)
     mid = fnp.where(x > 0, fnp.log1p(-ndtr(-pos)), fnp.log(ndtr(fnp.maximum(x, lower))))
     t = fnp.minimum(x, lower)  # the unused branch stays finite (no NaN in its gradient)
     z = 1.0 / (t * t)
-    series = 1 - z * (1 - 3 * z * (1 - 5 * z * (1 - 7 * z)))
+    series = 1.0
+    for n in range(series_order, 0, -1):  # Horner: 1 - z (1 - 3 z (1 - 5 z (...)))
+        series = 1 - (2 * n - 1) * z * series
     tail = -0.5 * t * t - fnp.log(-t) - 0.5 * math.log(2 * math.pi) + fnp.log(series)
     return fnp.where(x < lower, tail, mid)
 

@@ -1,6 +1,8 @@
 """mkdocs hooks (named in mkdocs.yml): expand the markers of the docs pages at build time.
 
 - `<!-- jax-name-table -->`: the name-status table of `jax_table.py`.
+- `<!-- jax-differences -->`: the signature check's counts and the table of deliberate
+  differences from JAX (`jax_signatures.differences_markdown`, `jax_differences.py`).
 - `<!-- api funcgrad.numpy -->`: an mkdocstrings block for the module with, as members, every
   public function and class the module has when the docs are built (funcgrad modules
   re-export most names, which mkdocstrings does not list by itself).
@@ -23,6 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import jax_signatures  # noqa: E402
 import jax_table  # noqa: E402
 import mdrun  # noqa: E402
 
@@ -133,5 +136,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     markdown = markdown.replace("<!-- config-options -->", config_options())
     markdown = pictures(page.file.src_uri, markdown)
     markdown = markdown.replace("<!-- jax-name-table -->", jax_table.name_table())
+    if "<!-- jax-differences -->" in markdown:
+        markdown = markdown.replace("<!-- jax-differences -->",
+                                    jax_signatures.differences_markdown())
     markdown = _API_MODULES.sub(lambda m: api_modules(m.group(1)), markdown)
     return _API.sub(lambda m: api_block(m.group(1)), markdown)

@@ -277,7 +277,7 @@ class Gather(Copy):
     def source(self):
         x, ix = (v.aval for v in self.eqn.invars)
         out = self.eqn.outvars[0].aval.shape
-        offset_dims, collapsed, index_map = self.eqn.params["dimension_numbers"]
+        offset_dims, collapsed, index_map = self.eqn.params["dimension_numbers"][:3]
         sizes = self.eqn.params["slice_sizes"]
         window = [d for d in range(x.ndim) if d not in collapsed]
         batch_axes = [a for a in range(len(out)) if a not in offset_dims]
@@ -322,7 +322,7 @@ class Scatter(Copy):
     def source(self):
         from funcgrad.lax.indexing import _window_sizes
         op, ix, up = (v.aval for v in self.eqn.invars)
-        window_dims, inserted, index_map = self.eqn.params["dimension_numbers"]
+        window_dims, inserted, index_map = self.eqn.params["dimension_numbers"][:3]
         sizes = _window_sizes(op.ndim, inserted, window_dims, up.shape)
         clip = self.eqn.params["mode"] is GatherScatterMode.CLIP
         window = [d for d in range(op.ndim) if d not in inserted]

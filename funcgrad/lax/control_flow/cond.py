@@ -46,7 +46,10 @@ from funcgrad.tree_util import first_mismatch, tree_flatten, tree_unflatten
 __all__ = ["cond", "cond_p", "switch"]
 
 
-def cond(pred, true_fun, false_fun, *operands):
+_NO_OPERAND = object()  # `operand=` not given
+
+
+def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, as one primitive.
 
     Both branches are traced; they must return the same pytree structure, shapes and dtypes.
@@ -57,6 +60,7 @@ def cond(pred, true_fun, false_fun, *operands):
         pred: a scalar boolean (an integer is compared with 0).
         true_fun, false_fun: functions of `*operands` returning pytrees of arrays.
         *operands: pytrees of arrays passed to the branch taken.
+        operand: JAX's older spelling of one operand (then no positional ones).
 
     Returns:
         The output of the branch taken.
@@ -71,6 +75,7 @@ def cond(pred, true_fun, false_fun, *operands):
         Array(2., dtype=float32)
     """
     _check_callables("cond", {"true_fun": true_fun, "false_fun": false_fun})
+    operands = _operands("cond", operands, operand)
     p = as_operand(pred)
     aval = get_aval(p)
     if aval.shape != () or aval.dtype.kind not in "biu":
@@ -83,7 +88,7 @@ def cond(pred, true_fun, false_fun, *operands):
     return _cond(index, (false_fun, true_fun), operands, "cond", ("false_fun", "true_fun"))
 
 
-def switch(index, branches, *operands):
+def switch(index, branches, *operands, operand=_NO_OPERAND):
     """`branches[index](*operands)` with `index` clamped into `[0, len(branches) - 1]`.
 
     Args:
@@ -91,6 +96,7 @@ def switch(index, branches, *operands):
         branches: a sequence of functions of `*operands`, all returning the same pytree
             structure, shapes and dtypes.
         *operands: pytrees of arrays passed to the branch taken.
+        operand: JAX's older spelling of one operand (then no positional ones).
 
     Returns:
         The output of the branch taken.
@@ -103,6 +109,7 @@ def switch(index, branches, *operands):
     if not branches:
         raise errors.op_error("switch", "needs at least one branch", errors.FuncgradValueError)
     _check_callables("switch", {f"branches[{i}]": b for i, b in enumerate(branches)})
+    operands = _operands("switch", operands, operand)
     idx = as_operand(index)
     aval = get_aval(idx)
     if aval.shape != () or aval.dtype.kind not in "iu":
@@ -114,6 +121,15 @@ def switch(index, branches, *operands):
     idx = clamp(0, idx, len(branches) - 1)
     names = tuple(f"branches[{i}]" for i in range(len(branches)))
     return _cond(idx, branches, operands, "switch", names)
+
+
+def _operands(op, operands, operand):
+    if operand is _NO_OPERAND:
+        return operands
+    if operands:
+        raise errors.op_error(op, "if the 'operand' keyword is passed then no positional "
+                              f"operands can be passed, got {len(operands)}")
+    return (operand,)
 
 
 def _check_callables(op, funs):

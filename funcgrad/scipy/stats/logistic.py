@@ -49,13 +49,13 @@ def logsf(x, loc=0, scale=1):
     return fnp.minimum(z, 0.0) - fnp.log1p(fnp.exp(-fnp.abs(z)))
 
 
-def ppf(q, loc=0, scale=1):
-    """loc + scale * logit(q)."""
-    q, loc, scale = promote(q, loc, scale)
-    return loc + scale * special.logit(q)
+def ppf(x, loc=0, scale=1):
+    """loc + scale * logit(x): the quantile at probability `x` (JAX names it `x`)."""
+    x, loc, scale = promote(x, loc, scale)
+    return loc + scale * special.logit(x)
 
 
-def isf(q, loc=0, scale=1):
-    """loc - scale * logit(q)."""
-    q, loc, scale = promote(q, loc, scale)
-    return loc - scale * special.logit(q)
+def isf(x, loc=0, scale=1):
+    """loc - scale * logit(x): the inverse survival function at probability `x`."""
+    x, loc, scale = promote(x, loc, scale)
+    return loc - scale * special.logit(x)
