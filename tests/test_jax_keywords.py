@@ -237,7 +237,7 @@ def test_out_sharding_and_sharding_place_results_or_say_why_not():
                  lambda s: fnp.matmul(fnp.ones((2, 2)), fnp.ones(2), out_sharding=s),
                  lambda s: lax.reduce_sum(fnp.ones((2, 2)), (0,), out_sharding=s),
                  lambda s: nn.initializers.zeros(None, (2,), fnp.float32, s)):
-        for s in (None, cpu, OneDevice()):
+        for s in (None, cpu, OneDevice(), fg.sharding.SingleDeviceSharding(cpu)):
             assert make(s).device == cpu
         with pytest.raises(ValueError, match="spans 2 devices"):
             make(TwoDevices())

@@ -17,16 +17,25 @@ from funcgrad.core.ops import ops
 
 
 def check_sharding(name, sharding, what="out_sharding"):
-    """`sharding` itself when it is None, a `Device` or a sharding (it has `device_set`)."""
-    if sharding is None or isinstance(sharding, ops.Device):
+    """What to place a result on: `sharding` itself when it is None, a `Device` or a
+    `funcgrad.sharding` sharding; the one device of another object with JAX's `Sharding`
+    interface (`device_set`)."""
+    if sharding is None or isinstance(sharding, (ops.Device, ops.Sharding)):
         return sharding
-    if getattr(sharding, "device_set", None) is None:
+    device_set = getattr(sharding, "device_set", None)
+    if device_set is None:
         raise errors.op_error(
             name, f"{what} must be None, a Device or a sharding, got "
             f"{type(sharding).__name__} {errors.short_repr(sharding, 40)}",
             cls=errors.FuncgradTypeError, hint="pass None to keep the result where its "
             "operands are, a device from fg.devices(), or a funcgrad.sharding.NamedSharding")
-    return sharding
+    devices = list(device_set)
+    if len(devices) != 1 or not isinstance(devices[0], ops.Device):
+        raise errors.op_error(
+            name, f"{what}={errors.short_repr(sharding, 40)} spans {len(devices)} devices and "
+            "is no funcgrad sharding", cls=errors.FuncgradValueError,
+            hint="lay a result out over several devices with funcgrad.sharding.NamedSharding")
+    return devices[0]
 
 
 def place(name, x, sharding, what="out_sharding"):

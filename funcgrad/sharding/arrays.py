@@ -56,11 +56,10 @@ def place_on(array, device):
 
 
 def _shards(x, sharding, value, devices_filter):
-    ids = sharding.replica_ids(value.shape)
     out = []
     for d, index in sharding.devices_indices_map(value.shape).items():
         if devices_filter(d):
-            out.append(Shard(d, index, ids[d], Array(value[index], x.weak_type)))
+            out.append(Shard(d, sharding, value.shape, Array(value[index], x.weak_type)))
     return out
 
 
@@ -134,21 +133,20 @@ class GlobalArray:
 
     @property
     def addressable_shards(self):
-        ids = self.sharding.replica_ids(self.shape)
         value, rank = self.local._value, process_index()
         out = []
         for d, index in self.sharding.devices_indices_map(self.shape).items():
             if d.process_index == rank:
                 local = tuple(_shift(s, b) for s, b in zip(index, self.box))
-                out.append(Shard(d, index, ids[d], Array(value[local], self.local.weak_type)))
+                out.append(Shard(d, self.sharding, self.shape,
+                                 Array(value[local], self.local.weak_type)))
         return out
 
     @property
     def global_shards(self):
         mine = {s.device: s for s in self.addressable_shards}
-        ids = self.sharding.replica_ids(self.shape)
-        return [mine.get(d) or Shard(d, index, ids[d], None)
-                for d, index in self.sharding.devices_indices_map(self.shape).items()]
+        return [mine.get(d) or Shard(d, self.sharding, self.shape)
+                for d in self.sharding.devices_indices_map(self.shape)]
 
     def addressable_data(self, index):
         return self.addressable_shards[index].data

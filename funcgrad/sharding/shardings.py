@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from funcgrad import errors
+from funcgrad.core.ops import register_op
 from funcgrad.devices import Device, process_index
 from funcgrad.distributed.mesh import P, PartitionSpec
 from funcgrad.sharding.mesh import Mesh, current_mesh
@@ -245,14 +246,27 @@ def as_sharding(s, op):
         f"{errors.where(errors.user_frame(3))}")
 
 
+register_op("Sharding", Sharding)  # for core.placement (out_sharding=)
+
+
 class Shard:
-    """One device's block of an array: `device`, `index` (a tuple of slices into the global
-    array), `replica_id` and `data` (the block, an Array), as JAX's `Shard`."""
+    """One device's block of an array, as JAX's `Shard(device, sharding, global_shape,
+    data=None)`: `index` (a tuple of slices into the global array) and `replica_id` follow
+    from the sharding; `data` is the block (an Array), None where another process holds it."""
 
-    __slots__ = ("device", "index", "replica_id", "data")
+    __slots__ = ("device", "sharding", "global_shape", "data")
 
-    def __init__(self, device, index, replica_id, data):
-        self.device, self.index, self.replica_id, self.data = device, index, replica_id, data
+    def __init__(self, device, sharding, global_shape, data=None):
+        self.device, self.sharding, self.data = device, sharding, data
+        self.global_shape = tuple(global_shape)
+
+    @property
+    def index(self):
+        return self.sharding.devices_indices_map(self.global_shape)[self.device]
+
+    @property
+    def replica_id(self):
+        return self.sharding.replica_ids(self.global_shape)[self.device]
 
     def __repr__(self):
         return (f"Shard(device={self.device!r}, index={self.index}, replica_id="
