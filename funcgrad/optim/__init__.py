@@ -5,13 +5,31 @@
     updates, state = opt.update(grads, state, params)
     params = optim.apply_updates(params, updates)
 
-`base` holds the protocol, `chain` and masks; `transforms` the building blocks (with their
-NamedTuple states); `aliases` the optimizers; `schedules` the learning-rate schedules. Beyond
-optax: masks by parameter path (`mask="**/w"`) and `current_lr(state)`.
+`import funcgrad.optim as optax` runs optax code: the top level has optax's names, and the
+submodules are optax's namespaces (`losses`, `schedules`, `transforms`, `contrib`,
+`tree_utils`, `tree`, `projections`). `base` holds the protocol, `chain` and masks;
+`transforms` the building blocks (with their NamedTuple states); `aliases` the optimizers;
+`schedules` the learning-rate schedules. Beyond optax: masks by parameter path
+(`mask="**/w"`) and `current_lr(state)`.
 """
 
-from funcgrad.optim import aliases, base, schedules, transforms  # noqa: E402,F401
+from funcgrad.optim import (  # noqa: F401
+    aliases,
+    base,
+    numerics,
+    schedules,
+    transforms,
+    tree,
+    tree_utils,
+)
 from funcgrad.optim.aliases import *  # noqa: F403
 from funcgrad.optim.base import *  # noqa: F403
+from funcgrad.optim.numerics import *  # noqa: F403
 from funcgrad.optim.schedules import *  # noqa: F403
 from funcgrad.optim.transforms import *  # noqa: F403
+from funcgrad.optim.tree_utils import tree_map_params  # noqa: F401
+
+bias_correction = tree_utils.tree_bias_correction
+update_moment = tree_utils.tree_update_moment
+update_infinity_moment = tree_utils.tree_update_infinity_moment
+update_moment_per_elem_norm = tree_utils.tree_update_moment_per_elem_norm
