@@ -188,3 +188,239 @@ def numerics(m):
             "inc": o.safe_increment(jnp.asarray(4, jnp.int32)), "inc_max": o.safe_increment(big),
             "inc32": o.safe_int32_increment(big),
             "grad_norm": m.jax.grad(lambda v: o.safe_norm(v, 1e-3))(z)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Optimizers: a few steps on `loss`; the final params are compared
+
+
+def _piecewise(o):
+    return o.piecewise_constant_schedule(0.1, {2: 0.5, 4: 0.1})
+
+
+OPTIMIZERS = {
+    "adabelief": lambda o: o.adabelief(0.05),
+    "adabelief_nesterov": lambda o: o.adabelief(0.05, nesterov=True),
+    "adadelta": lambda o: o.adadelta(1.0, weight_decay=0.01),
+    "adadelta_no_lr": lambda o: o.adadelta(),
+    "adafactor": lambda o: o.adafactor(0.05, min_dim_size_to_factor=2),
+    "adafactor_unfactored": lambda o: o.adafactor(_piecewise(o)),
+    "adafactor_momentum": lambda o: o.adafactor(
+        0.05, min_dim_size_to_factor=3, momentum=0.9, weight_decay_rate=0.01,
+        multiply_by_parameter_scale=False, clipping_threshold=None),
+    "adamax": lambda o: o.adamax(0.05),
+    "adamaxw": lambda o: o.adamaxw(0.05, weight_decay=0.1),
+    "adan": lambda o: o.adan(0.05, weight_decay=0.01),
+    "amsgrad": lambda o: o.amsgrad(0.05),
+    "amsgrad_no_bias_correction": lambda o: o.amsgrad(0.05, bias_correction_mu=False,
+                                                      bias_correction_nu=False),
+    "fromage": lambda o: o.fromage(0.1),
+    "fromage_schedule": lambda o: o.fromage(_piecewise(o)),
+    "lamb": lambda o: o.lamb(0.05, weight_decay=0.01),
+    "lars": lambda o: o.lars(0.5, weight_decay=0.01, trust_coefficient=0.1),
+    "lars_nesterov": lambda o: o.lars(0.5, nesterov=True, momentum=0.8),
+    "lion": lambda o: o.lion(0.01),
+    "nadam": lambda o: o.nadam(0.05),
+    "nadamw": lambda o: o.nadamw(0.05, weight_decay=0.1),
+    "noisy_sgd": lambda o: o.noisy_sgd(0.05, key=3),
+    "novograd": lambda o: o.novograd(0.05, weight_decay=0.01),
+    "optimistic_gradient_descent": lambda o: o.optimistic_gradient_descent(0.05, 1.0, 0.5),
+    "optimistic_adam_v2": lambda o: o.optimistic_adam_v2(0.05, alpha=1.0, beta=0.5),
+    "radam": lambda o: o.radam(0.05),
+    "radam_rectified": lambda o: o.radam(0.05, b2=0.9, nesterov=True),
+    "rprop": lambda o: o.rprop(0.05),
+    "sign_sgd": lambda o: o.sign_sgd(0.01),
+    "signum": lambda o: o.signum(0.01),
+    "sm3": lambda o: o.sm3(0.1),
+    "yogi": lambda o: o.yogi(0.05),
+    "sgd_schedule": lambda o: o.sgd(_piecewise(o), momentum=0.9, nesterov=True),
+    "centralize": lambda o: o.chain(o.centralize(), o.sgd(0.05)),
+    "normalize_by_update_norm": lambda o: o.chain(o.normalize_by_update_norm(0.3), o.scale(-1)),
+    "param_block_norm": lambda o: o.chain(o.scale_by_param_block_norm(), o.sgd(0.05)),
+    "param_block_rms": lambda o: o.chain(o.scale_by_param_block_rms(), o.sgd(0.05)),
+    "distance_over_gradients": lambda o: o.chain(o.scale_by_distance_over_gradients(),
+                                                 o.sgd(1.0)),
+    "apply_every": lambda o: o.chain(o.apply_every(3), o.sgd(0.05)),
+    "add_noise": lambda o: o.chain(o.add_noise(0.01, 0.55, 0), o.sgd(0.05)),
+    "adaptive_grad_clip": lambda o: o.chain(o.adaptive_grad_clip(0.05), o.sgd(0.1)),
+    "clip_by_block_rms": lambda o: o.chain(o.clip_by_block_rms(0.5), o.sgd(0.1)),
+    "keep_params_nonnegative": lambda o: o.chain(o.sgd(0.3), o.keep_params_nonnegative()),
+    "zero_nans": lambda o: o.chain(o.zero_nans(), o.adam(0.05)),
+    "flatten": lambda o: o.flatten(o.adam(0.05)),
+}
+
+
+def _optimizer_case(make):
+    return lambda m: run(m, make(m.optax), steps=7)
+
+
+for _name, _make in OPTIMIZERS.items():
+    CASES["opt_" + _name] = _optimizer_case(_make)
+
+
+@case
+def polyak_sgd(m):
+    return run(m, m.optax.polyak_sgd(max_learning_rate=0.5, f_min=0.1),
+               extra_args=lambda value, grads, p: {"value": value})
+
+
+@case
+def polyak_sgd_plus(m):
+    return run(m, m.optax.polyak_sgd(scaling=0.5, f_min=100.0, variant="sps+"),
+               extra_args=lambda value, grads, p: {"value": value})
+
+
+@case
+def factored_rms_state(m):
+    o = m.optax
+    opt = o.scale_by_factored_rms(min_dim_size_to_factor=2, decay_rate=0.5)
+    p = params(m)
+    state = opt.init(p)
+    for _ in range(3):
+        grads = m.jax.grad(lambda q: loss(m, q))(p)
+        updates, state = opt.update(grads, state, p)
+        p = o.apply_updates(p, o.tree_utils.tree_scale(-0.01, updates))
+    return {"params": p, "state": [state.count, state.v_row, state.v_col, state.v]}
+
+
+# ---------------------------------------------------------------------------------------------
+# Wrappers and combinators
+
+
+def _nan_at(steps):
+    """A grads_fn that makes the gradient of 'b' NaN at the given steps."""
+    def alter(t, grads):
+        if t not in steps:
+            return grads
+        return {**grads, "b": grads["b"] * float("nan")}
+    return alter
+
+
+@case
+def multi_steps(m):
+    o = m.optax
+    out = {}
+    for mean in (True, False):
+        ms = o.MultiSteps(o.adam(0.1), every_k_schedule=3, use_grad_mean=mean)
+        p, state = params(m), None
+        state = ms.init(p)
+        flags = []
+        for _ in range(7):
+            grads = m.jax.grad(lambda q: loss(m, q))(p)
+            updates, state = ms.update(grads, state, p)
+            p = o.apply_updates(p, updates)
+            flags.append(ms.has_updated(state))
+        out[f"mean={mean}"] = {"params": p, "flags": flags, "mini_step": state.mini_step,
+                               "gradient_step": state.gradient_step}
+    return out
+
+
+@case
+def multi_steps_skip(m):
+    o = m.optax
+    ms = o.MultiSteps(o.sgd(0.1), every_k_schedule=lambda step: 2 + step,
+                      should_skip_update_fn=o.skip_not_finite)
+    opt = ms.gradient_transformation()
+    p = params(m)
+    state = opt.init(p)
+    skips = []
+    for t in range(8):
+        grads = _nan_at({1, 4})(t, m.jax.grad(lambda q: loss(m, q))(p))
+        updates, state = opt.update(grads, state, p)
+        p = o.apply_updates(p, updates)
+        skips.append(state.skip_state["num_not_finite"])
+    return {"params": p, "skips": skips, "gradient_step": state.gradient_step}
+
+
+@case
+def apply_if_finite(m):
+    o = m.optax
+    opt = o.apply_if_finite(o.adam(0.1), max_consecutive_errors=1)
+    p = params(m)
+    state = opt.init(p)
+    record = []
+    for t in range(6):
+        grads = _nan_at({1, 3, 4})(t, m.jax.grad(lambda q: loss(m, q))(p))
+        updates, state = opt.update(grads, state, p)
+        p = m.jax.tree.map(lambda x, u: m.jnp.where(m.jnp.isfinite(u), x + u, x), p, updates)
+        record.append([state.notfinite_count, state.last_finite, state.total_notfinite])
+    return {"params": p, "record": record}
+
+
+@case
+def conditional(m):
+    o = m.optax
+    even = lambda step: step % 2 == 0  # noqa: E731
+    return {"mask": run(m, o.conditionally_mask(o.adam(0.1), even)),
+            "transform": run(m, o.chain(o.conditionally_transform(o.scale(10.0), even),
+                                        o.sgd(0.01)))}
+
+
+def _labels(p):
+    return {"w": "adam", "b": "sgd"}
+
+
+@case
+def partition(m):
+    o = m.optax
+    opt = o.partition({"adam": o.adam(0.1), "sgd": o.sgd(0.05, momentum=0.9)}, _labels)
+    multi = o.multi_transform({"adam": o.adam(0.1), "sgd": o.set_to_zero()},
+                              {"w": "adam", "b": "sgd"})
+    return {"partition": run(m, opt), "multi_transform": run(m, multi),
+            "freeze": run(m, o.chain(o.freeze({"w": True, "b": False}), o.sgd(0.1))),
+            "selective": run(m, o.selective_transform(o.adam(0.1),
+                                                      freeze_mask={"w": False, "b": True})),
+            "named_chain": run(m, o.named_chain(("clip", o.clip_by_global_norm(1.0)),
+                                                ("adam", o.adam(0.1))))}
+
+
+@case
+def stateless_transforms(m):
+    o = m.optax
+    double = o.stateless(lambda g, p: m.jax.tree.map(lambda x: 2 * x, g))
+    decay = o.stateless_with_tree_map(lambda g, p: g + 0.1 * p)
+    return {"stateless": run(m, o.chain(double, o.sgd(0.01))),
+            "tree_map": run(m, o.chain(decay, o.sgd(0.05))),
+            "extra_args": run(m, o.chain(o.with_extra_args_support(o.sgd(0.05))),
+                              extra_args=lambda value, grads, p: {"unused": 1.0})}
+
+
+@case
+def measurements(m):
+    o, tu = m.optax, m.optax.tree_utils
+    p = params(m)
+    opt = o.chain(o.snapshot("norm", tu.tree_norm),
+                  o.monitor({"sum": tu.tree_sum,
+                             "ema": o.measure_with_ema(tu.tree_norm, 0.5)}),
+                  o.adam(0.1))
+    state = opt.init(p)
+    for _ in range(3):
+        grads = m.jax.grad(lambda q: loss(m, q))(p)
+        updates, state = opt.update(grads, state, p)
+        p = o.apply_updates(p, updates)
+    return {"snapshot": state[0].measurement["norm"],
+            "sum": state[1].measurements["sum"], "ema": state[1].measurements["ema"],
+            "params": p}
+
+
+@case
+def per_example_clipping(m):
+    o, jnp = m.optax, m.jnp
+    grads = {"a": jnp.asarray(_array(4, 3, seed=10)), "b": jnp.asarray(_array(4, 2, 2, seed=11))}
+    summed, n = o.per_example_global_norm_clip(grads, 1.5)
+    layer_sums, layer_n = o.per_example_layer_norm_clip(grads, 1.5)
+    plain_sums, plain_n = o.per_example_layer_norm_clip(grads, 1.5, uniform=False)
+    skip, info = o.skip_large_updates(grads, 0, None, 10.0)
+    return {"summed": summed, "n": n, "layer_sums": layer_sums, "layer_n": layer_n,
+            "plain_sums": plain_sums, "plain_n": plain_n,
+            "unitwise": o.transforms.unitwise_norm(grads["b"]),
+            "unitwise_axis": o.transforms.unitwise_norm(grads["a"], axis=1),
+            "skip": skip, "norm_squared": info["norm_squared"]}
+
+
+@case
+def target_updates(m):
+    o, a, b = m.optax, tree_a(m), tree_b(m)
+    return {"incremental": o.incremental_update(a, b, 0.25),
+            "periodic_yes": o.periodic_update(a, b, m.jnp.asarray(6), 3),
+            "periodic_no": o.periodic_update(a, b, m.jnp.asarray(7), 3)}

@@ -22,7 +22,11 @@ GOLDEN = json.loads((pathlib.Path(__file__).parent / "golden" / "optax_golden.js
 FG = optax_cases.Frameworks(optax=optim, jnp=fnp, jax=funcgrad)
 
 RTOL, ATOL = 2e-5, 2e-6
-TOLERANCE = {}
+TOLERANCE = {
+    # RAdam's ro = ro_inf - 2 t b2**t / (1 - b2**t) cancels (1999 - 1998 at t = 1 with
+    # b2 = 0.999): one ulp of difference in pow (XLA's against numpy's) becomes ~1e-5.
+    "opt_radam": (1e-4, 2e-5),
+}
 
 
 def _numeric(tree):

@@ -16,7 +16,10 @@ submodules are optax's namespaces (`losses`, `schedules`, `transforms`, `contrib
 from funcgrad.optim import (  # noqa: F401
     aliases,
     base,
+    factorized,
     numerics,
+    optimizers,
+    scaling,
     schedules,
     transforms,
     tree,
@@ -24,7 +27,10 @@ from funcgrad.optim import (  # noqa: F401
 )
 from funcgrad.optim.aliases import *  # noqa: F403
 from funcgrad.optim.base import *  # noqa: F403
+from funcgrad.optim.factorized import *  # noqa: F403
 from funcgrad.optim.numerics import *  # noqa: F403
+from funcgrad.optim.optimizers import *  # noqa: F403
+from funcgrad.optim.scaling import *  # noqa: F403
 from funcgrad.optim.schedules import *  # noqa: F403
 from funcgrad.optim.transforms import *  # noqa: F403
 from funcgrad.optim.tree_utils import tree_map_params  # noqa: F401

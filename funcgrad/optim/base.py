@@ -4,7 +4,8 @@ parameter masks and the structure checks shared by every transform.
 As in optax, a transformation is a pair of pure functions over pytrees:
 `state = init(params)` and `updates, state = update(updates, state, params=None)`. States are
 NamedTuples (so `funcgrad.io` can save and rebuild them). This module imports only
-`funcgrad.numpy`, `funcgrad.tree_util` and `funcgrad.errors`; it must not import `funcgrad.nn`.
+`funcgrad.numpy`, `funcgrad.lax`, `funcgrad.tree_util` and `funcgrad.errors`; it must not
+import `funcgrad.nn`.
 """
 
 import re
@@ -14,14 +15,15 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import numpy as np
 
 import funcgrad.numpy as fnp
-from funcgrad import tree_util
+from funcgrad import lax, tree_util
 from funcgrad.errors import FuncgradTypeError, FuncgradValueError, op_error
 
 __all__ = [
     "EmptyState", "GradientTransformation", "GradientTransformationExtraArgs", "MaskedNode",
     "OptState", "Params", "ScalarOrSchedule", "Schedule", "StatefulSchedule",
     "TransformInitFn", "TransformUpdateExtraArgsFn", "TransformUpdateFn", "Updates",
-    "apply_updates", "chain", "check_structure", "identity", "init_empty_state", "path_mask",
+    "apply_updates", "chain", "check_structure", "identity", "incremental_update",
+    "init_empty_state", "path_mask", "periodic_update",
     "resolve_mask", "set_to_zero", "stateless", "stateless_with_tree_map", "tree_paths",
     "with_extra_args_support",
 ]
@@ -240,6 +242,31 @@ def apply_updates(params: Any, updates: Any) -> Any:
     """
     check_structure("apply_updates", params, updates, "params", "updates")
     return tree_util.tree_map(_add_keep_dtype, params, updates)
+
+
+def incremental_update(new_tensors: Params, old_tensors: Params, step_size) -> Params:
+    """`step_size * new + (1 - step_size) * old` leafwise: a soft (Polyak) update of a target
+    network.
+
+    Example:
+        >>> incremental_update({'w': fnp.ones(2)}, {'w': fnp.zeros(2)}, 0.1)
+        {'w': Array([0.1, 0.1], dtype=float32)}
+    """
+    return tree_util.tree_map(
+        lambda new, old: None if new is None else step_size * new + (1.0 - step_size) * old,
+        new_tensors, old_tensors, is_leaf=lambda x: x is None)
+
+
+def periodic_update(new_tensors: Params, old_tensors: Params, steps, update_period) -> Params:
+    """`new_tensors` when `steps` is a multiple of `update_period`, else `old_tensors` (a hard
+    target-network update; works under `jit` with a traced `steps`).
+
+    Example:
+        >>> periodic_update({'w': fnp.ones(2)}, {'w': fnp.zeros(2)}, 10, 5)
+        {'w': Array([1., 1.], dtype=float32)}
+    """
+    return lax.cond(fnp.mod(steps, update_period) == 0, lambda: new_tensors,
+                    lambda: old_tensors)
 
 
 def _add_keep_dtype(p, u):

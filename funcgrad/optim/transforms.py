@@ -14,24 +14,35 @@ import numpy as np
 import funcgrad.numpy as fnp
 from funcgrad import lax
 from funcgrad.errors import FuncgradTypeError, FuncgradValueError, op_error
+
+# optax.transforms also holds the wrappers, which live in their own modules (those do not
+# import this one when they load); their names are re-exported here.
+from funcgrad.optim import accumulation, clipping, combining, wrappers
+from funcgrad.optim.accumulation import *  # noqa: F403
 from funcgrad.optim.base import (
     EmptyState,
     GradientTransformation,
     MaskedNode,
     check_structure,
+    identity,
     resolve_mask,
 )
+from funcgrad.optim.clipping import *  # noqa: F403
+from funcgrad.optim.combining import *  # noqa: F403
+from funcgrad.optim.wrappers import *  # noqa: F403
 from funcgrad.tree_util import tree_leaves, tree_map
 
 __all__ = [
     "AddDecayedWeightsState", "ClipByGlobalNormState", "EmaState", "MaskedState",
     "ScaleByAdamState", "ScaleByLearningRateState", "ScaleByLionState", "ScaleByRmsState",
     "ScaleByRssState", "ScaleByScheduleState", "ScaleByStddevState", "TraceState",
+    "WeightDecaySchedule",
     "add_decayed_weights", "clip", "clip_by_global_norm", "current_lr", "ema", "global_norm",
     "masked", "scale", "scale_by_adam", "scale_by_learning_rate", "scale_by_lion",
     "scale_by_rms", "scale_by_rss", "scale_by_schedule", "scale_by_stddev",
     "scale_by_trust_ratio", "trace",
 ]
+__all__ += accumulation.__all__ + clipping.__all__ + combining.__all__ + wrappers.__all__
 
 _INT32_MAX = np.iinfo(np.int32).max
 AddDecayedWeightsState = ClipByGlobalNormState = EmptyState
@@ -114,9 +125,11 @@ def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> Gradient
     update (as optax's `inject_hyperparams` does).
 
     Args:
-        learning_rate: a float or a schedule `count -> scalar`.
+        learning_rate: a float or a schedule `count -> scalar` (None: the identity).
         flip_sign: multiply by `-learning_rate` (descent) when True.
     """
+    if learning_rate is None:
+        return identity()
     sign = -1.0 if flip_sign else 1.0
     scheduled = callable(learning_rate)
 
@@ -231,7 +244,8 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
         else:
             mu_hat = _debias(mu, b1, count)
         nu_hat = _debias(nu, b2, count)
-        root = (lambda v: fnp.sqrt(v + eps_root)) if eps_root else fnp.sqrt
+        skip_root = isinstance(eps_root, (int, float)) and eps_root == 0  # not a traced value
+        root = fnp.sqrt if skip_root else (lambda v: fnp.sqrt(v + eps_root))
         updates = tree_map(lambda m, v: m / (root(v) + eps), mu_hat, nu_hat)
         if mu_dtype is not None:
             mu = tree_map(lambda m: m.astype(mu_dtype), mu)
@@ -431,8 +445,12 @@ def _require_params(who, params):
                        cls=FuncgradValueError)
 
 
-def add_decayed_weights(weight_decay: float = 0.0, mask=None) -> GradientTransformation:
-    """`updates + weight_decay * params`.
+class WeightDecaySchedule(NamedTuple):
+    count: Any  # int32: the step count of a scheduled weight decay
+
+
+def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
+    """`updates + weight_decay * params` (`weight_decay` may be a schedule of the step count).
 
     Chained after a scaling (as in `adamw`) this is decoupled weight decay; chained first, as
     `chain(add_decayed_weights(wd), sgd(lr))`, it is the classic coupled L2 penalty.
@@ -442,12 +460,21 @@ def add_decayed_weights(weight_decay: float = 0.0, mask=None) -> GradientTransfo
         mask: where to apply it: a bool pytree, a callable `params -> bool pytree` or glob
             patterns over leaf paths (`"**/w"`); see `masked`.
     """
+    scheduled = callable(weight_decay)
+
+    def init(params):
+        return WeightDecaySchedule(_new_count()) if scheduled else EmptyState()
+
     def update(updates, state, params=None):
         _require_params("add_decayed_weights", params)
         check_structure("add_decayed_weights update", params, updates, "params", "updates")
-        return tree_map(lambda g, p: g + weight_decay * p, updates, params), state
+        new_state = WeightDecaySchedule(_increment(state.count)) if scheduled else state
+        if isinstance(weight_decay, (int, float)) and weight_decay == 0.0:
+            return updates, new_state
+        rate = weight_decay(state.count) if scheduled else weight_decay
+        return tree_map(lambda g, p: g + rate * p, updates, params), new_state
 
-    inner = GradientTransformation(lambda params: EmptyState(), update)
+    inner = GradientTransformation(init, update)
     return inner if mask is None else masked(inner, mask)
 
 
