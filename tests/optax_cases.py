@@ -424,3 +424,67 @@ def target_updates(m):
     return {"incremental": o.incremental_update(a, b, 0.25),
             "periodic_yes": o.periodic_update(a, b, m.jnp.asarray(6), 3),
             "periodic_no": o.periodic_update(a, b, m.jnp.asarray(7), 3)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Schedules (values at counts 0..40) and inject_hyperparams
+
+SCHEDULES = {
+    "constant": lambda s: s.constant_schedule(0.5),
+    "polynomial": lambda s: s.polynomial_schedule(1.0, 0.1, 2.0, 20, 5),
+    "linear": lambda s: s.linear_schedule(0.0, 1.0, 10, 3),
+    "piecewise_constant": lambda s: s.piecewise_constant_schedule(1.0, {5: 0.5, 15: 0.1}),
+    "exponential": lambda s: s.exponential_decay(1.0, 5, 0.5, 3, False, 0.1),
+    "exponential_staircase": lambda s: s.exponential_decay(1.0, 5, 0.5, staircase=True),
+    "exponential_growth": lambda s: s.exponential_decay(0.1, 5, 2.0, end_value=1.0),
+    "cosine_decay": lambda s: s.cosine_decay_schedule(1.0, 30, 0.1, 2.0),
+    "warmup_cosine": lambda s: s.warmup_cosine_decay_schedule(0.0, 1.0, 5, 30, 0.05),
+    "warmup_constant": lambda s: s.warmup_constant_schedule(0.1, 1.0, 7),
+    "warmup_exponential": lambda s: s.warmup_exponential_decay_schedule(
+        0.0, 1.0, 5, 4, 0.5, 2, True, 0.05),
+    "join": lambda s: s.join_schedules([s.constant_schedule(1.0),
+                                        s.linear_schedule(1.0, 0.0, 10)], [8]),
+    "piecewise_linear": lambda s: s.piecewise_interpolate_schedule(
+        "linear", 1.0, {4: 2.0, 12: 0.25, 30: 0.0}),
+    "piecewise_cosine": lambda s: s.piecewise_interpolate_schedule(
+        "cosine", 1.0, {4: 2.0, 12: 0.25, 30: 0.5}),
+    "linear_onecycle": lambda s: s.linear_onecycle_schedule(30, 1.0),
+    "cosine_onecycle": lambda s: s.cosine_onecycle_schedule(30, 1.0, 0.2, 10.0, 100.0),
+    "sgdr": lambda s: s.sgdr_schedule([dict(init_value=0.0, peak_value=1.0, warmup_steps=2,
+                                            decay_steps=10, end_value=0.1)] * 3),
+}
+
+
+@case
+def schedules(m):
+    counts = m.jnp.arange(41)
+    out = {}
+    for name, make in SCHEDULES.items():
+        schedule = make(m.optax.schedules)
+        out[name] = [m.jnp.asarray(schedule(counts[i]), m.jnp.float32) for i in range(41)]
+    return out
+
+
+@case
+def inject_hyperparams(m):
+    o = m.optax
+    opt = o.inject_hyperparams(o.adam)(learning_rate=o.linear_schedule(0.1, 0.01, 5), b1=0.8)
+    p = params(m)
+    state = opt.init(p)
+    rates = [state.hyperparams["learning_rate"]]
+    for t in range(6):
+        grads = m.jax.grad(lambda q: loss(m, q))(p)
+        if t == 3:
+            state.hyperparams["b1"] = m.jnp.asarray(0.5)
+        updates, state = opt.update(grads, state, p)
+        p = o.apply_updates(p, updates)
+        rates.append(state.hyperparams["learning_rate"])
+    return {"params": p, "rates": rates, "b1": state.hyperparams["b1"], "count": state.count}
+
+
+@case
+def inject_static_and_sgd(m):
+    o = m.optax
+    opt = o.inject_hyperparams(o.sgd, static_args="nesterov")(0.05, momentum=0.9, nesterov=True)
+    extra = o.inject_hyperparams(o.polyak_sgd)(max_learning_rate=0.5)
+    return {"sgd": run(m, opt), "polyak": run(m, extra, extra_args=lambda v, g, p: {"value": v})}

@@ -17,6 +17,7 @@ from funcgrad.optim import (  # noqa: F401
     aliases,
     base,
     factorized,
+    inject,
     numerics,
     optimizers,
     scaling,
