@@ -488,3 +488,66 @@ def inject_static_and_sgd(m):
     opt = o.inject_hyperparams(o.sgd, static_args="nesterov")(0.05, momentum=0.9, nesterov=True)
     extra = o.inject_hyperparams(o.polyak_sgd)(max_learning_rate=0.5)
     return {"sgd": run(m, opt), "polyak": run(m, extra, extra_args=lambda v, g, p: {"value": v})}
+
+
+# ---------------------------------------------------------------------------------------------
+# L-BFGS and line searches
+
+
+def _solve(m, opt, steps, from_state=False, with_aux=None):
+    """Runs a line-search optimizer: value and grad from the state (value_and_grad_from_state)
+    or freshly computed; returns params, values and the line-search info per step."""
+    o = m.optax
+    fn = lambda q: loss(m, q)  # noqa: E731
+    value_and_grad = (o.value_and_grad_from_state(fn) if from_state
+                      else lambda q, state: m.jax.value_and_grad(fn)(q))
+    p = params(m)
+    state = opt.init(p)
+    values = []
+    for _ in range(steps):
+        value, grad = value_and_grad(p, state=state)
+        updates, state = opt.update(grad, state, p, value=value, grad=grad, value_fn=fn)
+        p = o.apply_updates(p, updates)
+        values.append(value)
+    return {"params": p, "values": values}
+
+
+@case
+def lbfgs(m):
+    o = m.optax
+    return {"default": _solve(m, o.lbfgs(), 6, from_state=True),
+            "memory3": _solve(m, o.lbfgs(memory_size=3, scale_init_precond=False), 6),
+            "backtracking": _solve(m, o.lbfgs(linesearch=o.scale_by_backtracking_linesearch(
+                15, store_grad=True)), 5, from_state=True),
+            "plain": run(m, o.chain(o.scale_by_lbfgs(memory_size=4), o.scale(-0.1)), steps=6)}
+
+
+@case
+def linesearches(m):
+    o = m.optax
+    zoom_keep = o.chain(o.sgd(1.0), o.scale_by_zoom_linesearch(10))
+    zoom_capped = o.chain(o.sgd(1.0), o.scale_by_zoom_linesearch(
+        8, max_learning_rate=0.05, initial_guess_strategy="one"))
+    backtrack = o.chain(o.sgd(1.0), o.scale_by_backtracking_linesearch(
+        20, decrease_factor=0.5, increase_factor=2.0))
+    return {"zoom_keep": _solve(m, zoom_keep, 4), "zoom_capped": _solve(m, zoom_capped, 4),
+            "backtracking": _solve(m, backtrack, 4)}
+
+
+@case
+def linesearch_with_fn_kwargs(m):
+    o = m.optax
+    opt = o.chain(o.sgd(1.0), o.scale_by_zoom_linesearch(10))
+
+    def fn(q, shift):
+        return loss(m, q) + shift * m.jnp.sum(q["b"] ** 2)
+
+    p = params(m)
+    state = opt.init(p)
+    for _ in range(3):
+        value, grad = m.jax.value_and_grad(fn)(p, 0.5)
+        updates, state = opt.update(grad, state, p, value=value, grad=grad, value_fn=fn,
+                                    shift=0.5)
+        p = o.apply_updates(p, updates)
+    return {"params": p, "lr": state[1].learning_rate,
+            "steps": state[1].info.num_linesearch_steps}

@@ -18,8 +18,10 @@ from funcgrad.optim import (  # noqa: F401
     base,
     factorized,
     inject,
+    linesearch,
     numerics,
     optimizers,
+    quasi_newton,
     scaling,
     schedules,
     transforms,
@@ -29,8 +31,10 @@ from funcgrad.optim import (  # noqa: F401
 from funcgrad.optim.aliases import *  # noqa: F403
 from funcgrad.optim.base import *  # noqa: F403
 from funcgrad.optim.factorized import *  # noqa: F403
+from funcgrad.optim.linesearch import *  # noqa: F403
 from funcgrad.optim.numerics import *  # noqa: F403
 from funcgrad.optim.optimizers import *  # noqa: F403
+from funcgrad.optim.quasi_newton import *  # noqa: F403
 from funcgrad.optim.scaling import *  # noqa: F403
 from funcgrad.optim.schedules import *  # noqa: F403
 from funcgrad.optim.transforms import *  # noqa: F403
