@@ -551,3 +551,132 @@ def linesearch_with_fn_kwargs(m):
         p = o.apply_updates(p, updates)
     return {"params": p, "lr": state[1].learning_rate,
             "steps": state[1].info.num_linesearch_steps}
+
+
+# ---------------------------------------------------------------------------------------------
+# Losses: values and the gradient of their sum (w.r.t. the first argument)
+
+LOGITS = _array(4, 5, seed=20) * 2
+PROBS = np.exp(LOGITS) / np.exp(LOGITS).sum(-1, keepdims=True)
+INT_LABELS = np.array([0, 3, 1, 4], np.int32)
+ONE_HOT = np.eye(5, dtype=np.float32)[INT_LABELS]
+SIGNS = np.where(_array(4, 5, seed=21) > 0, 1.0, -1.0).astype(np.float32)
+
+
+def _loss_with_grad(m, fn, *args):
+    args = [m.jnp.asarray(a) for a in args]
+    value = fn(*args)
+    grad = m.jax.grad(lambda x: m.jnp.sum(fn(x, *args[1:])))(args[0])
+    return {"value": value, "grad": grad}
+
+
+LOSSES = {
+    "hinge": lambda l: (l.hinge_loss, LOGITS, SIGNS),
+    "perceptron": lambda l: (l.perceptron_loss, LOGITS, SIGNS),
+    "sparsemax": lambda l: (l.sparsemax_loss, LOGITS / 2, ONE_HOT),
+    "safe_softmax_ce": lambda l: (l.safe_softmax_cross_entropy, LOGITS, PROBS),
+    "multiclass_hinge": lambda l: (l.multiclass_hinge_loss, LOGITS, INT_LABELS),
+    "multiclass_perceptron": lambda l: (l.multiclass_perceptron_loss, LOGITS, INT_LABELS),
+    "multiclass_sparsemax": lambda l: (l.multiclass_sparsemax_loss, LOGITS, INT_LABELS),
+    "poly": lambda l: (lambda x, y: l.poly_loss_cross_entropy(x, y, epsilon=1.5), LOGITS,
+                       PROBS),
+    "kl": lambda l: (l.kl_divergence, np.log(PROBS[::-1].copy()), ONE_HOT * 0.5 + 0.1),
+    "kl_log_targets": lambda l: (l.kl_divergence_with_log_targets, np.log(PROBS),
+                                 np.log(PROBS[::-1].copy())),
+    "generalized_kl": lambda l: (l.generalized_kl_divergence, np.log(PROBS), PROBS * 2),
+    "focal": lambda l: (l.sigmoid_focal_loss, LOGITS, ONE_HOT),
+    "focal_alpha": lambda l: (lambda x, y: l.sigmoid_focal_loss(x, y, alpha=0.25, gamma=1.5),
+                              LOGITS, ONE_HOT),
+    "ranking": lambda l: (lambda x, y: l.ranking_softmax_loss(x, y, reduce_fn=None), LOGITS,
+                          ONE_HOT + PROBS),
+    "cosine_similarity": lambda l: (l.cosine_similarity, LOGITS, PROBS),
+    "cosine_distance": lambda l: (lambda x, y: l.cosine_distance(x, y, epsilon=0.1, axis=0),
+                                  LOGITS, PROBS),
+    "triplet": lambda l: (lambda a, p: l.triplet_margin_loss(a, p, p[::-1] * 0.5, margin=2.0),
+                          LOGITS, PROBS),
+    "l2": lambda l: (l.l2_loss, LOGITS, PROBS),
+    "huber": lambda l: (lambda x, y: l.huber_loss(x, y, delta=0.5), LOGITS, PROBS),
+    "log_cosh": lambda l: (l.log_cosh, LOGITS, PROBS),
+    "squared_error": lambda l: (l.squared_error, LOGITS, PROBS),
+    "sigmoid_bce": lambda l: (l.sigmoid_binary_cross_entropy, LOGITS, ONE_HOT),
+    "softmax_ce": lambda l: (l.softmax_cross_entropy, LOGITS, PROBS),
+    "softmax_ce_int": lambda l: (l.softmax_cross_entropy_with_integer_labels, LOGITS,
+                                 INT_LABELS),
+    "dice": lambda l: (l.dice_loss, LOGITS.reshape(2, 2, 5), ONE_HOT.reshape(2, 2, 5)),
+    "dice_tversky": lambda l: (lambda x, y: l.dice_loss(x, y, alpha=0.3, beta=0.7,
+                                                        reduction="sum",
+                                                        ignore_background=True),
+                               LOGITS.reshape(2, 2, 5), ONE_HOT.reshape(2, 2, 5)),
+    "generalized_dice": lambda l: (l.multiclass_generalized_dice_loss,
+                                   LOGITS.reshape(2, 2, 5), ONE_HOT.reshape(2, 2, 5)),
+    "binary_dice": lambda l: (l.binary_dice_loss, LOGITS, ONE_HOT),
+}
+
+
+def _loss_case(make):
+    return lambda m: _loss_with_grad(m, *make(m.optax.losses))
+
+
+for _name, _make in LOSSES.items():
+    CASES["loss_" + _name] = _loss_case(_make)
+
+
+@case
+def loss_ntxent(m):
+    emb = m.jnp.asarray(_array(6, 3, seed=22))
+    labels = m.jnp.asarray(np.array([0, 1, 0, 2, 1, 2], np.int32))
+    return {"value": m.optax.losses.ntxent(emb, labels, 0.5),
+            "grad": m.jax.grad(lambda e: m.optax.losses.ntxent(e, labels))(emb)}
+
+
+@case
+def loss_ctc(m):
+    logits = m.jnp.asarray(_array(2, 6, 4, seed=23))
+    logit_pad = m.jnp.asarray(np.array([[0] * 6, [0] * 4 + [1] * 2], np.float32))
+    labels = m.jnp.asarray(np.array([[1, 2, 2], [3, 1, 0]], np.int32))
+    label_pad = m.jnp.asarray(np.array([[0, 0, 0], [0, 0, 1]], np.float32))
+    loss, phi, emit = m.optax.losses.ctc_loss_with_forward_probs(logits, logit_pad, labels,
+                                                                 label_pad)
+    grad = m.jax.grad(lambda x: m.jnp.sum(m.optax.ctc_loss(x, logit_pad, labels, label_pad,
+                                                           blank_id=0)))(logits)
+    return {"loss": loss, "phi": phi, "emit": emit, "grad": grad}
+
+
+@case
+def loss_fenchel_young(m):
+    jsp = m.jax.scipy.special
+    fy = m.optax.losses.make_fenchel_young_loss(jsp.logsumexp)
+    x = m.jnp.asarray(LOGITS)
+    return {"value": fy(x, m.jnp.asarray(PROBS)),
+            "grad": m.jax.grad(lambda s: m.jnp.sum(fy(s, m.jnp.asarray(PROBS))))(x)}
+
+
+@case
+def loss_where_and_masks(m):
+    l, jnp = m.optax.losses, m.jnp
+    x, p = jnp.asarray(LOGITS), jnp.asarray(PROBS)
+    where = jnp.asarray(np.array([[True] * 4 + [False]] * 4))
+    return {"kl": l.kl_divergence(jnp.log(p), p[::-1], where=where),
+            "cos": l.cosine_similarity(x, p, where=where),
+            "ranking_mean": l.ranking_softmax_loss(x, jnp.asarray(ONE_HOT), where=where),
+            "poly": l.poly_loss_cross_entropy(x, p, where=where)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Projections
+
+
+@case
+def projections(m):
+    pr, a, b = m.optax.projections, tree_a(m), tree_b(m)
+    x = m.jnp.asarray(np.array([0.3, -1.2, 2.5, 0.1], np.float32))
+    return {"non_negative": pr.projection_non_negative(a),
+            "box": pr.projection_box(x, -0.5, 1.0), "hypercube": pr.projection_hypercube(x, 2.0),
+            "simplex": pr.projection_simplex(a), "simplex_scaled": pr.projection_simplex(x, 3.0),
+            "l1_sphere": pr.projection_l1_sphere(a, 2.0), "l1_ball": pr.projection_l1_ball(a),
+            "l1_ball_inside": pr.projection_l1_ball(x, 10.0),
+            "l2_sphere": pr.projection_l2_sphere(a, 2.0), "l2_ball": pr.projection_l2_ball(a),
+            "linf_ball": pr.projection_linf_ball(a, 1.5), "vector": pr.projection_vector(a, b),
+            "hyperplane": pr.projection_hyperplane(a, b, 1.0),
+            "halfspace": pr.projection_halfspace(a, b, -1.0),
+            "simplex_grad": m.jax.grad(lambda v: m.jnp.sum(pr.projection_simplex(v) * v))(x)}

@@ -19,8 +19,10 @@ from funcgrad.optim import (  # noqa: F401
     factorized,
     inject,
     linesearch,
+    losses,
     numerics,
     optimizers,
+    projections,
     quasi_newton,
     scaling,
     schedules,
@@ -32,6 +34,27 @@ from funcgrad.optim.aliases import *  # noqa: F403
 from funcgrad.optim.base import *  # noqa: F403
 from funcgrad.optim.factorized import *  # noqa: F403
 from funcgrad.optim.linesearch import *  # noqa: F403
+from funcgrad.optim.losses import (  # noqa: F401  (the losses optax has at its top level)
+    convex_kl_divergence,
+    cosine_distance,
+    cosine_similarity,
+    ctc_loss,
+    ctc_loss_with_forward_probs,
+    generalized_kl_divergence,
+    hinge_loss,
+    huber_loss,
+    kl_divergence,
+    l2_loss,
+    log_cosh,
+    ntxent,
+    safe_softmax_cross_entropy,
+    sigmoid_binary_cross_entropy,
+    sigmoid_focal_loss,
+    smooth_labels,
+    softmax_cross_entropy,
+    softmax_cross_entropy_with_integer_labels,
+    squared_error,
+)
 from funcgrad.optim.numerics import *  # noqa: F403
 from funcgrad.optim.optimizers import *  # noqa: F403
 from funcgrad.optim.quasi_newton import *  # noqa: F403
