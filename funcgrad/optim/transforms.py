@@ -6,6 +6,7 @@ the numbers agree to float32 rounding. Imports only `funcgrad.numpy`, `funcgrad.
 `funcgrad.errors` and `optim.base`.
 """
 
+import inspect
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -14,35 +15,25 @@ import numpy as np
 import funcgrad.numpy as fnp
 from funcgrad import lax
 from funcgrad.errors import FuncgradTypeError, FuncgradValueError, op_error
-
-# optax.transforms also holds the wrappers, which live in their own modules (those do not
-# import this one when they load); their names are re-exported here.
-from funcgrad.optim import accumulation, clipping, combining, wrappers
-from funcgrad.optim.accumulation import *  # noqa: F403
 from funcgrad.optim.base import (
     EmptyState,
     GradientTransformation,
     MaskedNode,
     check_structure,
-    identity,
     resolve_mask,
 )
-from funcgrad.optim.clipping import *  # noqa: F403
-from funcgrad.optim.combining import *  # noqa: F403
-from funcgrad.optim.wrappers import *  # noqa: F403
-from funcgrad.tree_util import tree_leaves, tree_map
+from funcgrad.tree_util import tree_leaves, tree_map, tree_structure
 
 __all__ = [
     "AddDecayedWeightsState", "ClipByGlobalNormState", "EmaState", "MaskedState",
-    "ScaleByAdamState", "ScaleByLearningRateState", "ScaleByLionState", "ScaleByRmsState",
+    "ScaleByAdamState", "ScaleByLearningRateState", "ScaleByLionState",
+    "ScaleByRStdDevWithCountState", "ScaleByRmsState", "ScaleByRmsWithCountState",
     "ScaleByRssState", "ScaleByScheduleState", "ScaleByStddevState", "TraceState",
-    "WeightDecaySchedule",
     "add_decayed_weights", "clip", "clip_by_global_norm", "current_lr", "ema", "global_norm",
     "masked", "scale", "scale_by_adam", "scale_by_learning_rate", "scale_by_lion",
     "scale_by_rms", "scale_by_rss", "scale_by_schedule", "scale_by_stddev",
     "scale_by_trust_ratio", "trace",
 ]
-__all__ += accumulation.__all__ + clipping.__all__ + combining.__all__ + wrappers.__all__
 
 _INT32_MAX = np.iinfo(np.int32).max
 AddDecayedWeightsState = ClipByGlobalNormState = EmptyState
@@ -117,19 +108,22 @@ class ScaleByLearningRateState(NamedTuple):
     learning_rate: Any  # float32: the rate of the latest update (before any: of the first)
 
 
-def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> GradientTransformation:
-    """`updates * -learning_rate` (or `+` with `flip_sign=False`); the rate may be a schedule.
+def scale_by_learning_rate(learning_rate=None, *, flip_sign: bool = True
+                           ) -> GradientTransformation:
+    """`updates * -learning_rate` (or `+` with `flip_sign=False`); the rate may be a schedule
+    (None: the updates unchanged, as in optax).
 
     Unlike optax, the state records the learning rate (read it with `current_lr(state)`):
     before any update, the rate the first update will use; afterwards, the rate of the latest
     update (as optax's `inject_hyperparams` does).
 
     Args:
-        learning_rate: a float or a schedule `count -> scalar` (None: the identity).
+        learning_rate: a float or a schedule `count -> scalar`.
         flip_sign: multiply by `-learning_rate` (descent) when True.
     """
-    if learning_rate is None:
-        return identity()
+    if learning_rate is None:  # optax's default: no scaling at all (not even the sign)
+        return GradientTransformation(lambda params: EmptyState(),
+                                      lambda updates, state, params=None: (updates, state))
     sign = -1.0 if flip_sign else 1.0
     scheduled = callable(learning_rate)
 
@@ -258,25 +252,39 @@ class ScaleByRmsState(NamedTuple):
     nu: Any  # moving average of squared gradients, like params
 
 
+class ScaleByRmsWithCountState(NamedTuple):
+    count: Any  # int32: number of updates so far
+    nu: Any  # moving average of squared gradients
+
+
 def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
-                 eps_in_sqrt: bool = True) -> GradientTransformation:
+                 eps_in_sqrt: bool = True, bias_correction: bool = False
+                 ) -> GradientTransformation:
     """RMSProp's scaling: `g / sqrt(nu + eps)` with `nu = (1 - decay) * g**2 + decay * nu`.
 
-    With `eps_in_sqrt=False` the update is `g / (sqrt(nu) + eps)`.
+    With `eps_in_sqrt=False` the update is `g / (sqrt(nu) + eps)`; with `bias_correction`,
+    `nu` is divided by `1 - decay**count` first (the state then counts the updates:
+    `ScaleByRmsWithCountState`), as in optax.
     """
     def init(params):
-        return ScaleByRmsState(tree_map(lambda p: fnp.full_like(p, initial_scale), params))
+        nu = tree_map(lambda p: fnp.full_like(p, initial_scale), params)
+        return ScaleByRmsWithCountState(_new_count(), nu) if bias_correction else \
+            ScaleByRmsState(nu)
 
     def update(updates, state, params=None):
         _check_like_state("scale_by_rms update", state.nu, updates)
         nu = _moment_sq(updates, state.nu, decay)
-        if eps_in_sqrt:
-            updates = tree_map(lambda g, n: g * lax.rsqrt(n + eps), updates, nu)
-        else:
-            updates = tree_map(lambda g, n: g * (1.0 / (fnp.sqrt(n) + eps)), updates, nu)
-        return updates, ScaleByRmsState(nu)
+        count = _increment(state.count) if bias_correction else None
+        nu_hat = _debias(nu, decay, count) if bias_correction else nu
+        updates = tree_map(lambda g, n: g * _rms_scaling(n, eps, eps_in_sqrt), updates, nu_hat)
+        return updates, (ScaleByRmsWithCountState(count, nu) if bias_correction else
+                         ScaleByRmsState(nu))
 
     return GradientTransformation(init, update)
+
+
+def _rms_scaling(n, eps, eps_in_sqrt):
+    return lax.rsqrt(n + eps) if eps_in_sqrt else 1.0 / (fnp.sqrt(n) + eps)
 
 
 class ScaleByStddevState(NamedTuple):
@@ -284,20 +292,34 @@ class ScaleByStddevState(NamedTuple):
     nu: Any  # moving average of squared gradients
 
 
-def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8,
-                    initial_scale: float = 0.0) -> GradientTransformation:
-    """Centered RMSProp's scaling: `g / sqrt(nu - mu**2 + eps)`."""
+class ScaleByRStdDevWithCountState(NamedTuple):
+    count: Any  # int32: number of updates so far
+    mu: Any  # moving average of gradients
+    nu: Any  # moving average of squared gradients
+
+
+def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
+                    eps_in_sqrt: bool = True, bias_correction: bool = False
+                    ) -> GradientTransformation:
+    """Centered RMSProp's scaling: `g / sqrt(nu - mu**2 + eps)` (`g / (sqrt(nu - mu**2) +
+    eps)` with `eps_in_sqrt=False`); `bias_correction` divides both moments by
+    `1 - decay**count` first (state `ScaleByRStdDevWithCountState`), as in optax."""
     def init(params):
-        return ScaleByStddevState(_zeros(params),
-                                  tree_map(lambda p: fnp.full_like(p, initial_scale), params))
+        mu, nu = _zeros(params), tree_map(lambda p: fnp.full_like(p, initial_scale), params)
+        return ScaleByRStdDevWithCountState(_new_count(), mu, nu) if bias_correction else \
+            ScaleByStddevState(mu, nu)
 
     def update(updates, state, params=None):
         _check_like_state("scale_by_stddev update", state.nu, updates)
         mu = _moment(updates, state.mu, decay)
         nu = _moment_sq(updates, state.nu, decay)
-        updates = tree_map(lambda g, m, n: g * lax.rsqrt(n - m * m + eps),
-                           updates, mu, nu)
-        return updates, ScaleByStddevState(mu, nu)
+        count = _increment(state.count) if bias_correction else None
+        mu_hat, nu_hat = ((_debias(mu, decay, count), _debias(nu, decay, count))
+                          if bias_correction else (mu, nu))
+        updates = tree_map(lambda g, m, n: g * _rms_scaling(n - m * m, eps, eps_in_sqrt),
+                           updates, mu_hat, nu_hat)
+        return updates, (ScaleByRStdDevWithCountState(count, mu, nu) if bias_correction else
+                         ScaleByStddevState(mu, nu))
 
     return GradientTransformation(init, update)
 
@@ -328,15 +350,26 @@ class ScaleByLionState(NamedTuple):
     mu: Any  # momentum, like params
 
 
-def scale_by_lion(b1: float = 0.9, b2: float = 0.99, mu_dtype=None) -> GradientTransformation:
-    """Lion's scaling: `sign((1 - b1) * g + b1 * mu)`, then `mu = (1 - b2) * g + b2 * mu`."""
+def scale_by_lion(b1: float = 0.9, b2: float = 0.99, mu_dtype=None, *, mode: str = "hard",
+                  smooth_beta: float = 1.0) -> GradientTransformation:
+    """Lion's scaling: `sign((1 - b1) * g + b1 * mu)`, then `mu = (1 - b2) * g + b2 * mu`.
+
+    `mode`: "hard" (`sign`), "smooth" (`tanh(smooth_beta * x)`) or "refined" (`x` where
+    `|x| < 1`, else `sign(x)`), as in optax.
+    """
+    signs = {"hard": fnp.sign, "smooth": lambda x: fnp.tanh(smooth_beta * x),
+             "refined": lambda x: fnp.where(fnp.abs(x) < 1.0, x, fnp.sign(x))}
+    if mode not in signs:
+        raise FuncgradValueError(f"scale_by_lion: unknown mode {mode!r}; it must be one of "
+                                 "'hard', 'smooth', 'refined'")
+
     def init(params):
         mu = tree_map(lambda p: fnp.zeros_like(p, dtype=mu_dtype), params)
         return ScaleByLionState(_new_count(), mu)
 
     def update(updates, state, params=None):
         _check_like_state("scale_by_lion update", state.mu, updates)
-        new_updates = tree_map(lambda g, m: fnp.sign((1.0 - b1) * g + b1 * m),
+        new_updates = tree_map(lambda g, m: signs[mode]((1.0 - b1) * g + b1 * m),
                                updates, state.mu)
         mu = _moment(updates, state.mu, b2)
         if mu_dtype is not None:
@@ -478,9 +511,9 @@ def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
     return inner if mask is None else masked(inner, mask)
 
 
-def global_norm(tree: Any):
+def global_norm(updates: Any):
     """The L2 norm of all leaves together: `sqrt(sum of squares of every element)`."""
-    return fnp.sqrt(sum(fnp.sum(x * x) for x in tree_leaves(tree)))
+    return fnp.sqrt(sum(fnp.sum(x * x) for x in tree_leaves(updates)))
 
 
 def clip_by_global_norm(max_norm: float) -> GradientTransformation:
@@ -507,12 +540,25 @@ class MaskedState(NamedTuple):
     inner_state: Any
 
 
+def _takes_extra_args(update):
+    try:
+        params = inspect.signature(update).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
 def _mask_tree(tree, mask_tree):
     return tree_map(lambda x, m: x if m else MaskedNode(), tree, mask_tree)
 
 
-def masked(inner: GradientTransformation, mask) -> GradientTransformation:
+def masked(inner: GradientTransformation, mask, *,
+           mask_compatible_extra_args: bool = False) -> GradientTransformation:
     """Applies `inner` only to the leaves where `mask` is True; the others pass unchanged.
+
+    `update` also takes optax's extra keyword arguments and passes them to `inner` when its
+    update takes them; with `mask_compatible_extra_args`, those with the structure of the
+    updates are masked too.
 
     Args:
         inner: the transformation to mask.
@@ -532,13 +578,29 @@ def masked(inner: GradientTransformation, mask) -> GradientTransformation:
         mask_tree = resolve_mask("masked init", mask, params)
         return MaskedState(inner.init(_mask_tree(params, mask_tree)))
 
-    def update(updates, state, params=None):
+    def update(updates, state, params=None, **extra_args):
         mask_tree = resolve_mask("masked update", mask, updates)
         masked_params = None if params is None else _mask_tree(params, mask_tree)
+        structure = tree_structure(updates)
+        extra = {k: _mask_tree(v, mask_tree) if mask_compatible_extra_args
+                 and tree_structure(v) == structure else v for k, v in extra_args.items()}
+        if not _takes_extra_args(inner.update):
+            extra = {}
         new, inner_state = inner.update(_mask_tree(updates, mask_tree), state.inner_state,
-                                        masked_params)
+                                        masked_params, **extra)
         updates = tree_map(lambda old, n, m: n if m else old, updates, new, mask_tree)
         return updates, MaskedState(inner_state)
 
     return GradientTransformation(init, update)
 
+
+# optax.transforms also holds the wrappers. They live in their own modules (which do not import
+# this one when they load) and are re-exported here, with the scheduled weight decay's state.
+from funcgrad.optim import accumulation, clipping, combining, wrappers  # noqa: E402
+from funcgrad.optim.accumulation import *  # noqa: E402,F403
+from funcgrad.optim.clipping import *  # noqa: E402,F403
+from funcgrad.optim.combining import *  # noqa: E402,F403
+from funcgrad.optim.wrappers import *  # noqa: E402,F403
+
+__all__ += ["WeightDecaySchedule"] + accumulation.__all__ + clipping.__all__ + \
+    combining.__all__ + wrappers.__all__
