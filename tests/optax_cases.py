@@ -680,3 +680,118 @@ def projections(m):
             "hyperplane": pr.projection_hyperplane(a, b, 1.0),
             "halfspace": pr.projection_halfspace(a, b, -1.0),
             "simplex_grad": m.jax.grad(lambda v: m.jnp.sum(pr.projection_simplex(v) * v))(x)}
+
+
+# ---------------------------------------------------------------------------------------------
+# optax.contrib
+
+CONTRIB = {
+    "muon": lambda c: c.muon(0.05),
+    "muon_options": lambda c: c.muon(0.05, ns_coeffs="dion", adaptive=True, nesterov=False,
+                                     weight_decay=0.01, consistent_rms=0.2),
+    "muon_spectral": lambda c: c.muon(0.05, preconditioning="spectral", ns_steps=3),
+    "muon_aol": lambda c: c.muon(0.05, preconditioning="aol"),
+    "muon_schatten": lambda c: c.muon(0.05, preconditioning="schatten"),
+    "schedule_free_sgd": lambda c: c.schedule_free_sgd(0.1, warmup_steps=2, weight_decay=0.01),
+    "schedule_free_adamw": lambda c: c.schedule_free_adamw(0.05, warmup_steps=3),
+    "prodigy": lambda c: c.prodigy(),
+    "prodigy_safeguard": lambda c: c.prodigy(0.5, safeguard_warmup=True, weight_decay=0.01),
+    "dadapt_adamw": lambda c: c.dadapt_adamw(weight_decay=0.01),
+    "cocob": lambda c: c.cocob(weight_decay=0.01),
+    "dog": lambda c: c.dog(),
+    "dog_distance": lambda c: c.dog(init_step=("distance", 0.1), weight_decay=0.01),
+    "dog_lr": lambda c: c.dog(init_step=("learning_rate", 0.01)),
+    "dowg": lambda c: c.dowg(),
+    "ademamix": lambda c: c.ademamix(0.05, weight_decay=0.01),
+    "ademamix_scheduled": lambda c: c.ademamix(0.05, b3=lambda t: 0.9 + 0.01 * t,
+                                               alpha=lambda t: 1.0 + t),
+    "simplified_ademamix": lambda c: c.simplified_ademamix(0.01, alpha=2.0),
+    "adopt": lambda c: c.adopt(0.05),
+    "adopt_nesterov": lambda c: c.adopt(0.05, nesterov=True, use_clipping=False),
+    "acprop": lambda c: c.acprop(0.05),
+    "madgrad": lambda c: c.madgrad(0.05, weight_decay=0.01),
+    "galore": lambda c: c.galore(0.05, rank=2, update_proj_gap=3),
+}
+
+
+def _contrib_case(make):
+    return lambda m: run(m, make(m.optax.contrib), steps=6)
+
+
+for _name, _make in CONTRIB.items():
+    CASES["contrib_" + _name] = _contrib_case(_make)
+
+
+def _value(value, grads, p):
+    return {"value": value}
+
+
+@case
+def contrib_with_values(m):
+    c, o = m.optax.contrib, m.optax
+    return {"momo": run(m, c.momo(0.5), extra_args=_value),
+            "momo_adapt": run(m, c.momo(0.5, adapt_lower_bound=True, weight_decay=0.01),
+                              extra_args=_value),
+            "momo_adam": run(m, c.momo_adam(0.1), extra_args=_value),
+            "momo_adam_adapt": run(m, c.momo_adam(0.1, adapt_lower_bound=True, lower_bound=1.0),
+                                   extra_args=_value),
+            "mechanize": run(m, c.mechanize(o.adam(0.1)), extra_args=_value),
+            "plateau": run(m, o.chain(o.sgd(0.01), c.reduce_on_plateau(
+                factor=0.5, patience=1, rtol=0.5, accumulation_size=2)), steps=8,
+                extra_args=_value)}
+
+
+@case
+def contrib_sam(m):
+    o, c = m.optax, m.optax.contrib
+    adv = o.chain(c.normalize(), o.sgd(0.05))
+    transparent = c.sam(o.sgd(0.1), adv, sync_period=3)
+    grad_fn = lambda p, i: m.jax.grad(lambda q: loss(m, q))(p)  # noqa: E731
+    opaque = c.sam(o.sgd(0.1), adv, sync_period=2, opaque_mode=True)
+    return {"transparent": run(m, transparent, steps=6),
+            "transparent_keep": run(m, c.sam(o.sgd(0.1), adv, reset_state=False), steps=5),
+            "opaque": run(m, opaque, steps=3,
+                          extra_args=lambda v, g, p: {"grad_fn": grad_fn})}
+
+
+@case
+def contrib_schedule_free_eval(m):
+    c = m.optax.contrib
+    opt = c.schedule_free(m.optax.sgd(0.1), learning_rate=0.1, b1=0.8)
+    p = params(m)
+    state = opt.init(p)
+    for _ in range(4):
+        grads = m.jax.grad(lambda q: loss(m, q))(p)
+        updates, state = opt.update(grads, state, p)
+        p = m.optax.apply_updates(p, updates)
+    return {"params": p, "eval": c.schedule_free_eval_params(state, p),
+            "weight_sum": state.weight_sum}
+
+
+@case
+def contrib_sophia(m):
+    c = m.optax.contrib
+    opt = c.sophia(0.05, update_interval=2,
+                   hessian_diagonal_fn=c.hutchinson_estimator_diag_hessian(
+                       m.jax.random.PRNGKey(7)))
+    fn = lambda q: loss(m, q)  # noqa: E731
+    return run(m, opt, steps=5, extra_args=lambda v, g, p: {"obj_fn": fn})
+
+
+@case
+def contrib_complex_and_privacy(m):
+    c, o, jnp = m.optax.contrib, m.optax, m.jnp
+    z = {"z": jnp.asarray(np.array([1 + 2j, -0.5 + 0.25j], np.complex64))}
+    opt = c.split_real_and_imaginary(o.adam(0.1))
+    state = opt.init(z)
+    for _ in range(3):
+        grads = m.jax.tree.map(lambda x: jnp.conj(x) * 0.5, z)
+        updates, state = opt.update(grads, state, z)
+        z = o.apply_updates(z, updates)
+    per_example = {"a": jnp.asarray(_array(4, 3, seed=30)), "b": jnp.asarray(_array(4, 2, seed=31))}
+    dp = c.dpsgd(0.1, l2_norm_clip=1.0, noise_multiplier=0.5, seed=2, momentum=0.9)
+    dp_state = dp.init({"a": jnp.zeros(3), "b": jnp.zeros(2)})
+    dp_updates, dp_state = dp.update(per_example, dp_state)
+    dp_updates2, _ = dp.update(per_example, dp_state)
+    return {"complex": [jnp.real(z["z"]), jnp.imag(z["z"])], "dp": dp_updates,
+            "dp2": dp_updates2}

@@ -16,6 +16,7 @@ submodules are optax's namespaces (`losses`, `schedules`, `transforms`, `contrib
 from funcgrad.optim import (  # noqa: F401
     aliases,
     base,
+    contrib,
     factorized,
     inject,
     linesearch,
