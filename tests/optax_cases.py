@@ -795,3 +795,91 @@ def contrib_complex_and_privacy(m):
     dp_updates2, _ = dp.update(per_example, dp_state)
     return {"complex": [jnp.real(z["z"]), jnp.imag(z["z"])], "dp": dp_updates,
             "dp2": dp_updates2}
+
+
+# ---------------------------------------------------------------------------------------------
+# Lookahead, linear algebra, utilities, microbatching, perturbations
+
+
+@case
+def lookahead(m):
+    o = m.optax
+    out = {}
+    for reset in (False, True):
+        opt = o.lookahead(o.adam(0.1), sync_period=3, slow_step_size=0.5, reset_state=reset)
+        p = o.LookaheadParams.init_synced(params(m))
+        state = opt.init(p)
+        for _ in range(7):
+            grads = m.jax.grad(lambda q: loss(m, q))(p.fast)
+            updates, state = opt.update(grads, state, p)
+            p = o.apply_updates(p, updates)
+        out[f"reset={reset}"] = {"fast": p.fast, "slow": p.slow}
+    return out
+
+
+@case
+def linear_algebra(m):
+    o, jnp = m.optax, m.jnp
+    a = _array(4, 4, seed=40)
+    spd = jnp.asarray(a @ a.T + 4 * np.eye(4, dtype=np.float32))
+    eig, vec = o.power_iteration(spd, num_iters=200)
+    tree_eig, _ = o.power_iteration(lambda v: {"x": spd @ v["x"]},
+                                    v0={"x": jnp.ones(4)}, num_iters=200)
+    root2, err2 = o.matrix_inverse_pth_root(spd, 2)
+    root4, _ = o.matrix_inverse_pth_root(spd, 4, ridge_epsilon=1e-4)
+    big_a = jnp.asarray(_array(6, 3, seed=41))
+    b = jnp.asarray(_array(6, seed=42))
+    return {"eig": eig, "vec": jnp.abs(vec), "tree_eig": tree_eig, "root2": root2,
+            "err2": err2 < 1e-3, "root4": root4, "nnls": o.nnls(big_a, b, iters=200),
+            "nnls_2d": o.nnls(big_a, jnp.stack([b, -b], axis=1), iters=50, L=20.0)}
+
+
+@case
+def utilities(m):
+    o, jnp = m.optax, m.jnp
+    x = jnp.asarray(np.array([1.0, -2.0, 0.5], np.float32))
+    dist = o.multi_normal(jnp.asarray(np.array([0.5, -1.0], np.float32)),
+                          jnp.asarray(np.array([0.0, -0.5], np.float32)))
+    samples = dist.sample((3,), m.jax.random.PRNGKey(5))
+    return {"scaled": m.jax.grad(lambda v: m.jnp.sum(o.scale_gradient(v, 0.25) ** 2))(x),
+            "stopped": m.jax.grad(lambda v: m.jnp.sum(o.scale_gradient(v, 0.0) * v))(x),
+            "same": m.jax.grad(lambda v: m.jnp.sum(o.scale_gradient(v, 1.0) * v))(x),
+            "samples": samples, "log_prob": dist.log_prob(samples)}
+
+
+@case
+def microbatch(m):
+    o, jnp = m.optax, m.jnp
+    xs = jnp.asarray(_array(8, 3, seed=43))
+    ys = jnp.asarray(_array(8, seed=44))
+
+    def batch_loss(w, x, y):
+        return jnp.sum((x @ w - y) ** 2)
+
+    w = jnp.asarray(np.array([0.5, -0.25, 1.0], np.float32))
+    grad_fn = m.jax.grad(batch_loss)
+    acc = o.microbatching.AccumulationType
+    per_example = lambda w, x, y: x @ w - y  # noqa: E731
+    return {"sum": o.microbatch(grad_fn, argnums=(1, 2), microbatch_size=2)(w, xs, ys),
+            "mean": o.microbatch(grad_fn, (1, 2), 4, acc.MEAN)(w, xs, ys),
+            "running": o.microbatch(grad_fn, (1, 2), 2, acc.RUNNING_MEAN)(w, xs, ys),
+            "concat": o.microbatch(per_example, (1, 2), 2, acc.CONCAT)(w, xs, ys),
+            "kwargs": o.microbatch(lambda w, x, y: batch_loss(w, x, y), 1, 4,
+                                   argnames="y")(w, xs, y=ys)}
+
+
+@case
+def perturbations(m):
+    pt, jnp = m.optax.perturbations, m.jnp
+    key = m.jax.random.PRNGKey(11)
+    x = jnp.asarray(np.array([0.3, -0.2, 0.1], np.float32))
+
+    def argmax_one_hot(v):
+        return (v == jnp.max(v)).astype(jnp.float32)
+
+    smooth = pt.make_perturbed_fun(argmax_one_hot, num_samples=64, sigma=0.5)
+    smooth_normal = pt.make_perturbed_fun(lambda v: jnp.maximum(v, 0.0), 32, 0.3,
+                                          noise=pt.Normal(), use_baseline=False)
+    return {"value": smooth(key, x), "normal": smooth_normal(key, x),
+            "grad": m.jax.grad(lambda v: jnp.sum(smooth(key, v) * jnp.arange(3.0)))(x),
+            "log_probs": [pt.Gumbel().log_prob(x), pt.Normal().log_prob(x)]}

@@ -19,10 +19,14 @@ from funcgrad.optim import (  # noqa: F401
     contrib,
     factorized,
     inject,
+    linear_algebra,
     linesearch,
+    lookahead,
     losses,
+    microbatching,
     numerics,
     optimizers,
+    perturbations,
     projections,
     quasi_newton,
     scaling,
@@ -30,11 +34,14 @@ from funcgrad.optim import (  # noqa: F401
     transforms,
     tree,
     tree_utils,
+    utils,
 )
 from funcgrad.optim.aliases import *  # noqa: F403
 from funcgrad.optim.base import *  # noqa: F403
 from funcgrad.optim.factorized import *  # noqa: F403
+from funcgrad.optim.linear_algebra import *  # noqa: F403
 from funcgrad.optim.linesearch import *  # noqa: F403
+from funcgrad.optim.lookahead import *  # noqa: F403
 from funcgrad.optim.losses import (  # noqa: F401  (the losses optax has at its top level)
     convex_kl_divergence,
     cosine_distance,
@@ -56,6 +63,7 @@ from funcgrad.optim.losses import (  # noqa: F401  (the losses optax has at its 
     softmax_cross_entropy_with_integer_labels,
     squared_error,
 )
+from funcgrad.optim.microbatching import microbatch  # noqa: F401
 from funcgrad.optim.numerics import *  # noqa: F403
 from funcgrad.optim.optimizers import *  # noqa: F403
 from funcgrad.optim.quasi_newton import *  # noqa: F403
@@ -63,6 +71,7 @@ from funcgrad.optim.scaling import *  # noqa: F403
 from funcgrad.optim.schedules import *  # noqa: F403
 from funcgrad.optim.transforms import *  # noqa: F403
 from funcgrad.optim.tree_utils import tree_map_params  # noqa: F401
+from funcgrad.optim.utils import *  # noqa: F403
 
 bias_correction = tree_utils.tree_bias_correction
 update_moment = tree_utils.tree_update_moment

@@ -594,13 +594,16 @@ def masked(inner: GradientTransformation, mask, *,
     return GradientTransformation(init, update)
 
 
-# optax.transforms also holds the wrappers. They live in their own modules (which do not import
-# this one when they load) and are re-exported here, with the scheduled weight decay's state.
+# optax.transforms also holds `chain` and the wrappers. The wrappers live in their own modules
+# (which do not import this one when they load) and are re-exported here, with the scheduled
+# weight decay's state and optax's name of the centered RMSProp state.
 from funcgrad.optim import accumulation, clipping, combining, wrappers  # noqa: E402
 from funcgrad.optim.accumulation import *  # noqa: E402,F403
+from funcgrad.optim.base import chain  # noqa: E402
 from funcgrad.optim.clipping import *  # noqa: E402,F403
 from funcgrad.optim.combining import *  # noqa: E402,F403
 from funcgrad.optim.wrappers import *  # noqa: E402,F403
 
-__all__ += ["WeightDecaySchedule"] + accumulation.__all__ + clipping.__all__ + \
-    combining.__all__ + wrappers.__all__
+ScaleByRStdDevState = ScaleByStddevState
+__all__ += ["ScaleByRStdDevState", "WeightDecaySchedule", "chain"] + accumulation.__all__ + \
+    clipping.__all__ + combining.__all__ + wrappers.__all__
