@@ -59,8 +59,15 @@ def signature(fn):
     return [[p.name, p.kind.name, _default(p.default)] for p in sig.parameters.values()]
 
 
+def _is_type_alias(value):
+    module = getattr(type(value), "__module__", "")
+    return module in ("typing", "types", "_collections_abc") or repr(value) == "typing.Any"
+
+
 def describe(value):
     """{"kind", "signature", "fields"} of one public name."""
+    if _is_type_alias(value):
+        return {"kind": "type alias", "fields": None, "signature": None}
     if inspect.isclass(value):
         if hasattr(value, "_fields"):
             return {"kind": "namedtuple", "fields": list(value._fields), "signature": None}

@@ -178,8 +178,9 @@ def with_extra_args_support(tx: GradientTransformation) -> GradientTransformatio
     return GradientTransformationExtraArgs(tx.init, update)
 
 
-def chain(*transforms: GradientTransformation) -> GradientTransformationExtraArgs:
-    """Applies `transforms` one after the other; the state is the tuple of their states.
+def chain(*args: GradientTransformation) -> GradientTransformationExtraArgs:
+    """Applies the transformations `args` one after the other; the state is the tuple of
+    their states.
 
     Keyword arguments given to `update` (`value=`, ...) reach every member that takes them.
 
@@ -188,12 +189,12 @@ def chain(*transforms: GradientTransformation) -> GradientTransformationExtraArg
         >>> [type(s).__name__ for s in opt.init({'w': fnp.zeros(2)})]
         ['EmptyState', 'ScaleByAdamState', 'EmptyState']
     """
-    for i, t in enumerate(transforms):
+    for i, t in enumerate(args):
         if not isinstance(t, GradientTransformation):
             raise FuncgradTypeError(
                 f"chain: argument {i} is a {type(t).__name__}, not a GradientTransformation "
                 "(did you pass the factory, e.g. `scale_by_adam` instead of `scale_by_adam()`?)")
-    transforms = tuple(with_extra_args_support(t) for t in transforms)
+    transforms = tuple(with_extra_args_support(t) for t in args)
 
     def init(params):
         return tuple(t.init(params) for t in transforms)

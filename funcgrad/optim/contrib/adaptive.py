@@ -119,13 +119,9 @@ def simplified_ademamix(learning_rate, b1=0.99, b2=0.95, alpha=0.0, eps=1e-8, ep
                  add_decayed_weights(weight_decay, mask), scale_by_learning_rate(learning_rate))
 
 
-def _quartic_root(x):
-    return x ** 0.25
-
-
 def scale_by_adopt(b1=0.9, b2=0.9999, eps=1e-6, mu_dtype=None, *, nesterov: bool = False,
                    use_clipping: bool = True,
-                   clip_value_fn=_quartic_root) -> GradientTransformation:
+                   clip_value_fn=lambda x: x ** 0.25) -> GradientTransformation:
     """ADOPT's scaling (Taniguchi et al. 2024): the gradient normalized by the *previous*
     second moment (clipped to `clip_value_fn(step)`), then averaged."""
     def init(params):
@@ -150,7 +146,7 @@ def scale_by_adopt(b1=0.9, b2=0.9999, eps=1e-6, mu_dtype=None, *, nesterov: bool
 
 def adopt(learning_rate, b1=0.9, b2=0.9999, eps=1e-6, mu_dtype=None, *,
           nesterov: bool = False, use_clipping: bool = True,
-          clip_value_fn=_quartic_root) -> GradientTransformationExtraArgs:
+          clip_value_fn=lambda x: x ** 0.25) -> GradientTransformationExtraArgs:
     """ADOPT: Adam that converges with any `b2` (Taniguchi et al. 2024)."""
     return chain(scale_by_adopt(b1, b2, eps, mu_dtype, nesterov=nesterov,
                                 use_clipping=use_clipping, clip_value_fn=clip_value_fn),
