@@ -243,3 +243,36 @@ def test_noise_transforms_are_reproducible_and_keyed():
     c = optim.noisy_sgd(0.1, key=4)
     uc, _ = c.update(grads, c.init(p), p)
     assert not np.allclose(np.asarray(uc["w"]), np.asarray(ua["w"]))
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints of the states
+
+
+STATE_CASES = {
+    "inject_hyperparams": lambda: optim.inject_hyperparams(optim.adam)(
+        learning_rate=optim.exponential_decay(0.1, 3, 0.5)),
+    "multi_steps": lambda: optim.MultiSteps(optim.adam(0.1), 2,
+                                            should_skip_update_fn=optim.skip_not_finite),
+    "named_chain": lambda: optim.named_chain(("clip", optim.clip(1.0)),
+                                             ("adafactor", optim.adafactor(0.01))),
+    "lbfgs_backtracking": lambda: optim.lbfgs(
+        linesearch=optim.scale_by_backtracking_linesearch(5)),
+    "muon": lambda: optim.contrib.muon(0.02),
+    "schedule_free": lambda: optim.contrib.schedule_free_adamw(0.01),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATE_CASES))
+def test_states_survive_a_checkpoint(name, tmp_path):
+    from funcgrad import io
+    opt = STATE_CASES[name]()
+    p = _params()
+    state = opt.init(p)
+    grads = fg.grad(loss)(p)
+    kwargs = {"value": loss(p), "grad": grads, "value_fn": loss} if "lbfgs" in name else {}
+    _, state = opt.update(grads, state, p, **kwargs)
+    io.save(tmp_path / "state", state)
+    restored = io.load(tmp_path / "state")
+    assert fg.tree_util.tree_structure(restored) == fg.tree_util.tree_structure(state)
+    _close(opt.update(grads, restored, p, **kwargs)[0], opt.update(grads, state, p, **kwargs)[0])
