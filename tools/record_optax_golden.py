@@ -58,7 +58,7 @@ def main():
 
     frameworks = optax_cases.Frameworks(optax=optax, jnp=jnp, jax=jax)
     golden = {}
-    for name, case in sorted(optax_cases.CASES.items()):
+    for name, case in sorted(optax_cases.all_cases().items()):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             golden[name] = optax_cases.to_json(case(frameworks))
