@@ -5,12 +5,13 @@
     updates, state = opt.update(grads, state, params)
     params = optim.apply_updates(params, updates)
 
-`import funcgrad.optim as optax` runs optax code: the top level has optax's names, and the
-submodules are optax's namespaces (`losses`, `schedules`, `transforms`, `contrib`,
-`tree_utils`, `tree`, `projections`). `base` holds the protocol, `chain` and masks;
-`transforms` the building blocks (with their NamedTuple states); `aliases` the optimizers;
-`schedules` the learning-rate schedules. Beyond optax: masks by parameter path
-(`mask="**/w"`) and `current_lr(state)`.
+`import funcgrad.optim as optax` runs optax (0.2.8) code: the top level has optax's names,
+and the submodules are optax's namespaces (`losses`, `schedules`, `transforms`, `contrib`,
+`tree_utils`, `tree`, `projections`, `perturbations`, `microbatching`). `base` holds the
+protocol, `chain` and masks; `transforms` the building blocks (with their NamedTuple states);
+`aliases` and `optimizers` the optimizers; `scaling`, `factorized`, `linesearch`,
+`quasi_newton`, `wrappers`, `accumulation`, `combining`, `clipping` and `inject` the rest, by
+topic. Beyond optax: masks by parameter path (`mask="**/w"`) and `current_lr(state)`.
 """
 
 from funcgrad.optim import (  # noqa: F401
