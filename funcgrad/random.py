@@ -139,7 +139,7 @@ def PRNGKey(seed):  # noqa: N802  (JAX's name)
         s = int(seed) % 2**64 if wide else int(seed) % 2**32
         return fnp.asarray(np.array([s >> 32, s & 0xFFFFFFFF], _U32))
     seed = fnp.asarray(seed)
-    if seed.ndim != 0 or seed.dtype.kind not in "iu":
+    if seed.ndim != 0 or dtypes.kind(seed.dtype) not in "iu":
         raise op_error("random.PRNGKey", f"the seed must be an integer scalar, got "
                        f"{seed.dtype}{list(seed.shape)}")
     if seed.dtype.itemsize == 8:  # integer conversions wrap: this reads the two's complement
@@ -229,7 +229,7 @@ def fold_in(key, data):
         d = np.uint32(int(data) % 2**32)
     else:
         d = fnp.asarray(data)
-        if d.ndim != 0 or d.dtype.kind not in "iub":
+        if d.ndim != 0 or dtypes.kind(d.dtype) not in "iub":
             raise op_error("random.fold_in", f"data must be an integer scalar, got "
                            f"{d.dtype}{list(d.shape)}")
         d = lax.convert_element_type(d, _U32)
@@ -257,7 +257,7 @@ def bits(key, shape=(), dtype=None):
     """
     key = _check_key("bits", key)
     dtype = np.dtype(dtype or dtypes.default_uint())
-    if dtype.kind != "u":
+    if dtypes.kind(dtype) != "u":
         raise op_error("random.bits", f"dtype must be an unsigned integer type, got {dtype}")
     dtype = dtypes.canonicalize(dtype)
     return _random_bits(key, dtype.itemsize * 8, _shape("bits", shape))
@@ -266,7 +266,7 @@ def bits(key, shape=(), dtype=None):
 # --- continuous samplers ----------------------------------------------------------------------
 def _float_dtype(op, dtype):
     dtype = np.dtype(dtype) if dtype is not None else dtypes.default_float()
-    if dtype.kind != "f":
+    if dtypes.kind(dtype) != "f":
         raise op_error(f"random.{op}", f"dtype must be a floating type, got {dtype}")
     return dtypes.canonicalize(dtype)
 
@@ -368,7 +368,7 @@ def bernoulli(key, p=0.5, shape=None):
     """
     key = _check_key("bernoulli", key)
     p = fnp.asarray(p)
-    if p.dtype.kind != "f":
+    if dtypes.kind(p.dtype) != "f":
         raise op_error("random.bernoulli", f"p must have a floating dtype, got {p.dtype}")
     shape = tuple(p.shape) if shape is None else _shape("bernoulli", shape)
     u = _uniform(key, shape, p.dtype, *(_bounds("bernoulli", v, p.dtype, shape)
@@ -446,7 +446,7 @@ def _clip_int(v, dtype):
 
 def _int_bound(v):
     v = fnp.asarray(v)
-    return v if v.dtype.kind in "iu" else v.astype(dtypes.default_int())
+    return v if dtypes.kind(v.dtype) in "iu" else v.astype(dtypes.default_int())
 
 
 def randint(key, shape, minval, maxval, dtype=None):
@@ -467,7 +467,7 @@ def randint(key, shape, minval, maxval, dtype=None):
     key = _check_key("randint", key)
     shape = _shape("randint", shape)
     dtype = dtypes.canonicalize(np.dtype(dtype or dtypes.default_int()))
-    if dtype.kind not in "iu":
+    if dtypes.kind(dtype) not in "iu":
         raise op_error("random.randint", f"dtype must be an integer type, got {dtype}")
     minval, maxval = _int_bound(minval), _int_bound(maxval)
     info = np.iinfo(dtype)
@@ -527,7 +527,7 @@ def permutation(key, x, axis=0, independent=False):
     """
     key = _check_key("permutation", key)
     if get_aval(x).ndim == 0:
-        if get_aval(x).dtype.kind not in "iu":
+        if dtypes.kind(get_aval(x).dtype) not in "iu":
             raise op_error("random.permutation", "x must be an integer or an array of rank >= 1")
         return _shuffle(key, fnp.arange(_static_int("permutation", x)), 0)
     x = fnp.asarray(x)
@@ -585,7 +585,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
 
 def _choice_p(key, n, shape, replace, p):
     p = fnp.asarray(p)
-    if p.dtype.kind != "f":
+    if dtypes.kind(p.dtype) != "f":
         p = p.astype(dtypes.default_float())
     if tuple(p.shape) != (n,):
         raise op_error("random.choice", f"p must be None or a 1-D vector with the same size "

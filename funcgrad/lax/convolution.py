@@ -468,9 +468,9 @@ batching.batch_rules[conv_general_dilated_p] = _conv_batch
 def _identity(kind, dtype):
     if kind == "sum":
         return np.zeros((), dtype)[()]
-    if dtype.kind == "f":
+    if dtypes.kind(dtype) == "f":
         return dtype.type(-np.inf if kind == "max" else np.inf)
-    if dtype.kind == "b":
+    if dtypes.kind(dtype) == "b":
         return kind == "min"
     info = np.iinfo(dtype)
     return dtype.type(info.min if kind == "max" else info.max)
@@ -540,7 +540,7 @@ def _reduce_window_prim(kind, reducer, kinds, ufunc=None):
     p = Primitive(name)
 
     def abstract(x, **params):
-        if x.dtype.kind not in kinds:
+        if dtypes.kind(x.dtype) not in kinds:
             raise errors.op_error(name, f"does not accept operand {x}")
         return ShapedArray(_window_out_shape(name, x, **params), x.dtype, x.weak_type)
 
@@ -624,7 +624,7 @@ def _chooser_jvp(kind):
     # sum when the windows tile the operand (pooling.py), else select_and_gather_add
     def rule(primals, out, tangents, **params):
         layout = pooling.blocked(get_aval(primals[0]).shape, **params)
-        if layout and pooling.unrolled(layout) and get_aval(primals[0]).dtype.kind == "f":
+        if layout and pooling.unrolled(layout) and dtypes.kind(get_aval(primals[0]).dtype) == "f":
             return pooling.chooser_jvp(tangents[0], primals[0], out, layout)
         return select_and_gather_add_p.bind(tangents[0], primals[0], select_prim=kind,
                                             **params)

@@ -49,11 +49,11 @@ def _axes(name, axes):
 
 
 def _lowest(dt):
-    return False if dt.kind == "b" else np.iinfo(dt).min if dt.kind in "iu" else -np.inf
+    return dtypes.lowest(dt)
 
 
 def _highest(dt):
-    return True if dt.kind == "b" else np.iinfo(dt).max if dt.kind in "iu" else np.inf
+    return dtypes.highest(dt)
 
 
 # --- reduce_sum -------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def _argminmax(name, np_fn):
 
     def abstract(x, *, axes, index_dtype):
         check_kind(name, x, "biuf")
-        if index_dtype.kind not in "iu":
+        if dtypes.kind(index_dtype) not in "iu":
             raise errors.op_error(name, f"index_dtype must be an integer dtype, got "
                                   f"{index_dtype}")
         aval = _reduced_aval(name, x, axes, index_dtype, weak_type=False)

@@ -70,11 +70,11 @@ def _keep(r, shape, axes):
 
 def _sum_dtype(dt):
     """JAX's accumulation dtype: bools and narrow integers widen to the default int/uint."""
-    if dt.kind == "b":
+    if dtypes.kind(dt) == "b":
         return dtypes.default_int()
-    if dt.kind == "i" and dt.itemsize < dtypes.default_int().itemsize:
+    if dtypes.kind(dt) == "i" and dt.itemsize < dtypes.default_int().itemsize:
         return dtypes.default_int()
-    if dt.kind == "u" and dt.itemsize < dtypes.default_uint().itemsize:
+    if dtypes.kind(dt) == "u" and dt.itemsize < dtypes.default_uint().itemsize:
         return dtypes.default_uint()
     return dt
 
@@ -95,9 +95,9 @@ def _prepare(name, a, axis, dtype, out, where, identity, acc_dtype=_sum_dtype):
 
 def _identity(kind, dt, like):
     if kind == "max":
-        v = -np.inf if dt.kind == "f" else (False if dt.kind == "b" else np.iinfo(dt).min)
+        v = dtypes.lowest(dt)
     elif kind == "min":
-        v = np.inf if dt.kind == "f" else (True if dt.kind == "b" else np.iinfo(dt).max)
+        v = dtypes.highest(dt)
     else:
         v = kind
     return Array(np.asarray(v, dt), like.weak_type)
@@ -137,7 +137,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
         Array([2., 2., 2.], dtype=float32)
     """
     if (type(a) is Array and dtype is None and initial is None and where is None
-            and out is None and a._value.dtype.kind in "fc"):
+            and out is None and dtypes.kind(a._value.dtype) in "fc"):
         r = _fast_reduce(_reduce_sum_bind, a, axis, keepdims)
         if r is not None:
             return r
@@ -148,7 +148,7 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
 
 
 def _bool_to_int(dt):
-    return dtypes.default_int() if dt.kind == "b" else dt
+    return dtypes.default_int() if dtypes.kind(dt) == "b" else dt
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
@@ -174,7 +174,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
 
 def _nan_to(a, value):
     a = asarray_operand("nan reduction", a)
-    if dtype_of(a).kind not in "fc":
+    if dtypes.kind(dtype_of(a)) not in "fc":
         return a
     return select(isnan(a), a, _scalar_like(a, value))
 
@@ -183,7 +183,7 @@ def _nan_to(a, value):
 
 def _extremum(name, reduce, bool_reduce, combine, a, axis, out, keepdims, initial, where):
     if (type(a) is Array and initial is None and where is None and out is None
-            and a._value.size and a._value.dtype.kind in "iuf"):
+            and a._value.size and dtypes.kind(a._value.dtype) in "iuf"):
         r = _fast_reduce(reduce, a, axis, keepdims)
         if r is not None:
             return r
@@ -199,7 +199,7 @@ def _extremum(name, reduce, bool_reduce, combine, a, axis, out, keepdims, initia
                                         f"operation {name} over axis {axis}, which has no "
                                         "identity", cls=errors.FuncgradValueError,
                                   hint="pass initial=...")
-    r = (bool_reduce if dtype_of(a).kind == "b" else reduce)(a, axes=axes)
+    r = (bool_reduce if dtypes.kind(dtype_of(a)) == "b" else reduce)(a, axes=axes)
     return _finish(r, shape, axes, keepdims, initial, combine)
 
 
@@ -243,7 +243,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     numbers are ordered by (real, imag), as in NumPy and JAX."""
     from funcgrad.numpy.math import maximum
     a = asarray_operand("max", a)
-    if dtype_of(a).kind == "c":
+    if dtypes.kind(dtype_of(a)) == "c":
         return _complex_extremum("max", a, axis, out, keepdims, initial, where, True)
     return _extremum("max", lax.reduce_max_p.bind, lax.reduce_or_p.bind, maximum, a, axis, out,
                      keepdims, initial, where)
@@ -254,7 +254,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     numbers are ordered by (real, imag), as in NumPy and JAX."""
     from funcgrad.numpy.math import minimum
     a = asarray_operand("min", a)
-    if dtype_of(a).kind == "c":
+    if dtypes.kind(dtype_of(a)) == "c":
         return _complex_extremum("min", a, axis, out, keepdims, initial, where, False)
     return _extremum("min", lax.reduce_min_p.bind, lax.reduce_and_p.bind, minimum, a, axis, out,
                      keepdims, initial, where)
@@ -281,7 +281,7 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 def _nan_extremum(fn, fill, a, axis, out, keepdims, initial, where):
     a = asarray_operand(fn.__name__, a)
-    if dtype_of(a).kind not in "fc":
+    if dtypes.kind(dtype_of(a)) not in "fc":
         return fn(a, axis, out, keepdims, initial, where)
     nan = isnan(a)
     r = fn(select(nan, a, _scalar_like(a, fill)), axis, out, keepdims, initial, where)
@@ -312,7 +312,7 @@ def count_nonzero(a, axis=None, keepdims=False):
 # --- mean / var / std -------------------------------------------------------------------------
 
 def _inexact_dtype(dt):
-    return dt if dt.kind in "fc" else dtypes.default_float()
+    return dt if dtypes.kind(dt) in "fc" else dtypes.default_float()
 
 
 def _count(name, shape, axes, where, dt, keepdims):
@@ -332,7 +332,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """
     if type(a) is Array and dtype is None and where is None and out is None:
         v = a._value
-        axes = _fast_axes(v, axis) if v.dtype.kind in "fc" else None
+        axes = _fast_axes(v, axis) if dtypes.kind(v.dtype) in "fc" else None
         if axes is not None:
             n = v.size if len(axes) == v.ndim else v.shape[axes[0]]
             r = _div_bind(_reduce_sum_bind(a, axes=axes), weak_scalar(n, v.dtype))
@@ -352,7 +352,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """Mean ignoring NaNs."""
     a = asarray_operand("nanmean", a)
-    if dtype_of(a).kind not in "fc":
+    if dtypes.kind(dtype_of(a)) not in "fc":
         return mean(a, axis, dtype, out, keepdims, where=where)
     valid = lax.bitwise_not(isnan(a))
     if where is not None:
@@ -519,7 +519,7 @@ def _arg_extremum(name, fn, a, axis, out, keepdims):
     if shape_of(a)[ax] == 0:
         raise errors.op_error(name, f"attempt to get {name} of an empty sequence (shape "
                                     f"{shape}, axis {axis})", cls=errors.FuncgradValueError)
-    if dtype_of(a).kind == "c":  # (real, imag) order, as NumPy and JAX
+    if dtypes.kind(dtype_of(a)) == "c":  # (real, imag) order, as NumPy and JAX
         r = _complex_first_extremum(a, ax, fn is lax.argmax)
     else:
         r = fn(a, ax, dtypes.default_int())
@@ -551,7 +551,7 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
 
 def _nan_fill(a, v):
     a = asarray_operand("nanarg", a)
-    return select(isnan(a), a, _scalar_like(a, v)) if dtype_of(a).kind == "f" else a
+    return select(isnan(a), a, _scalar_like(a, v)) if dtypes.kind(dtype_of(a)) == "f" else a
 
 
 # --- cumulative -------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from funcgrad import dtypes
 from funcgrad.backends.numpy import emit, ops
 from funcgrad.compiler import escape, memory
 
@@ -282,9 +283,9 @@ def _identity(op, dt):
     """Source of the identity of reduction `op` in dtype `dt`."""
     if op == "sum":
         return "0"
-    if dt.kind == "f":
+    if dtypes.kind(dt) == "f":
         return "-np.inf" if op == "max" else "np.inf"
-    if dt.kind == "b":
+    if dtypes.kind(dt) == "b":
         return "False" if op == "max" else "True"
     info = np.iinfo(dt)
     return str(info.min if op == "max" else info.max)
