@@ -56,6 +56,7 @@ def _effect_primitive(name, run):
     """A primitive that calls `run(*values, **params)` for its side effect."""
     p = Primitive(name)
     p.effectful = True
+    p.widens_narrow = False  # the user's function sees bfloat16 values as bfloat16
 
     def impl(*vals, **params):
         run(*vals, **params)

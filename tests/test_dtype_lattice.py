@@ -30,11 +30,16 @@ def _operand(name):
     return np.dtype(name.rstrip("*")), name.endswith("*")
 
 
-def _outcome(fn):
+def _outcome(fn, *args):
     try:
-        return fn()
+        return fn(*args)
     except dtypes.TypePromotionError:
         return "!"
+
+
+def _lattice_text(a, b):
+    dt, weak = dtypes.promote_types(_operand(a), _operand(b))
+    return str(dt) + ("*" if weak else "")
 
 
 @pytest.fixture(params=["x32", "x64"])
@@ -51,20 +56,16 @@ def test_every_dtype_jax_exposes_is_a_funcgrad_numpy_dtype():
 
 
 def test_binary_operations_promote_as_jax_lattice_result_type(x64):
-    wrong = []
-    for a, b, want in _table(RECORD["lattice"][x64]):
-        def got():
-            dt, weak = dtypes.promote_types(_operand(a), _operand(b))
-            return str(dt) + ("*" if weak else "")
-        if _outcome(got) != want:
-            wrong.append((a, b, _outcome(got), want))
+    wrong = [(a, b, got, want) for a, b, want in _table(RECORD["lattice"][x64])
+             if (got := _outcome(_lattice_text, a, b)) != want]
     assert not wrong, f"{len(wrong)} pairs differ from JAX, e.g. {wrong[:8]}"
 
 
 def test_promote_types_matches_jnp_promote_types(x64):
     spec = lambda n: PYTHON_TYPES.get(n) or getattr(fnp, n if n != "bool" else "bool_")
+    promoted = lambda a, b: str(fnp.promote_types(spec(a), spec(b)))
     wrong = [(a, b, got, want) for a, b, want in _table(RECORD["promote_types"][x64])
-             if (got := _outcome(lambda: str(fnp.promote_types(spec(a), spec(b))))) != want]
+             if (got := _outcome(promoted, a, b)) != want]
     assert not wrong, f"{len(wrong)} pairs differ from JAX, e.g. {wrong[:8]}"
 
 
@@ -74,7 +75,7 @@ def test_result_type_of_arrays_matches_jnp_result_type(x64):
         if want == "KeyError":  # JAX's result_type fails on two weak 4-bit integers
             continue
         x, y = (Array(np.zeros((), dt), weak) for dt, weak in (_operand(a), _operand(b)))
-        got = _outcome(lambda: str(fnp.result_type(x, y)))
+        got = _outcome(lambda u, v: str(fnp.result_type(u, v)), x, y)
         if got != want:
             wrong.append((a, b, got, want))
     assert not wrong, f"{len(wrong)} pairs differ from JAX, e.g. {wrong[:8]}"

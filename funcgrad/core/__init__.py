@@ -34,6 +34,7 @@ from funcgrad.core.trace import (
     source_context,
     trace_to_jaxpr,
     vma_rules,
+    widened,
 )
 
 __all__ = [
@@ -41,5 +42,5 @@ __all__ = [
     "Primitive", "ShapedArray", "Tracer", "Var", "bind_at", "concrete_value", "current_source",
     "computing_known_for", "current_trace", "eval_jaxpr", "get_aval", "is_concrete",
     "jaxpr_as_fun", "new_builder", "ops", "pp_jaxpr", "register_op", "set_trace",
-    "source_context", "to_array", "trace_to_jaxpr", "typecheck_jaxpr", "vma_rules",
+    "source_context", "to_array", "trace_to_jaxpr", "typecheck_jaxpr", "vma_rules", "widened",
 ]

@@ -290,6 +290,7 @@ def nextafter(x1, x2):
 
 
 nextafter_p = binop("nextafter", np.nextafter, kinds="f")
+nextafter_p.widens_narrow = False  # steps in bfloat16 (ml_dtypes' nextafter), not float32
 
 
 # --- rounding ---------------------------------------------------------------------------------

@@ -224,6 +224,7 @@ bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract)
 defjvp_zero(bitcast_convert_type_p)
 batching.defvectorized(bitcast_convert_type_p)
 bitcast_convert_type_p.declare("elementwise", dtype_kinds="biufc")  # no kernel expression
+bitcast_convert_type_p.widens_narrow = False  # the bits of a bfloat16 are its own
 
 
 # --- select_n -----------------------------------------------------------------------------------

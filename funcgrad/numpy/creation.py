@@ -269,7 +269,7 @@ def _arange(start, stop, step, dtype):
             out = lax.mul(out, Array(np.asarray(int(step), dt)))
         return lax.add(out, Array(np.asarray(int(start), dt))) if start else out
     comp = dt if dtypes.kind(dt) in "fc" else dtypes.default_float()
-    out = lax.iota(comp if comp.kind == "f" else dtypes.default_float(), n)
+    out = lax.iota(comp if dtypes.kind(comp) == "f" else dtypes.default_float(), n)
     out = lax.add(lax.mul(out, Array(np.asarray(step, out.dtype))),
                   Array(np.asarray(start, out.dtype)))
     return out if dtype_of(out) == dt else lax.convert_element_type(out, dt)

@@ -73,7 +73,7 @@ def _binary_ufunc(name, prim, kinds="iufc", bool_fn=None, inexact=False, doc="")
             if ty is Array:
                 vy = y._value
                 d = vx.dtype
-                if d == vy.dtype and d.kind in fast_kinds:
+                if d == vy.dtype and dtypes.kind(d) in fast_kinds:
                     sx, sy = vx.shape, vy.shape
                     if sx == sy or not sx or not sy:
                         return bind(x, y)

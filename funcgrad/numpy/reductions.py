@@ -79,18 +79,27 @@ def _sum_dtype(dt):
     return dt
 
 
-def _prepare(name, a, axis, dtype, out, where, identity, acc_dtype=_sum_dtype):
-    """(operand converted to the result dtype with `where` masked out, axes, its shape)."""
+def _upcast_f16(dt):
+    """JAX's computation dtype of a sum, product, mean or variance of `dt` (with no dtype
+    given): float16 and bfloat16 accumulate in float32, and the result is rounded once."""
+    return dtypes.float32 if dt == dtypes.float16 or dt == dtypes.bfloat16 else dt
+
+
+def _prepare(name, a, axis, dtype, out, where, identity, acc_dtype=_sum_dtype, upcast=False):
+    """(operand converted to the computation dtype with `where` masked out, axes, its shape,
+    the result dtype). The computation dtype is the result dtype, or with `upcast` (and no
+    `dtype` given) float32 for float16 and bfloat16 (`_upcast_f16`)."""
     check_no_out(name, out)
     a = asarray_operand(name, a)
     shape = shape_of(a)
     axes = canonical_axes(name, axis, len(shape))
-    dt = acc_dtype(dtype_of(a)) if dtype is None else user_dtype(dtype)
+    result = acc_dtype(dtype_of(a)) if dtype is None else user_dtype(dtype)
+    dt = _upcast_f16(result) if upcast and dtype is None else result
     a = convert(a, dt, a.weak_type)
     if where is not None:
         mask = broadcast_to_shape(_as_bool(name, where), shape)
         a = select(mask, _identity(identity, dt, a), a)
-    return a, axes, shape
+    return a, axes, shape, result
 
 
 def _identity(kind, dt, like):
@@ -137,14 +146,16 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
         Array([2., 2., 2.], dtype=float32)
     """
     if (type(a) is Array and dtype is None and initial is None and where is None
-            and out is None and dtypes.kind(a._value.dtype) in "fc"):
+            and out is None and dtypes.kind(a._value.dtype) in "fc"
+            and _upcast_f16(a._value.dtype) is a._value.dtype):
         r = _fast_reduce(_reduce_sum_bind, a, axis, keepdims)
         if r is not None:
             return r
     from funcgrad.numpy.math import add
-    a, axes, shape = _prepare("sum", a, axis, dtype, out, where, 0,
-                              _sum_dtype if promote_integers else _bool_to_int)
-    return _finish(lax.reduce_sum(a, axes), shape, axes, keepdims, initial, add)
+    a, axes, shape, dt = _prepare("sum", a, axis, dtype, out, where, 0,
+                                  _sum_dtype if promote_integers else _bool_to_int, upcast=True)
+    r = _finish(lax.reduce_sum(a, axes), shape, axes, keepdims, initial, add)
+    return convert(r, dt, r.weak_type)
 
 
 def _bool_to_int(dt):
@@ -156,9 +167,10 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     """Product of elements over `axis` (bools, and with `promote_integers` narrow integers,
     in the default int)."""
     from funcgrad.numpy.math import multiply
-    a, axes, shape = _prepare("prod", a, axis, dtype, out, where, 1,
-                              _sum_dtype if promote_integers else _bool_to_int)
-    return _finish(lax.reduce_prod(a, axes), shape, axes, keepdims, initial, multiply)
+    a, axes, shape, dt = _prepare("prod", a, axis, dtype, out, where, 1,
+                                  _sum_dtype if promote_integers else _bool_to_int, upcast=True)
+    r = _finish(lax.reduce_prod(a, axes), shape, axes, keepdims, initial, multiply)
+    return convert(r, dt, r.weak_type)
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
@@ -187,7 +199,7 @@ def _extremum(name, reduce, bool_reduce, combine, a, axis, out, keepdims, initia
         r = _fast_reduce(reduce, a, axis, keepdims)
         if r is not None:
             return r
-    a, axes, shape = _prepare(name, a, axis, None, out, where, name[-3:],
+    a, axes, shape, _ = _prepare(name, a, axis, None, out, where, name[-3:],
                               acc_dtype=lambda d: d)
     if initial is None:
         if where is not None:
@@ -293,14 +305,14 @@ def _nan_extremum(fn, fill, a, axis, out, keepdims, initial, where):
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
     """True where every element over `axis` is nonzero."""
     a = _as_bool("all", a)
-    a, axes, shape = _prepare("all", a, axis, None, out, where, True, acc_dtype=lambda d: d)
+    a, axes, shape, _ = _prepare("all", a, axis, None, out, where, True, acc_dtype=lambda d: d)
     return _finish(lax.reduce_and(a, axes), shape, axes, keepdims, None, None)
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
     """True where some element over `axis` is nonzero."""
     a = _as_bool("any", a)
-    a, axes, shape = _prepare("any", a, axis, None, out, where, False, acc_dtype=lambda d: d)
+    a, axes, shape, _ = _prepare("any", a, axis, None, out, where, False, acc_dtype=lambda d: d)
     return _finish(lax.reduce_or(a, axes), shape, axes, keepdims, None, None)
 
 
@@ -332,7 +344,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """
     if type(a) is Array and dtype is None and where is None and out is None:
         v = a._value
-        axes = _fast_axes(v, axis) if dtypes.kind(v.dtype) in "fc" else None
+        fast = dtypes.kind(v.dtype) in "fc" and _upcast_f16(v.dtype) is v.dtype
+        axes = _fast_axes(v, axis) if fast else None
         if axes is not None:
             n = v.size if len(axes) == v.ndim else v.shape[axes[0]]
             r = _div_bind(_reduce_sum_bind(a, axes=axes), weak_scalar(n, v.dtype))
@@ -340,7 +353,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     check_no_out("mean", out)
     a = asarray_operand("mean", a)
     dt = _inexact_dtype(dtype_of(a)) if dtype is None else user_dtype(dtype)
-    a = convert(a, _inexact_dtype(dt), a.weak_type)
+    a = convert(a, _inexact_dtype(_upcast_f16(dt) if dtype is None else dt), a.weak_type)
     shape = shape_of(a)
     axes = canonical_axes("mean", axis, len(shape))
     s = sum(a, axes, None, None, keepdims, None, where)
@@ -385,14 +398,16 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if correction is not None:
         ddof = correction
     a = asarray_operand("var", a)
-    comp = _inexact_dtype(dtype_of(a))
+    comp = _upcast_f16(_inexact_dtype(dtype_of(a)))
+    result = user_dtype(dtype) if dtype is not None else (
+        np.finfo(comp).dtype if dtypes.kind(comp) == "c" else _inexact_dtype(dtype_of(a)))
     a = convert(a, comp, a.weak_type)
     shape = shape_of(a)
     axes = canonical_axes("var", axis, len(shape))
     mean = (_mean(a, axes, keepdims=True, where=where) if mean is None
             else convert(asarray_operand("var", mean), comp, a.weak_type))
     centered = lax.sub(a, broadcast_to_shape(mean, shape))
-    if comp.kind == "c":
+    if dtypes.kind(comp) == "c":
         sq = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
         sq = lax.mul(centered, centered)
@@ -404,7 +419,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         from funcgrad.numpy.math import maximum
         denom = maximum(lax.sub(n, _scalar_like(n, ddof)), _scalar_like(n, 0))
     r = lax.div(s, denom)
-    return r if dtype is None else convert(r, user_dtype(dtype), r.weak_type)
+    return convert(r, result, r.weak_type)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,

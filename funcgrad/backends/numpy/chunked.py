@@ -141,7 +141,7 @@ class _Chunked:
         views = []
         across = 0 in self.spec.reduce_axes  # reductions accumulate chunk by chunk
         for o, var in list(self.outs.values()) + [(o, v) for o, v, _ in self.reds]:
-            slot, dt = r.plan.slots[var], f"np.{np.dtype(o.dtype).name}"
+            slot, dt = r.plan.slots[var], ops.dtype_text(o.dtype)
             if o.reduce is not None and across:
                 total, start = r.name_of(var), _identity(o.reduce, np.dtype(o.dtype))
                 if slot.existing:

@@ -140,7 +140,7 @@ def _convert(args, dts, p, consts=None):
         return f"np.not_equal({args[0]}, 0{{out}})", "ufunc"
     if dtypes.kind(src) == "f" and dtypes.kind(dst) in "iu":
         return _float_to_int(args[0], dst)
-    return f"{args[0]}.astype(np.{dst.name})", "fresh"
+    return f"{args[0]}.astype({dtype_text(dst)})", "fresh"
 
 
 def _float_to_int(x, dst):
@@ -249,9 +249,16 @@ _NATIVE_SUM = (np.dtype("float32"), np.dtype("float64"))
 
 
 def reduce_expr(op, arg, axes, dtype):
-    """`np.sum(x, axis=(1,), ...{out})` for a kernel's reduction output."""
+    """`np.sum(x, axis=(1,), ...{out})` for a kernel's reduction output. A bfloat16 (float8,
+    int4...) one reduces the operand widened (`dtypes.compute_dtype`) and rounds the result
+    once: a new array (`np.sum(x.astype(np.float32), axis=1).astype(...)`), as numpy would
+    round a reduction into an `out=` of another dtype more than once (per buffered chunk)."""
     ax = str(axes[0]) if len(axes) == 1 else str(tuple(axes))
-    dt = f", dtype=np.{dtype.name}" if op == "sum" and dtype not in _NATIVE_SUM else ""
+    wide = dtypes.compute_dtype(dtype)
+    if wide != dtype:
+        return (f"np.asarray({REDUCE[op]}({arg}.astype({dtype_text(wide)}), axis={ax}))"
+                f".astype({dtype_text(dtype)})")
+    dt = f", dtype={dtype_text(dtype)}" if op == "sum" and dtype not in _NATIVE_SUM else ""
     return f"{REDUCE[op]}({arg}, axis={ax}{dt}{{out}})"
 
 
@@ -434,4 +441,12 @@ def literal(value, dtype, typed):
         text = repr(v)
     else:
         raise TypeError(f"no source form for a constant of dtype {dtype}: {type(v).__name__}")
-    return f"np.{dtype.name}({text})" if typed else text
+    return f"{dtype_text(dtype)}({text})" if typed and dtype.num < 256 else (
+        f"{dtype_text(dtype)}.type({text})" if typed else text)
+
+
+def dtype_text(dtype):
+    """Source of a numpy dtype: `np.float32`, and `np.dtype('bfloat16')` for the ml_dtypes
+    types, which numpy knows by name but not as attributes."""
+    dtype = np.dtype(dtype)
+    return f"np.{dtype.name}" if dtype.num < 256 else f"np.dtype({dtype.name!r})"

@@ -1,0 +1,206 @@
+"""bfloat16 (and the float8s) compute in float32 and round after every operation, on every
+backend: each result is, bit for bit, ml_dtypes' rounding of the float32 result of the same
+operation on the widened operands. Reductions and products accumulate in float32 and round
+once; `astype` rounds once from any float type."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes
+
+import funcgrad as fg
+import funcgrad.numpy as fnp
+from funcgrad import lax
+from funcgrad.core import Array
+
+BF16, F32 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32)
+
+# (name, function, domain of each operand); the float ops of tests/test_lax_elementwise.py
+UNARY = [
+    ("neg", lax.neg, (-3, 3)), ("sign", lax.sign, (-3, 3)), ("floor", lax.floor, (-3, 3)),
+    ("ceil", lax.ceil, (-3, 3)), ("round", lax.round, (-3, 3)), ("exp", lax.exp, (-3, 3)),
+    ("exp2", lax.exp2, (-3, 3)), ("log", lax.log, (0.1, 5)), ("log1p", lax.log1p, (-0.5, 3)),
+    ("expm1", lax.expm1, (-3, 3)), ("tanh", lax.tanh, (-3, 3)),
+    ("logistic", lax.logistic, (-5, 5)), ("sin", lax.sin, (-3, 3)), ("cos", lax.cos, (-3, 3)),
+    ("tan", lax.tan, (-1.2, 1.2)), ("asin", lax.asin, (-0.9, 0.9)),
+    ("acos", lax.acos, (-0.9, 0.9)), ("atan", lax.atan, (-3, 3)), ("sinh", lax.sinh, (-3, 3)),
+    ("cosh", lax.cosh, (-3, 3)), ("asinh", lax.asinh, (-3, 3)),
+    ("acosh", lax.acosh, (1.1, 4)), ("atanh", lax.atanh, (-0.9, 0.9)),
+    ("sqrt", lax.sqrt, (0, 5)), ("rsqrt", lax.rsqrt, (0.1, 5)), ("cbrt", lax.cbrt, (-3, 3)),
+    ("abs", lax.abs, (-3, 3)), ("erf", lax.erf, (-3, 3)), ("erfc", lax.erfc, (-3, 3)),
+    ("erf_inv", lax.erf_inv, (-0.99, 0.99)), ("lgamma", lax.lgamma, (0.1, 8)),
+    ("digamma", lax.digamma, (0.2, 8)), ("square", lax.square, (-3, 3)),
+    ("reciprocal", lax.reciprocal, (0.5, 3)), ("cube", lambda x: lax.integer_pow(x, 3), (-3, 3)),
+    ("is_finite", lax.is_finite, (-3, 3)),
+]
+BINARY = [
+    ("add", lax.add), ("sub", lax.sub), ("mul", lax.mul), ("div", lax.div), ("rem", lax.rem),
+    ("pow", lambda x, y: lax.pow(lax.abs(x), y)), ("atan2", lax.atan2), ("max", lax.max),
+    ("min", lax.min), ("lt", lax.lt), ("eq", lax.eq),
+]
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return x.view(np.uint16) if x.dtype == BF16 else x
+
+
+def _draw(rng, lo, hi, shape):
+    """bfloat16 values in [lo, hi], with the specials and exact halves mixed in."""
+    x = rng.uniform(lo, hi, shape).astype(np.float32)
+    if x.size:
+        x.flat[0] = (lo + hi) / 2
+    return x.astype(BF16)
+
+
+def rounded(fn, *args):
+    """The reference: `fn` on the float32 widening of `args`, rounded once by ml_dtypes."""
+    out = np.asarray(fn(*[Array(np.asarray(a).astype(np.float32)) for a in args]))
+    return out.astype(BF16) if out.dtype == F32 else out
+
+
+def _check(got, want, what):
+    got = np.asarray(got)
+    assert got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    np.testing.assert_array_equal(_bits(got), _bits(want), err_msg=what)
+
+
+@pytest.mark.parametrize("name,fn,domain", UNARY, ids=[u[0] for u in UNARY])
+def test_unary_ops_round_the_float32_result_once_eager_and_jitted(name, fn, domain):
+    x = _draw(np.random.default_rng(0), *domain, (5, 33))
+    want = rounded(fn, x)
+    _check(fn(x), want, f"eager {name}")
+    _check(fg.jit(fn)(x), want, f"jit {name}")
+
+
+@pytest.mark.parametrize("name,fn", BINARY, ids=[b[0] for b in BINARY])
+def test_binary_ops_round_the_float32_result_once_eager_and_jitted(name, fn):
+    rng = np.random.default_rng(1)
+    x, y = _draw(rng, -3, 3, (4, 17)), _draw(rng, 0.5, 3, (4, 17))
+    want = rounded(fn, x, y)
+    _check(fn(x, y), want, f"eager {name}")
+    _check(fg.jit(fn)(x, y), want, f"jit {name}")
+
+
+def _chain(x, y):
+    """A fused kernel: each step rounds to bfloat16 before the next."""
+    t = lax.tanh(lax.mul(x, y))
+    return lax.add(lax.mul(t, t), lax.exp(lax.neg(y)))
+
+
+def _chain_rounded(x, y):
+    r = lambda fn, *a: rounded(fn, *a)
+    t = r(lax.tanh, r(lax.mul, x, y))
+    return r(lax.add, r(lax.mul, t, t), r(lax.exp, r(lax.neg, y)))
+
+
+def test_a_fused_chain_rounds_after_every_operation():
+    rng = np.random.default_rng(2)
+    x, y = _draw(rng, -2, 2, (64, 65)), _draw(rng, -2, 2, (64, 65))
+    want = _chain_rounded(x, y)
+    _check(_chain(x, y), want, "eager")
+    _check(fg.jit(_chain)(x, y), want, "jit")
+    once = np.asarray(_chain(x.astype(F32), y.astype(F32))).astype(BF16)
+    assert not np.array_equal(_bits(once), _bits(want))  # rounding per op is visible
+
+
+@given(shape=array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=9),
+       seed=st.integers(0, 2 ** 31))
+def test_reductions_accumulate_in_float32_and_round_once(shape, seed):
+    x = _draw(np.random.default_rng(seed), -4, 4, shape)
+    for fn in (lambda a: fnp.sum(a, axis=-1), fnp.sum, lambda a: fnp.mean(a, axis=0),
+               lambda a: fnp.max(a, axis=-1), fnp.var, lambda a: lax.reduce_sum(a, (0,))):
+        want = rounded(fn, x)
+        _check(fn(x), want, "eager")
+        _check(fg.jit(lambda a, fn=fn: fn(a))(x), want, "jit")
+
+
+def test_sum_of_many_ones_is_exact_unlike_a_bfloat16_accumulator():
+    x = fnp.ones(1000, fnp.bfloat16)
+    assert float(fnp.sum(x)) == 1000.0 and fnp.sum(x).dtype == BF16
+    assert float(np.add.reduce(np.ones(1000, BF16))) == 256.0  # ml_dtypes' own sum
+
+
+def test_jnp_reductions_upcast_as_jax():
+    text = str(fg.make_jaxpr(fnp.sum)(fnp.ones(3, fnp.bfloat16)))
+    assert "f32[3] = convert_element_type" in text and "bf16[] = convert_element_type" in text
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 33, 5), (64, 128, 32)])
+def test_matmul_accumulates_in_float32_and_rounds_once(m, k, n):
+    rng = np.random.default_rng(m * k)
+    a, b = _draw(rng, -1, 1, (m, k)), _draw(rng, -1, 1, (k, n))
+    want = (a.astype(F32) @ b.astype(F32)).astype(BF16)
+    for got in (fnp.matmul(a, b), fg.jit(fnp.matmul)(a, b), a @ fnp.asarray(b)):
+        assert np.asarray(got).dtype == BF16
+        np.testing.assert_array_equal(_bits(got), _bits(want))
+    wide = lax.dot(a, b, preferred_element_type=fnp.float32)
+    assert wide.dtype == F32
+    np.testing.assert_allclose(np.asarray(wide), a.astype(F32) @ b.astype(F32), rtol=1e-6)
+
+
+def test_astype_rounds_once_from_float64():
+    fg.config.update("enable_x64", True)
+    x = fnp.asarray(np.array([1 + 2 ** -8 + 2 ** -40, -(1 + 2 ** -8), 3.4e38, np.nan]))
+    got = np.asarray(x.astype(fnp.bfloat16))
+    assert got[0] == 1 + 2 ** -7  # via float32 this would be a tie rounded down to 1.0
+    assert got[1] == -1.0 and np.isinf(got[2]) and np.isnan(got[3])
+    np.testing.assert_array_equal(_bits(got), _bits(np.asarray(x).astype(BF16)))
+
+
+def test_creation_functions_take_bfloat16():
+    for x in (fnp.zeros(3, fnp.bfloat16), fnp.ones((2,), "bfloat16"),
+              fnp.full((2,), 1.5, fnp.bfloat16), fnp.arange(3, dtype=fnp.bfloat16),
+              fnp.asarray([1.0, 2.0], dtype=fnp.bfloat16), fnp.bfloat16(2.5),
+              fnp.linspace(0, 1, 5, dtype=fnp.bfloat16), fnp.eye(2, dtype=fnp.bfloat16),
+              fnp.zeros_like(fnp.ones(2, fnp.bfloat16))):
+        assert x.dtype == BF16, x
+    assert repr(fnp.ones(2, fnp.bfloat16)) == "Array([1, 1], dtype=bfloat16)"
+    assert float(fnp.bfloat16(2.5)) == 2.5
+
+
+def test_weak_scalars_keep_bfloat16_and_promotion_follows_jax():
+    x = fnp.ones(3, fnp.bfloat16)
+    assert (x * 2.0).dtype == BF16 and (x + 1).dtype == BF16
+    assert (x + fnp.ones(3, fnp.float16)).dtype == F32
+    assert (x + fnp.ones(3, fnp.float32)).dtype == F32
+    with pytest.raises(fg.dtypes.TypePromotionError):
+        x + fnp.ones(3, fnp.float8_e4m3fn)
+
+
+def test_nextafter_steps_in_bfloat16():
+    x = fnp.ones(2, fnp.bfloat16)
+    got = lax.nextafter(x, fnp.asarray([2.0, 0.0], fnp.bfloat16))
+    assert np.asarray(got).tolist() == [1 + 2 ** -7, 1 - 2 ** -8]
+
+
+def test_bitcast_sees_the_bfloat16_bits():
+    x = fnp.asarray([1.0, -2.0], fnp.bfloat16)
+    bits = lax.bitcast_convert_type(x, fnp.uint16)
+    assert np.asarray(bits).tolist() == [0x3F80, 0xC000]
+    assert np.asarray(lax.bitcast_convert_type(bits, fnp.bfloat16)).tolist() == [1.0, -2.0]
+
+
+# (function, the same computed in float32 with `r` rounding to the narrow type after each op)
+NARROW_CASES = [
+    (lambda a: a * a + a, lambda a, r: r(r(a * a) + a)),
+    (lambda a: fnp.exp(-a), lambda a, r: r(np.exp(r(-a)))),
+    (lambda a: fnp.sum(a, axis=0), lambda a, r: r(np.sum(a, axis=0))),
+]
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+                                  "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e3m4",
+                                  "float8_e4m3", "float8_e8m0fnu", "float4_e2m1fn",
+                                  "float6_e2m3fn", "float6_e3m2fn"])
+def test_float8_types_compute_in_float32_and_round_after_every_operation(name):
+    dt = np.dtype(getattr(ml_dtypes, name))
+    x = np.random.default_rng(3).uniform(0.25, 4, (3, 7)).astype(np.float32).astype(dt)
+    r = lambda v: np.asarray(v, np.float32).astype(dt).astype(np.float32)
+    for fn, ref in NARROW_CASES:
+        want = np.asarray(ref(x.astype(np.float32), r)).astype(dt)
+        for got in (fn(fnp.asarray(x)), fg.jit(lambda a, fn=fn: fn(a))(x)):
+            assert got.dtype == dt
+            np.testing.assert_array_equal(np.asarray(got).view(np.uint8), want.view(np.uint8))
