@@ -38,6 +38,7 @@ _CUSTOM_FLOATS = _SMALL_FLOATS + (bfloat16,)
 _SIGNED_INTN = tuple(t for t in (int1, int2, int4) if t is not None)
 _UNSIGNED_INTN = tuple(t for t in (uint1, uint2, uint4) if t is not None)
 _INTN = _SIGNED_INTN + _UNSIGNED_INTN
+NARROW_TYPES = _CUSTOM_FLOATS + _INTN  # every ml_dtypes type funcgrad has
 
 _SHORT = {
     bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",

@@ -283,10 +283,13 @@ def _bounds(op, v, dtype, shape):
 def _uniform(key, shape, dtype, minval, maxval):
     finfo = np.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
-    rbits = _random_bits(key, nbits, shape)
+    rng_bits = nbits if nmant >= 8 else 8  # JAX draws 8 bits for bfloat16's 7-bit mantissa
+    rbits = _random_bits(key, rng_bits, shape)
     # Keep the top `nmant` bits as the mantissa of a float in [1, 2): a right shift.
     uint = _UINT[nbits]
-    mant = lax.shift_right_logical(rbits, uint.type(nbits - nmant))
+    if rng_bits != nbits:
+        rbits = lax.convert_element_type(rbits, uint)
+    mant = lax.shift_right_logical(rbits, uint.type(rng_bits - nmant))
     one_bits = uint.type(np.array(1.0, dtype).view(uint))
     floats = lax.sub(lax.bitcast_convert_type(lax.bitwise_or(mant, one_bits), dtype),
                      dtype.type(1.0))

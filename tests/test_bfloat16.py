@@ -3,6 +3,9 @@ backend: each result is, bit for bit, ml_dtypes' rounding of the float32 result 
 operation on the widened operands. Reductions and products accumulate in float32 and round
 once; `astype` rounds once from any float type."""
 
+import json
+import os
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -204,3 +207,31 @@ def test_float8_types_compute_in_float32_and_round_after_every_operation(name):
         for got in (fn(fnp.asarray(x)), fg.jit(lambda a, fn=fn: fn(a))(x)):
             assert got.dtype == dt
             np.testing.assert_array_equal(np.asarray(got).view(np.uint8), want.view(np.uint8))
+
+
+GOLDEN = json.load(open(os.path.join(os.path.dirname(__file__), "golden", "jax",
+                                   "dtypes.json")))["random"]
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_random_samples_in_narrow_floats_are_jax_bits(dtype):
+    dt = np.dtype(dtype)
+    key = fg.random.PRNGKey(42)
+    got = {"uniform": fg.random.uniform(key, (64,), dt), "normal": fg.random.normal(key, (64,), dt),
+           "uniform_bounds": fg.random.uniform(key, (16,), dt, minval=-2.0, maxval=3.0)}
+    for name, x in got.items():
+        assert x.dtype == dt
+        assert np.asarray(x).view(np.uint16).tolist() == GOLDEN[f"{name}/{dtype}"], name
+
+
+def test_checkpoints_round_trip_bfloat16_float8_and_int4(tmp_path):
+    tree = {"w": fnp.linspace(-1, 1, 5).astype(fnp.bfloat16),
+            "f8": fnp.asarray([0.5, 448.0], fnp.float8_e4m3fn),
+            "i4": fnp.arange(-3, 3).astype(fnp.int4),
+            "host": np.asarray([1.5, -2.0], BF16)}
+    fg.io.save(tmp_path / "ckpt.npz", tree)
+    for loaded in (fg.io.load(tmp_path / "ckpt.npz"), fg.io.load(tmp_path / "ckpt.npz", tree)):
+        for k, v in tree.items():
+            assert loaded[k].dtype == v.dtype and type(loaded[k]) is type(v), k
+            np.testing.assert_array_equal(np.asarray(loaded[k]).view(np.uint8),
+                                          np.asarray(v).view(np.uint8))

@@ -18,7 +18,6 @@ Example (a scan with one carry and one stacked output):
         v1, = t0,
 """
 
-import numpy as np
 
 from funcgrad.backends.numpy import ops
 from funcgrad.backends.numpy.render import higher_order_rules
