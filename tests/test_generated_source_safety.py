@@ -21,7 +21,7 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad.backends.cuda import emulate, program
 from funcgrad.backends.native import build as native_build
-from funcgrad.compiler import call, escape
+from funcgrad.compiler import escape
 from funcgrad.core import Primitive
 from funcgrad.interpreters import batching
 
@@ -176,7 +176,6 @@ def test_native_c_source_is_independent_of_user_names(filename, name):
 
 @pytest.mark.skipif(emulate.compiler() is None, reason="no host C++ compiler (CUDA emulation)")
 def test_cuda_source_is_independent_of_user_names(monkeypatch):
-    monkeypatch.setattr(call, "cupy_available", lambda: True)
     old = program.set_runtime(emulate.EmulatedRuntime())
     try:
         x = fnp.arange(8.0)

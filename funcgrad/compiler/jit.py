@@ -96,7 +96,8 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), back
             through; a donated buffer that is shared (a view, a NumPy array) is copied first.
         backend: "cpu" (default: fused kernels in C when a C compiler is found, see
             `config.native`, else numpy), "numpy" (always the numpy code generator) or
-            "cuda" (needs CuPy).
+            "cuda" (needs CuPy and a GPU to run; `.lower(...).compile().as_text()` shows its
+            CUDA source anywhere).
 
     Returns:
         A `Jitted` function with `.lower(*args)`, `.trace_count` and `.cache_info()`. It

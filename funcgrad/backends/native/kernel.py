@@ -1,9 +1,10 @@
 """One fused kernel as one C function: loops over the kernel's iteration space.
 
-The layout decisions (reduced axes moved last, unit axes dropped, neighbouring axes merged
-where every operand allows it, element strides per operand) are the CUDA planner's
-(`cuda.plan.plan_kernel`, which imports no GPU library); this module only prints them as
-nested `for` loops, innermost contiguous, so the C compiler vectorizes it:
+The layout (reduced axes moved last, unit axes dropped, neighbouring axes merged where
+every operand allows it, element strides per operand) is `backends.layout.layout_kernel`'s,
+as the CUDA planner's; the statements of an element (loads, instructions, stores) are the
+one C base's (`cstyle.CStyleLanguage`, through the dialect `ops.NativeC`). This module
+prints them as nested `for` loops, innermost contiguous, so the C compiler vectorizes it:
 
     /* kernel k0_add_tanh: f32[64,1000] */
     void fg_k0(const float *restrict p_in0, const float *restrict p_in1,
@@ -27,7 +28,7 @@ better). Large kernels run their outermost loop in blocks on the thread pool
 pool. Every identifier is
 generated (`p_`, `v_`, `i`/`k` loop counters, `acc`), user text appears only in comments
 through `compiler.escape`. Float16 values are rounded to float16 after every instruction,
-as numpy does.
+as numpy does (the base's narrow-float policy).
 """
 
 import math
@@ -35,8 +36,7 @@ import math
 import numpy as np
 
 from funcgrad import lax
-from funcgrad.backends import cstyle
-from funcgrad.backends.cuda.plan import plan_kernel
+from funcgrad.backends.layout import layout_kernel, row_major
 from funcgrad.backends.native import ops
 from funcgrad.backends.native.threads import MAX_BLOCKS
 from funcgrad.compiler import escape
@@ -61,28 +61,21 @@ PREFETCH_CHUNK = 64
 _CHUNK_LOOP = "for (long long _c = "  # the header of a chunked innermost loop
 
 
-def _pointee(dtype):
-    """The C type a kernel's array pointer points to: bools as `unsigned char` (a loop that
-    loads `_Bool` does not vectorize with gcc 12: a ReLU-backward mask ran at 2 GB/s)."""
-    return "unsigned char" if dtype == "bool" else ops.storage(dtype)
-
-
-class CKernel:
+class CKernel(ops.NativeC):
     """The C function of one `KernelSpec` (raises `ops.Unsupported` when C cannot print
     it). `params` are (role, spec operand name, C type) in call order: inputs, then
     outputs as the spec lists them."""
 
     def __init__(self, spec, cname, eqns=()):
-        self.spec, self.cname = spec, cname
-        self.plan = plan_kernel(spec)
+        super().__init__(layout_kernel(spec))
+        self.spec, self.cname, self.plan = spec, cname, self.layout
         self.tasks = 0  # blocks run on the thread pool (`loops` sets it; 0: one C loop)
         self.comments = {i.dst: _comment(e) for i, e in zip(spec.body, eqns)}
-        self.dtypes = {inp.name: inp.dtype for inp in spec.inputs}
-        self.dtypes.update({i.dst: i.dtype for i in spec.body})
-        self.params = ([("in", inp.name, _pointee(inp.dtype)) for inp in spec.inputs]
-                       + [("out", o.name, _pointee(o.dtype)) for o in spec.outputs])
+        self.params = ([("in", inp.name, self.pointee(inp.dtype)) for inp in spec.inputs]
+                       + [("out", o.name, self.pointee(o.dtype)) for o in spec.outputs])
         self.invariant, self.recips = self._invariant_values(), []
-        self.body = [self.instr(i) for i in spec.body]  # raises Unsupported early
+        self.body = [self.instr(i, self.comments.get(i.dst))
+                     for i in spec.body]  # raises Unsupported early
         self.hoisted = self._hoisted()
 
     def source(self, restrict=True):
@@ -115,14 +108,9 @@ class CKernel:
 
     # --- pieces --------------------------------------------------------------------------
 
-    def instr(self, instr):
-        args, dts = cstyle.operands(instr, self.dtypes)
-        text = self._invariant_division(instr, args, dts) or ops.expr(instr, args, dts)
-        if instr.dtype == "float16":
-            text = f"fg_round_half({text})"
-        note = self.comments.get(instr.dst)
-        return f"const {_value_type(instr.dtype)} v_{instr.dst} = {text};" + (
-            f"  /* {note} */" if note else "")
+    def expression(self, instr, args, arg_dtypes):
+        return (self._invariant_division(instr, args, arg_dtypes)
+                or super().expression(instr, args, arg_dtypes))
 
     def _simd_axis(self):
         """The plan dimension the innermost (vectorized) loop runs over."""
@@ -156,8 +144,8 @@ class CKernel:
         are computed from, declared before the innermost loop (once per row)."""
         if not self.recips:
             return heads
-        lines = [self.load(inp, _offset(counters, inp.strides)) for inp in self.plan.inputs
-                 if inp.name in self.hoisted]
+        lines = [self.load(inp.name, inp.dtype, _offset(counters, inp.strides))
+                 for inp in self.plan.inputs if inp.name in self.hoisted]
         lines += [ln for i, ln in zip(self.spec.body, self.body) if i.dst in self.hoisted]
         lines += [f"const double r_{b} = 1.0 / (double)v_{b};" for b in self.recips]
         fors = [k for k, h in enumerate(heads) if h.startswith("for")]
@@ -196,18 +184,6 @@ class CKernel:
         if value == 0.0 or not math.isfinite(value):
             return None
         return f"((float)((double){args[0]} * {float.hex(1.0 / value)}))"
-
-    def load(self, operand, offset):
-        text = f"p_{operand.name}[{offset}]"
-        if operand.dtype == "float16":
-            text = f"fg_h2f({text})"
-        elif operand.dtype == "bool":  # numpy's bools are the bytes 0 and 1
-            text = f"({text} != 0)"
-        return f"const {_value_type(operand.dtype)} v_{operand.name} = {text};"
-
-    @staticmethod
-    def store(name, dtype, offset, value):
-        return f"p_{name}[{offset}] = {f'fg_f2h({value})' if dtype == 'float16' else value};"
 
     def out_values(self):
         values = {o.name: o.value for o in self.spec.outputs if o.reduce is None}
@@ -250,7 +226,7 @@ class CKernel:
         writes is read by then, or is new and costs the same either way."""
         if not dims or dims[-1] < PREFETCH_CHUNK:
             return None
-        n, whole = math.prod(dims), tuple(_row_major(dims))
+        n, whole = math.prod(dims), row_major(dims)
         streams = [o for o in self.plan.inputs if tuple(o.strides) == whole]
         moved = sum(n * np.dtype(o.dtype).itemsize for o in self.plan.inputs + self.plan.outputs
                     if tuple(o.strides) == whole)
@@ -293,7 +269,7 @@ class CKernel:
         no, ni = len(p.outer), len(p.inner)
         outer = [f"i{d}" for d in range(no)]
         counters = outer + [f"k{d}" for d in range(ni)]
-        row = _offset(outer, _row_major(p.outer)) if no else "0"
+        row = _offset(outer, row_major(p.outer)) if no else "0"
         init, inner, write = [], self.element(counters), []
         clauses = []
         for j, r in enumerate(p.reductions):
@@ -364,8 +340,8 @@ class CKernel:
         """Loads, the body and the elementwise stores of one iteration of the innermost
         loop (less what `hoist` moved out of it)."""
         p = self.plan
-        lines = [self.load(inp, _offset(counters, inp.strides)) for inp in p.inputs
-                 if inp.name not in self.hoisted]
+        lines = [self.load(inp.name, inp.dtype, _offset(counters, inp.strides))
+                 for inp in p.inputs if inp.name not in self.hoisted]
         lines += [ln for i, ln in zip(self.spec.body, self.body) if i.dst not in self.hoisted]
         lines += [self.store(o.name, o.dtype, _offset(counters, o.strides), f"v_{v}")
                   for o, v in self.out_values()]
@@ -374,19 +350,9 @@ class CKernel:
     def accumulator(self, j, r, acc):
         """(C type, identity, update statement) of reduction `r` accumulated in `acc`."""
         dt = _acc_dtype(r)
-        at = ops.ctype(dt)
-        value = f"v_{r.value}"
-        if ops.ctype(self.dtypes[r.value]) != at:
-            value = f"({at}){value}"
-        return (at, ops.cstyle.identity(r.op, r.dtype, dt),
-                f"{acc} = {ops.cstyle.combine(r.op, acc, value, dt)};")
-
-
-def _value_type(dtype):
-    """The C type of a kernel's value of `dtype`: booleans as `int` 0/1 (a loop mixing
-    `_Bool` values with floats does not vectorize with gcc 12: a GP's kernel-matrix kernel,
-    with its masks, ran scalar at 10 ns per element), else the dtype's compute type."""
-    return "int" if dtype == "bool" else ops.ctype(dtype)
+        value = self.cast(f"v_{r.value}", self.dtypes[r.value], dt)
+        return (self.ctype(dt), self.identity(r.op, r.dtype, dt),
+                f"{acc} = {self.combine(r.op, acc, value, dt)};")
 
 
 def _acc_dtype(r):
@@ -400,14 +366,6 @@ def _comment(eqn):
     if eqn is None:
         return None
     return escape.source_location(eqn.source, eqn.prim.name)
-
-
-def _row_major(dims):
-    out, stride = [0] * len(dims), 1
-    for i in reversed(range(len(dims))):
-        out[i] = stride if dims[i] != 1 else 0
-        stride *= dims[i]
-    return out
 
 
 def _offset(counters, strides):
