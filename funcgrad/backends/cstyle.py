@@ -128,10 +128,12 @@ def _wrapping(op):
 
 
 def _minmax(fn, logical):
+    """`fn(a, b)`: numpy's maximum/minimum, NaN first, else on a tie (+0 and -0) its second
+    operand for float32/float64 but its first for float16 (`fg_maxh`), as numpy's loops do."""
     def rule(a, d, p):
         if _kind(d[0]) == "b":
             return f"({a[0]} {logical} {a[1]})"
-        return f"{fn}({a[0]}, {a[1]})"
+        return f"{fn}{'h' if d[0] == 'float16' else ''}({a[0]}, {a[1]})"
     return rule
 
 
@@ -242,8 +244,9 @@ def _select_n(a, d, p):
     return text
 
 
-def _clamp(a, d, p):
-    return f"fg_min(fg_max({a[1]}, {a[0]}), {a[2]})"
+def _clamp(a, d, p):  # min(max(x, lo), hi), numpy's order (lax.clamp's impl)
+    inner = _minmax("fg_max", "||")([a[1], a[0]], d, p)
+    return _minmax("fg_min", "&&")([inner, a[2]], d, p)
 
 
 def _integer_pow(a, d, p):
@@ -274,8 +277,8 @@ def _logistic(a, d, p):
 
 def _convert(a, d, p):
     dst = p["new_dtype"]
-    if dst == "float16":
-        return f"fg_round_half({a[0]})"
+    if dst == "float16":  # a double in one rounding (through float it would round twice)
+        return f"fg_round_half{'_d' if ctype(d[0]) == 'double' else ''}({a[0]})"
     if dst == "bool":
         return f"({a[0]} != 0)"
     if _kind(d[0]) == "f" and _kind(dst) in "iu":
@@ -364,7 +367,7 @@ def expr(table, instr, args, arg_dtypes):
 
 # --- reductions -------------------------------------------------------------------------------
 
-def _sum(acc, value, acc_dtype):
+def _sum(acc, value, acc_dtype, dtype):
     if _kind(acc_dtype) == "i":
         u = _UNSIGNED[acc_dtype]
         return f"(({ctype(acc_dtype)})(({u}){acc} + ({u}){value}))"
@@ -381,18 +384,25 @@ def _extreme(dt, low):
     return info.min if low else info.max
 
 
+def _fold(name):
+    """numpy's binary maximum/minimum folded left to right (`_minmax`): of equal values the
+    accumulator gives way to the later one (float16: keeps the first), NaN first."""
+    return lambda acc, v, t, dt: f"{name}{'h' if dt == 'float16' else ''}({acc}, {v})"
+
+
 # A kernel reduction's op (`KernelOutput.reduce`, a fusible reduction's `reduce_op`) ->
-# combining C expression `(acc, value, acc dtype)`, and its identity `(dtype, acc dtype)`.
-COMBINE = {"sum": _sum, "max": lambda acc, v, t: f"fg_max({acc}, {v})",
-           "min": lambda acc, v, t: f"fg_min({acc}, {v})"}
+# combining C expression `(acc, value, acc dtype, value dtype)`, and its identity
+# `(dtype, acc dtype)`.
+COMBINE = {"sum": _sum, "max": _fold("fg_max"), "min": _fold("fg_min")}
 IDENTITY = {"sum": lambda dt, acc: literal(0, acc),
             "max": lambda dt, acc: literal(_extreme(dt, True), acc),
             "min": lambda dt, acc: literal(_extreme(dt, False), acc)}
 
 
-def combine(op, acc, value, acc_dtype):
-    """C expression combining accumulator `acc` with `value` for reduction `op`."""
-    return COMBINE[op](acc, value, acc_dtype)
+def combine(op, acc, value, acc_dtype, dtype=None):
+    """C expression combining accumulator `acc` with `value` (of a reduction over `dtype`)
+    for reduction `op`."""
+    return COMBINE[op](acc, value, acc_dtype, dtype or acc_dtype)
 
 
 def identity(op, dtype, acc_dtype):
@@ -505,9 +515,37 @@ class CStyleLanguage:
         return identity(op, dtype, acc_dtype)
 
     @staticmethod
-    def combine(op, acc, value, acc_dtype):
-        """C expression combining accumulator `acc` with `value` for reduction `op`."""
-        return combine(op, acc, value, acc_dtype)
+    def combine(op, acc, value, acc_dtype, dtype=None):
+        """C expression combining accumulator `acc` with `value` (of a reduction over
+        `dtype`) for reduction `op`."""
+        return combine(op, acc, value, acc_dtype, dtype)
+
+    def zero_sign(self, r, acc, loops, body):
+        """Lines giving a float max/min reduction's zero result numpy's sign: numpy folds
+        its binary maximum/minimum left to right, which of equal values keeps the later one
+        (float16: the earlier), so a zero result has the sign of the row's last (first)
+        zero. A renderer whose lanes fold interleaved elements loses that order; when the
+        result `acc` is 0 (rarely: nothing is read again otherwise) these lines read the row
+        again through `loops` (headers in `scan_backward(r)` order) and `body` (the
+        statements computing `v_<r.value>`) and take the first zero they meet. [] for
+        other reductions."""
+        if r.op not in ("max", "min") or np.dtype(r.dtype).kind != "f":
+            return []
+        v, label = f"v_{r.value}", f"fg_zero_{acc}"
+        lines, depth = [f"if ({acc} == 0) {{"], 1
+        for head in loops:
+            lines.append("    " * depth + head)
+            depth += 1
+        lines += ["    " * depth + ln for ln in body]
+        lines.append("    " * depth + f"if ({v} == 0) {{ {acc} = {v}; goto {label}; }}")
+        lines += ["    " * d + "}" for d in reversed(range(depth))]
+        return lines + [f"{label}:;"]
+
+    @staticmethod
+    def scan_backward(r):
+        """Whether `zero_sign` reads the row from its last element (numpy keeps the last
+        of equal values; float16's loops keep the first)."""
+        return r.dtype != "float16"
 
     # --- the prelude's shared helpers --------------------------------------------------------
 
@@ -528,12 +566,13 @@ class CStyleLanguage:
         conversions, special values and `fg_max`/`fg_min`."""
         q = cls.qualifier
         return (f"{q} float fg_round_half(float x) {{ return fg_h2f(fg_f2h(x)); }}\n"
-                + digamma_source(q) + half_nextafter_source(q))
+                f"{q} float fg_round_half_d(double x) {{ return fg_h2f(fg_d2h(x)); }}\n"
+                + half_minmax_source(q) + digamma_source(q) + half_nextafter_source(q))
 
 
 def half_source(qualifier):
-    """Portable C (and C++) of `fg_half` and `fg_h2f`/`fg_f2h`, functions declared with
-    `qualifier`; needs <math.h> and <string.h>."""
+    """Portable C (and C++) of `fg_half` and `fg_h2f`/`fg_f2h`/`fg_d2h` (from double in one
+    rounding), functions declared with `qualifier`; needs <math.h> and <string.h>."""
     q = qualifier
     return f"""typedef struct {{ unsigned short x; }} fg_half;
 {q} float fg_h2f(fg_half h) {{
@@ -560,7 +599,26 @@ def half_source(qualifier):
     if (rest > 0x1000 || (rest == 0x1000 && (r & 1))) ++r;
     h.x = s | (unsigned short)r; return h;
 }}
+/* double -> half in one rounding: first to float rounding to odd (toward zero, then the last
+   bit set when inexact: 24 bits keep the 11 + 2 a correct second rounding needs) */
+{q} fg_half fg_d2h(double x) {{
+    float f = (float)x;
+    if (f == f && (double)f != x) {{
+        if (fabs((double)f) > fabs(x)) f = nextafterf(f, 0.0f);
+        unsigned b; memcpy(&b, &f, 4); b |= 1u; memcpy(&f, &b, 4);
+    }}
+    return fg_f2h(f);
+}}
 """
+
+
+def half_minmax_source(qualifier):
+    """C of `fg_maxh`/`fg_minh`: numpy's float16 maximum/minimum (NaN first, else the first
+    operand on a tie: maximum(+0, -0) is +0 for float16, -0 for float32), on halves held in
+    floats."""
+    q = qualifier
+    return (f"{q} float fg_maxh(float a, float b) {{ return (a >= b || a != a) ? a : b; }}\n"
+            f"{q} float fg_minh(float a, float b) {{ return (a <= b || a != a) ? a : b; }}\n")
 
 
 def special_values_source(qualifier):

@@ -38,6 +38,7 @@ _COMPLEX = "complex numbers have no CUDA kernel type"
 _HALF = """struct fg_half { unsigned short x; };
 __device__ __forceinline__ float fg_h2f(fg_half h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x)); return f; }
 __device__ __forceinline__ fg_half fg_f2h(float f) { fg_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h; }
+__device__ __forceinline__ fg_half fg_d2h(double d) { fg_half h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h.x) : "d"(d)); return h; }
 """  # noqa: E501
 _SPECIAL = """__device__ __forceinline__ float fg_inff() { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ float fg_nanf() { return __int_as_float(0x7fffffff); }

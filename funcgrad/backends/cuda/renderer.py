@@ -174,6 +174,7 @@ class _Renderer(ops.CudaC):
                 row.append(self.instr(i))
             else:
                 elem.append(self.instr(i))
+        scan = list(elem)  # what computes the reduced values, for `zero_sign`
         elem += [self.store(o.name, o.dtype, offs[o.name], f"v_{v}")
                  for o, v in self.out_values()]
         pieces = {"row": row, "elem": elem, "vrows": p.rows * p.splits, "shuffle": [],
@@ -184,12 +185,17 @@ class _Renderer(ops.CudaC):
             ident = self.identity(r.op, r.dtype, r.acc)
             value = self.cast(f"v_{r.value}", self.dtypes[r.value], r.acc)
             row.append(f"{at} {acc} = {ident};")
-            elem.append(f"{acc} = {self.combine(r.op, acc, value, r.acc)};")
+            elem.append(f"{acc} = {self.combine(r.op, acc, value, r.acc, r.dtype)};")
             shfl = f"__shfl_down_sync(0xffffffffu, {acc}, _s)"
-            pieces["shuffle"].append(f"{acc} = {self.combine(r.op, acc, shfl, r.acc)};")
+            pieces["shuffle"].append(f"{acc} = {self.combine(r.op, acc, shfl, r.acc, r.dtype)};")
             pieces["smem"].append(f"__shared__ {at} sm_{acc}[{nwarps}];")
             pieces["smem_store"].append(f"sm_{acc}[_warp] = {acc};")
             pieces["smem_load"].append(f"{acc} = _lane < {nwarps} ? sm_{acc}[_lane] : {ident};")
+            if p.strategy != "thread_per_row":  # lanes fold interleaved elements
+                back = self.scan_backward(r)
+                loop = (f"for ({self.idx} _k = _k1 - 1; _k >= _k0; --_k) {{" if back else
+                        f"for ({self.idx} _k = _k0; _k < _k1; ++_k) {{")
+                pieces["write"] += self.zero_sign(r, acc, [loop], scan)
             if p.splits > 1:
                 pieces["write"].append(f"p_part{j}[_vrow] = {acc};")
             else:
@@ -204,7 +210,7 @@ class _Renderer(ops.CudaC):
             acc, at = f"acc{j}", self.ctype(r.acc)
             init.append(f"{at} {acc} = {self.identity(r.op, r.dtype, r.acc)};")
             part = f"p_part{j}[_s * {p.rows} + _row]"
-            combine.append(f"{acc} = {self.combine(r.op, acc, part, r.acc)};")
+            combine.append(f"{acc} = {self.combine(r.op, acc, part, r.acc, r.dtype)};")
             write.append(self.store(r.out, r.dtype, "_row", f"({self.ctype(r.dtype)}){acc}"))
         return {"init": init, "combine": combine, "write": write, "rows": p.rows,
                 "splits": p.splits}

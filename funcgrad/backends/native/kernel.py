@@ -35,12 +35,10 @@ import math
 
 import numpy as np
 
-from funcgrad import lax
 from funcgrad.backends.layout import layout_kernel, row_major
 from funcgrad.backends.native import ops
 from funcgrad.backends.native.threads import MAX_BLOCKS
 from funcgrad.compiler import escape
-from funcgrad.core import Primitive
 
 # Kernels from this size on run on the thread pool. 64k elements gains alone (a tanh kernel
 # 31 -> 21 us on two cores) but loses in a GPT step (34-37 against 31-34 ms: workers kept
@@ -73,10 +71,8 @@ class CKernel(ops.NativeC):
         self.comments = {i.dst: _comment(e) for i, e in zip(spec.body, eqns)}
         self.params = ([("in", inp.name, self.pointee(inp.dtype)) for inp in spec.inputs]
                        + [("out", o.name, self.pointee(o.dtype)) for o in spec.outputs])
-        self.invariant, self.recips = self._invariant_values(), []
         self.body = [self.instr(i, self.comments.get(i.dst))
                      for i in spec.body]  # raises Unsupported early
-        self.hoisted = self._hoisted()
 
     def source(self, restrict=True):
         """The C text; `restrict=False` when an output may share an input's buffer."""
@@ -107,83 +103,6 @@ class CKernel(ops.NativeC):
         return "\n".join(lines) + "\n"
 
     # --- pieces --------------------------------------------------------------------------
-
-    def expression(self, instr, args, arg_dtypes):
-        return (self._invariant_division(instr, args, arg_dtypes)
-                or super().expression(instr, args, arg_dtypes))
-
-    def _simd_axis(self):
-        """The plan dimension the innermost (vectorized) loop runs over."""
-        p = self.plan
-        if p.reductions and len(p.outer) == 1 and p.rows > 1 and not self._rows_contiguous():
-            return 0  # column reductions: the rows are innermost
-        return len(p.outer) + len(p.inner) - 1
-
-    def _invariant_values(self):
-        """Names of the values that do not change along the innermost loop: inputs with
-        stride 0 there, and instructions on those and on literals."""
-        axis = self._simd_axis()
-        if axis < 0:  # no loop
-            return set()
-        out = {inp.name for inp in self.plan.inputs if not inp.strides[axis]}
-        for i in self.spec.body:
-            if all(not isinstance(a, str) or a in out for a in i.args):
-                out.add(i.dst)
-        return out
-
-    def _hoisted(self):
-        """The invariant values the reciprocals need (their inputs and instructions)."""
-        need = set(self.recips)
-        for i in reversed(self.spec.body):
-            if i.dst in need:
-                need.update(a for a in i.args if isinstance(a, str))
-        return need
-
-    def hoist(self, heads, counters):
-        """`heads` (loop headers) with the reciprocals of invariant divisors, and what they
-        are computed from, declared before the innermost loop (once per row)."""
-        if not self.recips:
-            return heads
-        lines = [self.load(inp.name, inp.dtype, _offset(counters, inp.strides))
-                 for inp in self.plan.inputs if inp.name in self.hoisted]
-        lines += [ln for i, ln in zip(self.spec.body, self.body) if i.dst in self.hoisted]
-        lines += [f"const double r_{b} = 1.0 / (double)v_{b};" for b in self.recips]
-        fors = [k for k, h in enumerate(heads) if h.startswith("for")]
-        if not fors:  # the rows are the innermost loop (reduced axes of size 1)
-            return heads + lines
-        at = fors[-1]
-        chunked = [k for k in fors if heads[k].startswith(_CHUNK_LOOP)]
-        if chunked:  # before the loop over the chunks
-            at = chunked[-1]
-        elif at and heads[at - 1].startswith("#pragma omp simd"):
-            at -= 1
-        return heads[:at] + lines + heads[at:]
-
-    def _invariant_division(self, instr, args, dts):
-        """`a / b` in float32 with `b` the same along the innermost loop, as `a` times
-        the double reciprocal of `b`, rounded to float: the reciprocal is computed once per
-        row (`hoist` declares it before the innermost loop; a literal's is a constant), and
-        the quotient is exactly IEEE float division's. Why exact: a float32 quotient `a/b`
-        is never a rounding midpoint and lies at least 2^-49 (relative) from one, since
-        `a - m*b` is a nonzero multiple of the product of the significands' ulps; the double
-        reciprocal and product are within 2^-52 of it, so they round to the same float
-        (special values: b = 0, inf, NaN give inf, 0, NaN as the division does;
-        tests/test_native_backend.py checks every class of float). None when the rule does
-        not apply (other primitives, dtypes, varying divisors)."""
-        if Primitive.fusible_named(instr.op) is not lax.div_p or \
-                ops.ctype(instr.dtype) != "float" or any(ops.ctype(d) != "float" for d in dts):
-            return None
-        b = instr.args[1]
-        if isinstance(b, str):
-            if b not in self.invariant:
-                return None
-            if b not in self.recips:
-                self.recips.append(b)
-            return f"((float)((double){args[0]} * r_{b}))"
-        value = float(np.dtype(b.dtype).type(b.value))  # as the C literal holds it
-        if value == 0.0 or not math.isfinite(value):
-            return None
-        return f"((float)((double){args[0]} * {float.hex(1.0 / value)}))"
 
     def out_values(self):
         values = {o.name: o.value for o in self.spec.outputs if o.reduce is None}
@@ -260,7 +179,7 @@ class CKernel(ops.NativeC):
         counters = [f"i{d}" for d in range(len(dims))]
         head = self.loops(dims, "i", True, math.prod(dims[1:]),
                           self.prefetches(dims, counters))
-        return _nest(self.hoist(head, counters), self.element(counters))
+        return _nest(head, self.element(counters))
 
     def reduction(self):
         p = self.plan
@@ -270,7 +189,7 @@ class CKernel(ops.NativeC):
         outer = [f"i{d}" for d in range(no)]
         counters = outer + [f"k{d}" for d in range(ni)]
         row = _offset(outer, row_major(p.outer)) if no else "0"
-        init, inner, write = [], self.element(counters), []
+        init, inner, write, fix = [], self.element(counters), [], []
         clauses = []
         for j, r in enumerate(p.reductions):
             at, ident, update = self.accumulator(j, r, f"acc{j}")
@@ -291,14 +210,29 @@ class CKernel(ops.NativeC):
             else:
                 clauses.append(None)
             inner.append(update)
+            fix += self.row_zero_sign(j, r, counters)
             write.append(self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)}){result}"))
         heads = self.loops(p.inner, "k", False, False)
         if heads and None not in clauses:  # partial results in SIMD lanes (deterministic)
             heads.insert(len(heads) - 1, f"#pragma omp simd {' '.join(clauses)}")
-        heads = self.hoist(heads, counters)
-        rows_body = init + _nest(heads, inner) + write
+        rows_body = init + _nest(heads, inner) + fix + write
         work = math.prod(p.outer[1:]) * math.prod(p.inner)
         return _nest(self.loops(p.outer, "i", False, work if no else None), rows_body)
+
+    def row_zero_sign(self, j, r, counters):
+        """`zero_sign`'s lines for reduction `j` of a row folded in SIMD lanes: the row's
+        loops again, backward (float16: forward). Not where the kernel also writes
+        elementwise outputs: one may share an input's buffer, so the row is gone."""
+        p = self.plan
+        if p.outputs or not p.inner:
+            return []
+        back = self.scan_backward(r)
+        loops = [f"for (long long {c} = {n - 1}; {c} >= 0; --{c}) {{" if back else
+                 f"for (long long {c} = 0; {c} < {n}; ++{c}) {{"
+                 for c, n in zip(counters[len(p.outer):], p.inner)]
+        body = [self.load(inp.name, inp.dtype, _offset(counters, inp.strides))
+                for inp in p.inputs] + self.body
+        return self.zero_sign(r, f"acc{j}", loops, body)
 
     def column_reduction(self):
         """Rows not contiguous in memory (column sums): blocks of `COLUMN_BLOCK` rows
@@ -315,7 +249,7 @@ class CKernel(ops.NativeC):
             write.append("for (long long i0 = _r; i0 < _e; ++i0) " + self.store(
                 r.out, r.dtype, "i0", f"({ops.ctype(r.dtype)})acc{j}[i0 - _r]"))
         rows_loop = ["#pragma omp simd", "for (long long i0 = _r; i0 < _e; ++i0) {"]
-        heads = self.hoist(self.loops(p.inner, "k", False, False) + rows_loop, counters)
+        heads = self.loops(p.inner, "k", False, False) + rows_loop
         body = init + _nest(heads, inner) + write
         tasks = -(-rows // b)
         end = f"_e = _r + {b} < {rows} ? _r + {b} : {rows};"
@@ -338,11 +272,11 @@ class CKernel(ops.NativeC):
 
     def element(self, counters):
         """Loads, the body and the elementwise stores of one iteration of the innermost
-        loop (less what `hoist` moved out of it)."""
+        loop."""
         p = self.plan
         lines = [self.load(inp.name, inp.dtype, _offset(counters, inp.strides))
-                 for inp in p.inputs if inp.name not in self.hoisted]
-        lines += [ln for i, ln in zip(self.spec.body, self.body) if i.dst not in self.hoisted]
+                 for inp in p.inputs]
+        lines += self.body
         lines += [self.store(o.name, o.dtype, _offset(counters, o.strides), f"v_{v}")
                   for o, v in self.out_values()]
         return lines
@@ -352,7 +286,7 @@ class CKernel(ops.NativeC):
         dt = _acc_dtype(r)
         value = self.cast(f"v_{r.value}", self.dtypes[r.value], dt)
         return (self.ctype(dt), self.identity(r.op, r.dtype, dt),
-                f"{acc} = {self.combine(r.op, acc, value, dt)};")
+                f"{acc} = {self.combine(r.op, acc, value, dt, r.dtype)};")
 
 
 def _acc_dtype(r):
