@@ -235,3 +235,109 @@ def test_checkpoints_round_trip_bfloat16_float8_and_int4(tmp_path):
             assert loaded[k].dtype == v.dtype and type(loaded[k]) is type(v), k
             np.testing.assert_array_equal(np.asarray(loaded[k]).view(np.uint8),
                                           np.asarray(v).view(np.uint8))
+
+
+# --- the native C backend: bfloat16 stored as 16 bits, computed in float, rounded per op ----
+
+from funcgrad.backends.native import build  # noqa: E402
+from funcgrad.compiler import pipeline  # noqa: E402
+
+needs_cc = pytest.mark.skipif(build.find_compiler() is None,
+                              reason="no C compiler (test_native_backend.py checks that)")
+
+
+def native(fn, *args):
+    """`fn` compiled by the native backend (its kernels in C: the program text is checked)."""
+    closed = fg.make_jaxpr(fn)(*args)
+    fg.config.update("native", "sync")
+    try:
+        exe = pipeline.compile_jaxpr(closed, backend="cpu")
+    finally:
+        fg.config.update("native", "off")
+    return exe, exe(*args)
+
+
+def native_rounded(fn, *args):
+    """The native backend's float32 result of `fn` on the widened `args`, rounded once."""
+    _, out = native(fn, *[np.asarray(a).astype(np.float32) for a in args])
+    out = np.asarray(out[0])
+    return out.astype(BF16) if out.dtype == F32 else out
+
+
+@needs_cc
+@pytest.mark.parametrize("name,fn,domain", UNARY, ids=[u[0] for u in UNARY])
+def test_native_unary_ops_round_the_native_float32_result(name, fn, domain):
+    x = _draw(np.random.default_rng(4), *domain, (7, 37))
+    exe, out = native(fn, x)
+    _check(out[0], native_rounded(fn, x), f"native {name}")
+
+
+@needs_cc
+@pytest.mark.parametrize("name,fn", BINARY, ids=[b[0] for b in BINARY])
+def test_native_binary_ops_round_the_native_float32_result(name, fn):
+    rng = np.random.default_rng(5)
+    x, y = _draw(rng, -3, 3, (5, 41)), _draw(rng, 0.5, 3, (5, 41))
+    exe, out = native(fn, x, y)
+    assert "fg_bf16" in exe.as_text() or name in ("rem", "pow")
+    _check(out[0], native_rounded(fn, x, y), f"native {name}")
+
+
+@needs_cc
+def test_native_fused_chain_rounds_after_every_operation_in_c():
+    rng = np.random.default_rng(6)
+    x, y = _draw(rng, -2, 2, (64, 65)), _draw(rng, -2, 2, (64, 65))
+    exe, out = native(_chain, x, y)
+    text = exe.as_text()
+    assert "fg_round_bf16" in text and "fg_f2bf" in text, text
+    r = lambda fn, *a: native_rounded(fn, *a)
+    t = r(lax.tanh, r(lax.mul, x, y))
+    _check(out[0], r(lax.add, r(lax.mul, t, t), r(lax.exp, r(lax.neg, y))), "native chain")
+
+
+@needs_cc
+def test_native_exact_operations_give_eager_bits_including_specials():
+    x = np.array([1.0, -0.0, np.inf, -np.inf, np.nan, 3.0e38, 1e-39, -2.5, 7.0], np.float32)
+    y = np.array([3.0, 2.0, -1.0, 0.5, 1.0, 10.0, 3.0, 0.0, -0.0], np.float32)
+    a, b = x.astype(BF16), y.astype(BF16)
+    fns = [lambda u, v: (u * v + u) / (v - 0.25), lambda u, v: fnp.sqrt(fnp.abs(u)) - v,
+           lambda u, v: fnp.maximum(u, v) * fnp.minimum(u, v), lambda u, v: lax.nextafter(u, v),
+           lambda u, v: (u.astype(np.float32) * 3.0).astype(fnp.bfloat16) + v]
+    for fn in fns:
+        exe, out = native(fn, a, b)
+        assert "fg_bf16" in exe.as_text()
+        _check(out[0], np.asarray(fn(fnp.asarray(a), fnp.asarray(b))), "native exact")
+
+
+@needs_cc
+def test_native_conversions_round_once_like_ml_dtypes():
+    fg.config.update("enable_x64", True)
+    wide = np.array([1 + 2 ** -8 + 2 ** -40, -(1 + 2 ** -8), 3.4e38, np.nan, 2.0 ** -130])
+    ints = np.array([2 ** 24 + 2 ** 16 + 1, -7, 0, 2 ** 31 - 1], np.int32)
+    with np.errstate(over="ignore"):
+        sources = (wide, ints, wide.astype(np.float32), wide.astype(np.float16))
+    for x in sources:
+        exe, out = native(lambda u: u.astype(fnp.bfloat16) * 1.0, x)
+        once_from_double = x.dtype in (np.float64, np.int32)  # through double: one rounding
+        assert ("fg_round_bf16_d((double)" in exe.as_text()) == once_from_double, x.dtype
+        _check(out[0], x.astype(BF16), f"native convert from {x.dtype}")
+
+
+@needs_cc
+def test_native_runs_float8_and_int4_through_numpy():
+    x = np.random.default_rng(8).uniform(0.25, 4, (3, 7)).astype(np.float32)
+    for dt in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2, ml_dtypes.int4):
+        a = x.astype(dt)
+        fn = lambda u: u * u + u
+        exe, out = native(fn, a)
+        assert "C module" not in exe.as_text()  # C has no type for them: numpy computes
+        np.testing.assert_array_equal(np.asarray(out[0]).view(np.uint8),
+                                      np.asarray(fn(fnp.asarray(a))).view(np.uint8))
+
+
+@needs_cc
+def test_native_reductions_accumulate_in_float_and_round_once():
+    x = _draw(np.random.default_rng(7), -4, 4, (33, 129))
+    for fn in (lambda a: lax.reduce_sum(a, (1,)), lambda a: lax.reduce_max(a, (0,)),
+               lambda a: fnp.sum(a * a, axis=1), lambda a: fnp.mean(a, axis=0)):
+        _, out = native(fn, x)
+        _check(out[0], native_rounded(fn, x), "native reduction")

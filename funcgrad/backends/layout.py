@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from funcgrad import dtypes
+
 
 @dataclass(frozen=True)
 class Operand:
@@ -101,12 +103,13 @@ def accumulator_dtype(dtype):
     """The dtype a reduction over `dtype` accumulates in: float16 in float32, small integers
     and bools in 32-bit integers, everything else in itself."""
     dt = np.dtype(dtype)
-    if dt.kind == "f":
+    kind = dtypes.kind(dt)
+    if kind == "f":
         return "float32" if dt.itemsize < 4 else dt.name
-    if dt.kind == "b":
+    if kind == "b":
         return "int32"
     if dt.itemsize < 4:
-        return "int32" if dt.kind == "i" else "uint32"
+        return "int32" if kind == "i" else "uint32"
     return dt.name
 
 

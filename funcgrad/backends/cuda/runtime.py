@@ -23,7 +23,7 @@ from funcgrad.backends.cuda import compile as cuda_compile
 from funcgrad.backends.cuda import linalg as cuda_linalg
 from funcgrad.backends.cuda import renderer
 from funcgrad.backends.cuda.plan import DeviceInfo
-from funcgrad.core import Array, set_trace
+from funcgrad.core import Array, set_trace, widened
 
 
 class CudaOutOfMemoryError(errors.FuncgradError, MemoryError):
@@ -158,14 +158,14 @@ def call_primitive(xp, eqn, vals, fallback):
     prim, params = eqn.prim, eqn.params
     lib = LIBRARY.get(prim.name)
     if lib is not None:
-        out = lib(xp, *vals, **params)
+        out = lib(xp, *widened(prim, vals), **params)
     elif not prim.raw_impl:  # higher-order: its own eager evaluation, on device arrays
         with set_trace(None):
             res = prim.impl_rule(*[Array(v) for v in vals], **params)
         out = [r._value for r in res] if prim.multiple_results else res._value
     else:
         try:
-            out = prim.impl_rule(*vals, **params)
+            out = prim.impl_rule(*widened(prim, vals), **params)
         except Exception as e:
             out = fallback(prim, vals, params, e)
     outs = out if prim.multiple_results else [out]

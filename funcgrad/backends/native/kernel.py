@@ -27,14 +27,15 @@ better). Large kernels run their outermost loop in blocks on the thread pool
 (`threads.py`): a task function per block, and the kernel function hands the blocks to the
 pool. Every identifier is
 generated (`p_`, `v_`, `i`/`k` loop counters, `acc`), user text appears only in comments
-through `compiler.escape`. Float16 values are rounded to float16 after every instruction,
-as numpy does (the base's narrow-float policy).
+through `compiler.escape`. Float16 and bfloat16 values are rounded to their type after
+every instruction, as numpy (eager funcgrad) does (the base's narrow-float policy).
 """
 
 import math
 
 import numpy as np
 
+from funcgrad import dtypes
 from funcgrad.backends.layout import layout_kernel, row_major
 from funcgrad.backends.native import ops
 from funcgrad.backends.native.threads import MAX_BLOCKS
@@ -155,7 +156,7 @@ class CKernel(ops.NativeC):
         def fetch(start):
             lines = []
             for o in streams:
-                size = 2 if o.dtype == "float16" else np.dtype(o.dtype).itemsize
+                size = np.dtype(o.dtype).itemsize
                 at = _offset(counters[:-1] + [start], o.strides)
                 ahead = PREFETCH_BYTES // size
                 for k in range(max(1, PREFETCH_CHUNK * size // 64)):
@@ -195,7 +196,7 @@ class CKernel(ops.NativeC):
             at, ident, update = self.accumulator(j, r, f"acc{j}")
             init.append(f"{at} acc{j} = {ident};")
             result = f"acc{j}"
-            kind = np.dtype(_acc_dtype(r)).kind
+            kind = dtypes.kind(np.dtype(_acc_dtype(r)))
             if r.op == "sum" and _acc_dtype(r) == "float64":
                 clauses.append(f"reduction(+:acc{j})")
             elif r.op in ("max", "min") and kind == "f":
@@ -291,7 +292,7 @@ class CKernel(ops.NativeC):
 
 def _acc_dtype(r):
     """The accumulator: the planner's, except float sums, which accumulate in double."""
-    if r.op == "sum" and r.acc in ("float16", "float32"):
+    if r.op == "sum" and r.acc == "float32":  # float16 and bfloat16 accumulate in float32
         return "float64"
     return r.acc
 

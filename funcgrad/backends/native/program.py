@@ -31,6 +31,7 @@ from funcgrad import errors
 from funcgrad.backends.native import build, linalg, loops, ops, shapes, threads, windows
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.backends.numpy import emit
+from funcgrad.backends.numpy import ops as numpy_ops
 from funcgrad.backends.numpy import render as numpy_render
 from funcgrad.backends.numpy.runtime import Executable, readonly
 from funcgrad.compiler import memory
@@ -191,7 +192,7 @@ class NativeRenderer(numpy_render.Renderer):
             for d in defs:
                 if d.kind == memory.SCALAR:
                     names.append(self.name_of(d.key))
-                    out.append(f"{names[-1]} = np.empty((), np.{d.dtype.name})")
+                    out.append(f"{names[-1]} = np.empty((), {numpy_ops.dtype_text(d.dtype)})")
                 else:
                     name, alloc = self.planned_buffer(d.key, d.shape, d.dtype)
                     names.append(name)
@@ -234,7 +235,7 @@ class NativeRenderer(numpy_render.Renderer):
             for d in defs:
                 if d.kind == memory.SCALAR:
                     names.append(self.name_of(d.key))
-                    out.append(f"{names[-1]} = np.empty((), np.{d.dtype.name})")
+                    out.append(f"{names[-1]} = np.empty((), {numpy_ops.dtype_text(d.dtype)})")
                 else:
                     name, alloc = self.planned_buffer(d.key, d.shape, d.dtype)
                     names.append(name)
