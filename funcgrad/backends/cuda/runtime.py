@@ -74,6 +74,7 @@ class CupyRuntime:
         return fns
 
     def empty(self, shape, dtype):
+        _check_cupy_dtype(dtype)
         try:
             return self.cupy.empty(shape, dtype)
         except self.cupy.cuda.memory.OutOfMemoryError as e:
@@ -88,6 +89,7 @@ class CupyRuntime:
                 f"free_all_blocks() returns cached blocks to the driver. ({e})") from None
 
     def to_device(self, value):
+        _check_cupy_dtype(np.asarray(value).dtype)
         return self.cupy.asarray(value)
 
     @staticmethod
@@ -118,6 +120,17 @@ class CupyRuntime:
                                       parts + reds, stream=stream)
         else:
             fns[plan.name]((plan.grid(info),), (plan.block,), args, stream=stream)
+
+
+def _check_cupy_dtype(dtype):
+    """CuPy has no arrays of the ml_dtypes types (bfloat16, float8, int4): a clear error
+    instead of CuPy's (the kernels themselves render and compile for bfloat16)."""
+    dtype = np.dtype(dtype)
+    if dtype.num >= 256:
+        raise errors.FuncgradTypeError(
+            f"the CUDA backend keeps device arrays as CuPy arrays, and CuPy has no {dtype.name} "
+            f"arrays\n  hint: run {dtype.name} programs on the CPU backends (jit(backend="
+            "'cpu')), or convert to float16/float32 for the GPU")
 
 
 # --- library calls ---------------------------------------------------------------------------
