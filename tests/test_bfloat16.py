@@ -341,3 +341,47 @@ def test_native_reductions_accumulate_in_float_and_round_once():
                lambda a: fnp.sum(a * a, axis=1), lambda a: fnp.mean(a, axis=0)):
         _, out = native(fn, x)
         _check(out[0], native_rounded(fn, x), "native reduction")
+
+
+# --- transforms of bfloat16 programs -------------------------------------------------------
+
+@pytest.mark.parametrize("fn,derivative", [(fnp.sin, fnp.cos), (fnp.exp, fnp.exp),
+                                           (lambda x: x * x * 0.5, lambda x: x),
+                                           (fnp.sqrt, lambda x: 0.5 / fnp.sqrt(x))],
+                         ids=["sin", "exp", "square", "sqrt"])
+def test_grad_of_a_bfloat16_function_is_its_bfloat16_derivative(fn, derivative):
+    # the derivative rule runs in bfloat16 too: each of its operations rounded (sin's
+    # cotangent is cos(x) * 1, bit for bit the rounded cos)
+    x = _draw(np.random.default_rng(9), 0.1, 3, (40,))
+    g = fg.grad(lambda a: fnp.sum(fn(a)))(x)
+    assert g.dtype == BF16
+    _check(g, np.asarray(derivative(fnp.asarray(x))), "grad")
+    _check(fg.jit(fg.grad(lambda a: fnp.sum(fn(a))))(x), np.asarray(g), "jit(grad)")
+
+
+def test_grad_of_a_bfloat16_network_is_the_float64_gradient_to_bfloat16_precision():
+    rng = np.random.default_rng(10)
+    w1, w2 = _draw(rng, -0.5, 0.5, (16, 32)), _draw(rng, -0.5, 0.5, (32, 4))
+    x = _draw(rng, -1, 1, (8, 16))
+
+    def loss(w1, w2, x):
+        h = fnp.tanh(x @ w1)
+        return fnp.mean((h @ w2).astype(fnp.float32) ** 2)
+
+    g16 = fg.grad(loss, argnums=(0, 1))(w1, w2, x)
+    fg.config.update("enable_x64", True)
+    g64 = fg.grad(loss, argnums=(0, 1))(*[np.asarray(a, np.float64) for a in (w1, w2, x)])
+    for a, b in zip(g16, g64):
+        assert a.dtype == BF16
+        a, b = np.asarray(a, np.float64), np.asarray(b)
+        assert np.linalg.norm(a - b) < 2 ** -5 * np.linalg.norm(b)
+
+
+def test_vmap_of_a_bfloat16_function_matches_a_loop_bit_for_bit():
+    rng = np.random.default_rng(11)
+    xs, w = _draw(rng, -1, 1, (5, 7, 3)), _draw(rng, -1, 1, (3, 6))
+    fn = lambda x, w: fnp.sum(fnp.tanh(x @ w), axis=0) * 0.5
+    got = fg.vmap(fn, in_axes=(0, None))(xs, w)
+    want = np.stack([np.asarray(fn(fnp.asarray(x), fnp.asarray(w))) for x in xs])
+    _check(got, want, "vmap")
+    _check(fg.jit(fg.vmap(fn, in_axes=(0, None)))(xs, w), want, "jit(vmap)")

@@ -297,8 +297,9 @@ def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                preferred_element_type):
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     if preferred_element_type is not None:
-        lhs = lhs.astype(preferred_element_type, copy=False)
-        rhs = rhs.astype(preferred_element_type, copy=False)
+        # computed in float32 for a bfloat16 result (rounded once by the caller)
+        wide = dtypes.compute_dtype(np.dtype(preferred_element_type))
+        lhs, rhs = lhs.astype(wide, copy=False), rhs.astype(wide, copy=False)
     out = _conv_canonical(lhs.transpose(lhs_spec), rhs.transpose(rhs_spec), window_strides,
                           padding, lhs_dilation, rhs_dilation, feature_group_count,
                           batch_group_count)

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from funcgrad import errors
+from funcgrad import dtypes, errors
 from funcgrad.backends.cuda import compile as cuda_compile
 from funcgrad.backends.cuda import linalg as cuda_linalg
 from funcgrad.backends.cuda import renderer
@@ -150,8 +150,9 @@ def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None,
                 preferred_element_type=None):
     """lax.dot_general as one batched `xp.matmul` (cuBLAS under CuPy)."""
     if preferred_element_type is not None:
-        lhs = lhs.astype(preferred_element_type, copy=False)
-        rhs = rhs.astype(preferred_element_type, copy=False)
+        # computed in float32 for a bfloat16 result (rounded once by the caller)
+        wide = dtypes.compute_dtype(np.dtype(preferred_element_type))
+        lhs, rhs = lhs.astype(wide, copy=False), rhs.astype(wide, copy=False)
     (lc, rc), (lb, rb) = dimension_numbers
     lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
