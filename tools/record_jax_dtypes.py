@@ -20,6 +20,9 @@ A table is `{"names": [a, ...], "rows": [row, ...]}`: row i holds the outcomes o
 `(names[i], names[j])` for every j, joined by spaces.
 - `finfo[name]` / `iinfo[name]`: the fields of `jnp.finfo` / `jnp.iinfo`.
 - `random`: `uniform`/`normal` samples per dtype as unsigned integers of their bits.
+- `jnp_bfloat16`: for every `jax.numpy` function that takes one (or else two) bfloat16
+  arrays (`BF16_INPUT`, and the same twice), its result's dtype and values as float64
+  lists, for `tests/test_bfloat16.py` to check the result dtypes of funcgrad.numpy.
 """
 
 import json
@@ -137,6 +140,37 @@ def _random():
     return out
 
 
+BF16_INPUT = [[0.125, 0.25, 0.5, 0.875], [0.375, 0.625, 0.75, 0.1875], [0.3125, 0.5625,
+                                                                        0.6875, 0.9375]]
+_SKIP = {"array_equal", "array_equiv", "bartlett", "blackman", "hamming", "hanning",
+         "kaiser", "eye", "identity", "arange", "empty", "ones", "zeros", "full", "tri",
+         "linspace", "logspace", "geomspace", "indices", "iinfo", "finfo", "dtype",
+         "result_type", "promote_types", "can_cast", "issubdtype", "isdtype", "frompyfunc",
+         "vectorize", "from_dlpack", "fromfunction", "fromiter", "frombuffer", "fromstring",
+         "fromfile", "load", "save", "savez", "printoptions", "set_printoptions",
+         "get_printoptions", "ndim", "shape", "size", "iscomplexobj", "isrealobj", "isscalar"}
+
+
+def _jnp_bfloat16():
+    x = jnp.asarray(BF16_INPUT, jnp.bfloat16)
+    out = {}
+    for name in sorted(dir(jnp)):
+        fn = getattr(jnp, name)
+        if name.startswith("_") or name in _SKIP or not callable(fn) or isinstance(fn, type):
+            continue
+        for args in ((x,), (x, x)):
+            try:
+                r = fn(*args)
+            except Exception:  # noqa: BLE001 - not a function of bfloat16 arrays like this
+                continue
+            if isinstance(r, jax.Array) and jnp.issubdtype(r.dtype, jnp.inexact) and (
+                    not jnp.issubdtype(r.dtype, jnp.complexfloating)):
+                out[name] = {"nargs": len(args), "dtype": str(r.dtype),
+                             "values": np.asarray(r, np.float64).ravel().tolist()}
+            break
+    return out
+
+
 def main():
     record = {"jax": jax.__version__, "dtypes": NAMES, "python_types": list(PYTHON_TYPES),
               "promote_types": {}, "lattice": {}, "result_type": {}}
@@ -148,6 +182,7 @@ def main():
     jax.config.update("jax_enable_x64", False)
     record["finfo"], record["iinfo"] = _limits()
     record["random"] = _random()
+    record["jnp_bfloat16"] = _jnp_bfloat16()
     with open(OUT, "w") as f:
         json.dump(record, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -376,10 +376,9 @@ pow = power
 
 
 def float_power(x1, x2, /):
-    """Elementwise x1 ** x2 computed in the widest float (float64 with x64, else float32)."""
-    x1, x2 = promote("float_power", (x1, x2), inexact=True)
-    dt = dtypes.canonicalize(np.float64 if dtypes.kind(dtype_of(x1)) == "f" else np.complex128)
-    return lax.pow(lax.convert_element_type(x1, dt), lax.convert_element_type(x2, dt))
+    """Elementwise x1 ** x2 in the operands' promoted inexact dtype, as JAX's (NumPy's
+    widens to float64: JAX keeps float32, bfloat16... and so does funcgrad)."""
+    return lax.pow(*promote("float_power", (x1, x2), inexact=True))
 
 
 # --- rounding ---------------------------------------------------------------------------------
