@@ -1,8 +1,10 @@
 """The dtype policy: canonical dtypes, weak types and JAX's type-promotion lattice.
 
 With `enable_x64` off (the default) 64-bit dtypes canonicalize to 32-bit ones, as in
-JAX. Python scalars are *weakly typed*: `x_f32 * 2.0` stays float32. This module owns
-those rules and nothing else; it imports only numpy, funcgrad.config and funcgrad.errors.
+JAX. Python scalars are *weakly typed*: `x_f32 * 2.0` stays float32. The narrow types
+(bfloat16, the float8s, int4...) are ml_dtypes', as JAX's; they compute in `compute_dtype`
+(float32, int32) and round once per operation. This module owns those rules and nothing
+else; it imports only numpy, ml_dtypes, funcgrad.config and funcgrad.errors.
 """
 
 import ml_dtypes
