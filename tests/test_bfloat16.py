@@ -402,3 +402,24 @@ def test_funcgrad_numpy_keeps_bfloat16_where_jax_numpy_does(name):
     if name not in ("empty_like",):  # JAX's values, to a few bfloat16 roundings
         np.testing.assert_allclose(np.asarray(got, np.float64).ravel(), rec["values"],
                                    rtol=2 ** -5, atol=2 ** -6, err_msg=name)
+
+
+def test_cuda_program_in_the_cpu_emulation_gives_eager_bits():
+    # the CUDA text of the kernels (fg_bf16 storage, rounding after every instruction) and
+    # the library calls (the matmul widened to float32), run by the CPU emulation
+    from funcgrad.backends.cuda import emulate, program
+    if emulate.compiler() is None:
+        pytest.skip("no C++ compiler for the CUDA emulation (test_cuda_emulation checks it)")
+    rng = np.random.default_rng(12)
+    a, b = _draw(rng, -1, 1, (16, 32)), _draw(rng, -1, 1, (32, 8))
+    fn = lambda a, b: (fnp.tanh(a @ b) * 2.0 + 1.0, fnp.max(a, axis=1))
+    closed = fg.make_jaxpr(fn)(a, b)
+    old = program.set_runtime(emulate.EmulatedRuntime())
+    try:
+        exe = pipeline.compile_jaxpr(closed, backend="cuda")
+        got = exe(a, b)
+    finally:
+        program.set_runtime(old)
+    assert "fg_round_bf16" in exe.as_text()
+    for g, w in zip(got, fn(fnp.asarray(a), fnp.asarray(b))):
+        _check(g, np.asarray(w), "cuda emulation")

@@ -37,9 +37,12 @@ MIN_CHUNKS = 2  # arrays that fit in the last-level cache gain little from chunk
 
 
 def chunk_rows(spec):
-    """Rows per chunk for a kernel worth chunking, else None."""
+    """Rows per chunk for a kernel worth chunking, else None (also for a kernel holding a
+    bfloat16 or other ml_dtypes value: its instructions are library calls, and its
+    reductions round once over the whole axis)."""
     S = tuple(spec.iter_shape)
-    if not S:
+    dts = [i.dtype for i in spec.inputs + spec.body + spec.outputs]
+    if not S or emit.narrow(dts):
         return None
     inner = math.prod(S[1:])
     if inner == 0 or inner > 4 * CHUNK_ELEMENTS:
