@@ -18,7 +18,7 @@ import train_digits_mixed_precision as mp  # noqa: E402
 
 
 def test_a_short_mixed_precision_run_learns_with_float32_master_weights():
-    params, state, model, digits, losses = mp.train(epochs=2, steps=80, progress=False,
+    params, state, model, digits, losses = mp.train(epochs=2, steps=40, progress=False,
                                                     verbose=False)
     assert {p.dtype for p in tree_leaves(params)} == {np.dtype(np.float32)}
     assert losses[-1] < 0.5 * losses[0], losses
