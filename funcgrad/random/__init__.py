@@ -9,10 +9,12 @@ JAX's (bit for bit, or to float32 rounding where transcendental functions round 
 An eager sampler call runs as one compiled program (`common.compiled`).
 
 The modules: `prng` (the cipher, bits, split, fold_in on raw data), `keys` (key kinds and
-the functions on keys), `samplers` (uniform, normal, bernoulli, gumbel, randint, ...),
-`choice` (permutation, choice, categorical), `distributions` (the continuous and discrete
-families built from uniforms and normals), `gamma` (gamma and the samplers built on it, with
-implicit reparameterization gradients; the gradient's special function in `gamma_grad`).
+the functions on keys), `common` (argument checks; `compiled`), `samplers` (uniform,
+normal, bernoulli, gumbel, randint, ...), `selection` (permutation, choice, categorical),
+`distributions` (continuous families built from uniforms and normals), `discrete`
+(geometric, poisson, binomial, multinomial), `gamma_family` (gamma and the samplers built on
+it, with implicit reparameterization gradients; their special function in `gamma_grad`). No
+module is named as a public function.
 This package imports only the public lax/numpy/jit layers and must not import
 `funcgrad.nn`.
 
@@ -24,7 +26,6 @@ This package imports only the public lax/numpy/jit layers and must not import
 
 import numpy as np  # noqa: F401  (the docstrings' examples use np)
 
-from funcgrad.random.choice import categorical, choice, permutation
 from funcgrad.random.discrete import binomial, geometric, multinomial, poisson
 from funcgrad.random.distributions import (
     cauchy,
@@ -42,7 +43,7 @@ from funcgrad.random.distributions import (
     wald,
     weibull_min,
 )
-from funcgrad.random.gamma import (
+from funcgrad.random.gamma_family import (
     ball,
     beta,
     chisquare,
@@ -76,6 +77,7 @@ from funcgrad.random.samplers import (
     truncated_normal,
     uniform,
 )
+from funcgrad.random.selection import categorical, choice, permutation
 
 __all__ = [
     "PRNGKey", "PRNGKeyArray", "ball", "bernoulli", "beta", "binomial", "bits", "categorical",

@@ -65,9 +65,11 @@ def threefry2x32(k1, k2, x1, x2):
 
 
 def key_words(key):
-    """The two rank-0 words of a raw `uint32[2]` key."""
-    return (lax.reshape(lax.slice(key, (0,), (1,)), ()),
-            lax.reshape(lax.slice(key, (1,), (2,)), ()))
+    """The two words of a raw key: rank 0 for a `uint32[2]` key; for a batch of keys
+    `uint32[n, 2]`, one word per key (each key then draws one value: `shape` is `()`)."""
+    n = key.shape[:-1]
+    return tuple(lax.reshape(lax.slice(key, (0,) * len(n) + (i,), n + (i + 1,)), n)
+                 for i in (0, 1))
 
 
 def pack(y1, y2):
@@ -118,8 +120,15 @@ def split(key, shape):
 
 
 def split2(key, n=2):
-    """`n` raw keys split from `key`, as a list."""
-    return unstack(split(key, (n,)), n)
+    """`n` raw keys split from `key` (or from each key of a batch `uint32[m, 2]`), as a
+    list."""
+    if key.ndim == 1:
+        return unstack(split(key, (n,)), n)
+    m = key.shape[0]  # one hash of counters (0, i) per key and i, as `split` does per key
+    k1, k2 = (fnp.broadcast_to(w[:, None], (m, n)) for w in key_words(key))
+    counters = fnp.broadcast_to(fnp.asarray(np.arange(n, dtype=U32)), (m, n))
+    keys = pack(*threefry2x32(k1, k2, np.uint32(0), counters))
+    return [keys[:, i] for i in range(n)]
 
 
 def fold_in(key, data):

@@ -4,7 +4,8 @@
 Each public function checks its arguments and runs its body (a `compiled` function of the raw
 key) as one jitted program; other samplers call the bodies inline (`_uniform.inline`). The
 shuffling and sampling of existing arrays (`permutation`, `choice`, `categorical`) live in
-`choice.py`; distributions built on these in `distributions.py` and `gamma.py`.
+`selection.py`; distributions built on these in `distributions.py`, `discrete.py` and
+`gamma_family.py`.
 """
 
 import numpy as np

@@ -13,7 +13,6 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 from funcgrad import lax
-from funcgrad.batching_api import vmap
 from funcgrad.custom_derivatives import custom_jvp
 from funcgrad.errors import FuncgradValueError, op_error
 from funcgrad.random import prng
@@ -36,12 +35,20 @@ from funcgrad.random.samplers import (
 )
 
 
-def _gamma_one(key, alpha, log_space):
-    """One Gamma(alpha, 1) sample from one key: JAX's `_gamma_one`, step for step."""
+def _keep(active, new, old):
+    """`new` where `active` (one flag per element, or per key row), else `old`."""
+    return fnp.where(active.reshape(active.shape + (1,) * (new.ndim - active.ndim)), new, old)
+
+
+def _gamma_many(keys, alpha, log_space):
+    """One Gamma(alpha[i], 1) sample from each key `keys[i]`: JAX's `_gamma_one` (Marsaglia
+    and Tsang) step for step, vectorized as `vmap` runs it: each loop runs while any element
+    is still rejected, and an element's state is kept once it is accepted, so element `i`
+    is JAX's sample for `keys[i]`."""
     dt = alpha.dtype
     one, zero = dt.type(1), dt.type(0)
     boost = alpha >= one
-    alpha_orig, alpha = alpha, select(boost, alpha, alpha + one)
+    alpha_orig, alpha = alpha, fnp.where(boost, alpha, alpha + one)
     d = alpha - dt.type(1 / 3)
     c = dt.type(1 / 3) / fnp.sqrt(d)
 
@@ -50,26 +57,28 @@ def _gamma_one(key, alpha, log_space):
         return ((u >= one - dt.type(0.0331) * (x * x))
                 & (fnp.log(u) >= x * dt.type(0.5) + d * (one - v + fnp.log(v))))
 
-    def next_normal(kxv):
+    def next_normal(kxv):  # draw normals x until v = 1 + c x is positive
         key, subkey = prng.split2(kxv[0])
         x = normal_floats(subkey, (), dt)
-        return key, x, one + x * c
+        new = (key, x, one + x * c)
+        return tuple(_keep(kxv[2] <= zero, n, o) for n, o in zip(new, kxv))
 
     def propose(kxvu):
         key, x_key, u_key = prng.split2(kxvu[0], 3)
-        _, x, v = lax.while_loop(lambda kxv: kxv[2] <= zero, next_normal,
+        _, x, v = lax.while_loop(lambda kxv: fnp.any(kxv[2] <= zero), next_normal,
                                  (x_key, fnp.zeros_like(alpha), -fnp.ones_like(alpha)))
-        return key, x * x, v * v * v, unit_uniform(u_key, (), dt)
+        new = (key, x * x, v * v * v, unit_uniform(u_key, (), dt))
+        return tuple(_keep(rejected(kxvu), n, o) for n, o in zip(new, kxvu))
 
-    key, subkey = prng.split2(key)
-    start = (key, fnp.zeros_like(alpha), fnp.ones_like(alpha), fnp.full_like(alpha, 2))
-    v = lax.while_loop(rejected, propose, start)[2]
+    keys, subkeys = prng.split2(keys)
+    start = (keys, fnp.zeros_like(alpha), fnp.ones_like(alpha), fnp.full_like(alpha, 2))
+    v = lax.while_loop(lambda kxvu: fnp.any(rejected(kxvu)), propose, start)[2]
     if log_space:
-        log_u = lax.neg(exponential_floats(subkey, (), dt))
-        log_boost = select(boost | (log_u == zero), zero, log_u * (one / alpha_orig))
+        log_u = lax.neg(exponential_floats(subkeys, (), dt))
+        log_boost = fnp.where(boost | (log_u == zero), zero, log_u * (one / alpha_orig))
         return fnp.log(d) + fnp.log(v) + log_boost
-    u = one - unit_uniform(subkey, (), dt)
-    return d * v * select(boost, one, fnp.power(u, one / alpha_orig))
+    u = one - unit_uniform(subkeys, (), dt)
+    return d * v * fnp.where(boost, one, fnp.power(u, one / alpha_orig))
 
 
 def _draw(key, a, log_space):
@@ -77,8 +86,7 @@ def _draw(key, a, log_space):
     if a.size == 0:
         return fnp.zeros_like(a)
     keys = prng.split(key, (a.size,))
-    one = vmap(lambda k, al: _gamma_one(k, al, log_space))
-    return one(keys, a.reshape(-1)).reshape(a.shape)
+    return _gamma_many(keys, a.reshape(-1), log_space).reshape(a.shape)
 
 
 def _gamma_derivative(sample, a, log_space):
