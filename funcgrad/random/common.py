@@ -77,6 +77,14 @@ def select(pred, on_true, on_false):
     return lax.select_n(pred, on_false, on_true)
 
 
+def any_true(x):
+    """`x.any()` for a loop's condition, as the max of 0/1 integers: a reduction that fuses
+    on every tier (a bool `reduce_or` is a library call on the native one, which would send
+    the whole loop back to Python)."""
+    return lax.reduce_max(lax.convert_element_type(x, np.dtype(np.int32)),
+                          tuple(range(x.ndim))) > 0
+
+
 # --- checks ---------------------------------------------------------------------------------
 def check_shape(op, shape):
     """`shape` as a tuple of non-negative ints (an int means a 1-D shape)."""

@@ -9,7 +9,15 @@ import numpy as np
 import funcgrad.numpy as fnp
 from funcgrad import dtypes, lax
 from funcgrad.random import prng
-from funcgrad.random.common import compiled, float_dtype, int_dtype, param, sample_shape, select
+from funcgrad.random.common import (
+    any_true,
+    compiled,
+    float_dtype,
+    int_dtype,
+    param,
+    sample_shape,
+    select,
+)
 from funcgrad.random.keys import unwrap
 from funcgrad.random.samplers import unit_uniform
 
@@ -48,8 +56,9 @@ def _poisson_knuth(key, lam, shape, dtype):
         k = select(log_prod > -lam, k + 1, k)
         return i + 1, k, rng, log_prod + fnp.log(unit_uniform(subkey, shape, lam.dtype))
 
-    start = (fnp.int32(0), fnp.zeros(shape, dtype), key, fnp.zeros(shape, lam.dtype))
-    k = lax.while_loop(lambda c: (c[3] > -lam).any(), body, start)[1]
+    start = (fnp.int32(0), fnp.zeros(shape, dtype), prng.key_words(key),
+             fnp.zeros(shape, lam.dtype))
+    k = lax.while_loop(lambda c: any_true(c[3] > -lam), body, start)[1]
     return (k - 1).astype(dtype)
 
 
@@ -74,8 +83,9 @@ def _poisson_rejection(key, lam, shape, dtype):
         accept = accept1 | (~reject & (s <= t))
         return i + 1, select(accept, k, k_out), accepted | accept, key
 
-    start = (fnp.int32(0), fnp.full(shape, -1, lam.dtype), fnp.zeros(shape, bool), key)
-    k = lax.while_loop(lambda c: (~c[2]).any(), body, start)[1]
+    start = (fnp.int32(0), fnp.full(shape, -1, lam.dtype), fnp.zeros(shape, bool),
+             prng.key_words(key))
+    k = lax.while_loop(lambda c: any_true(~c[2]), body, start)[1]
     return k.astype(dtype)
 
 
@@ -132,8 +142,9 @@ def _binomial_inversion(key, count, prob, shape, dtype):
         geom = fnp.ceil(fnp.log(u) / log1minusprob)
         return i + 1, num_geom_out, geom_sum + geom, key
 
-    start = (fnp.int32(0), fnp.zeros(shape, prob.dtype), fnp.zeros(shape, prob.dtype), key)
-    k = lax.while_loop(lambda c: (c[2] <= count).any(), body, start)[1]
+    start = (fnp.int32(0), fnp.zeros(shape, prob.dtype), fnp.zeros(shape, prob.dtype),
+             prng.key_words(key))
+    k = lax.while_loop(lambda c: any_true(c[2] <= count), body, start)[1]
     return (k - 1).astype(dtype)
 
 
@@ -166,8 +177,9 @@ def _btrs(key, count, prob, shape, dtype):
         accept = accept1 | (~reject & (v <= ub))
         return i + 1, select(accept, k, k_out), accepted | accept, key
 
-    start = (fnp.int32(0), fnp.full(shape, -1, prob.dtype), fnp.zeros(shape, bool), key)
-    return lax.while_loop(lambda c: (~c[2]).any(), body, start)[1].astype(dtype)
+    start = (fnp.int32(0), fnp.full(shape, -1, prob.dtype), fnp.zeros(shape, bool),
+             prng.key_words(key))
+    return lax.while_loop(lambda c: any_true(~c[2]), body, start)[1].astype(dtype)
 
 
 def binomial_floats(key, count, prob, shape, dtype):
@@ -223,7 +235,7 @@ def _multinomial(key, n, p, *, shape, dtype, unroll):
     p = fnp.moveaxis(fnp.broadcast_to(p, shape), -1, 0)
     remaining = fnp.flip(fnp.cumsum(fnp.flip(p, 0), axis=0), 0)
     ratios = p / fnp.where(remaining == 0, 1, remaining)
-    keys = prng.split(key, (ratios.shape[0],))
+    keys = prng.hash_counters(key, (ratios.shape[0],))  # split(key, n) as its two words
 
     def step(remainder, ratio_key):
         ratio, k = ratio_key

@@ -17,6 +17,7 @@ from funcgrad.custom_derivatives import custom_jvp
 from funcgrad.errors import FuncgradValueError, op_error
 from funcgrad.random import prng
 from funcgrad.random.common import (
+    any_true,
     check_shape,
     compiled,
     concrete_int,
@@ -36,15 +37,17 @@ from funcgrad.random.samplers import (
 
 
 def _keep(active, new, old):
-    """`new` where `active` (one flag per element, or per key row), else `old`."""
-    return fnp.where(active.reshape(active.shape + (1,) * (new.ndim - active.ndim)), new, old)
+    """`new` where `active`, else `old` (for a batch of keys: each word array)."""
+    if isinstance(new, tuple):
+        return tuple(fnp.where(active, n, o) for n, o in zip(new, old))
+    return fnp.where(active, new, old)
 
 
 def _gamma_many(keys, alpha, log_space):
-    """One Gamma(alpha[i], 1) sample from each key `keys[i]`: JAX's `_gamma_one` (Marsaglia
-    and Tsang) step for step, vectorized as `vmap` runs it: each loop runs while any element
-    is still rejected, and an element's state is kept once it is accepted, so element `i`
-    is JAX's sample for `keys[i]`."""
+    """One Gamma(alpha[i], 1) sample from each key of `keys` (a batch of keys as its two
+    word arrays): JAX's `_gamma_one` (Marsaglia and Tsang) step for step, vectorized as
+    `vmap` runs it: each loop runs while any element is still rejected, and an element's
+    state is kept once it is accepted, so element `i` is JAX's sample for key `i`."""
     dt = alpha.dtype
     one, zero = dt.type(1), dt.type(0)
     boost = alpha >= one
@@ -65,14 +68,14 @@ def _gamma_many(keys, alpha, log_space):
 
     def propose(kxvu):
         key, x_key, u_key = prng.split2(kxvu[0], 3)
-        _, x, v = lax.while_loop(lambda kxv: fnp.any(kxv[2] <= zero), next_normal,
+        _, x, v = lax.while_loop(lambda kxv: any_true(kxv[2] <= zero), next_normal,
                                  (x_key, fnp.zeros_like(alpha), -fnp.ones_like(alpha)))
         new = (key, x * x, v * v * v, unit_uniform(u_key, (), dt))
         return tuple(_keep(rejected(kxvu), n, o) for n, o in zip(new, kxvu))
 
     keys, subkeys = prng.split2(keys)
     start = (keys, fnp.zeros_like(alpha), fnp.ones_like(alpha), fnp.full_like(alpha, 2))
-    v = lax.while_loop(lambda kxvu: fnp.any(rejected(kxvu)), propose, start)[2]
+    v = lax.while_loop(lambda kxvu: any_true(rejected(kxvu)), propose, start)[2]
     if log_space:
         log_u = lax.neg(exponential_floats(subkeys, (), dt))
         log_boost = fnp.where(boost | (log_u == zero), zero, log_u * (one / alpha_orig))
@@ -85,7 +88,7 @@ def _draw(key, a, log_space):
     """Gamma samples of `a`'s shape, one key per element (JAX's `_gamma_impl`)."""
     if a.size == 0:
         return fnp.zeros_like(a)
-    keys = prng.split(key, (a.size,))
+    keys = prng.hash_counters(key, (a.size,))  # the words of split(key, a.size)
     return _gamma_many(keys, a.reshape(-1), log_space).reshape(a.shape)
 
 

@@ -12,11 +12,7 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 from funcgrad import lax
-from funcgrad.random.common import select
-
-
-def _any(x):
-    return fnp.any(x)
+from funcgrad.random.common import any_true, select
 
 
 def _series(x, a, enabled, eps):
@@ -36,7 +32,7 @@ def _series(x, a, enabled, eps):
                 pick(dc_da_new, dc_da), pick(dans_da_new, dans_da))
 
     zeros, ones = fnp.zeros_like(a), fnp.ones_like(a)
-    vals = lax.while_loop(lambda v: _any(v[0]), body, (enabled, a, ones, ones, x, zeros, zeros))
+    vals = lax.while_loop(lambda v: any_true(v[0]), body, (enabled, a, ones, ones, x, zeros, zeros))
     ans, dans_da = vals[3], vals[6]
     dlogax_da = fnp.log(x) - lax.digamma(a + one)
     return -(dans_da + ans * dlogax_da) * x / a
@@ -83,7 +79,7 @@ def _continued_fraction(x, a, enabled, eps):
     dans_da = (zeros - ans * dqkm1_da) / qkm1
     init = (enabled, ans, fnp.ones_like(x), y, z, fnp.zeros((), x.dtype), pkm1, qkm1, pkm2,
             qkm2, zeros, zeros, zeros, dqkm1_da, dans_da)
-    vals = lax.while_loop(lambda v: (v[5] < dt(2000)) & _any(v[0]), body, init)
+    vals = lax.while_loop(lambda v: (v[5] < dt(2000)) & any_true(v[0]), body, init)
     ans, dans_da = vals[1], vals[14]
     dlogax_da = fnp.log(x) - lax.digamma(a)
     return -(dans_da + ans * dlogax_da) * x

@@ -65,22 +65,20 @@ def threefry2x32(k1, k2, x1, x2):
 
 
 def key_words(key):
-    """The two words of a raw key: rank 0 for a `uint32[2]` key; for a batch of keys
-    `uint32[n, 2]`, one word per key (each key then draws one value: `shape` is `()`)."""
-    n = key.shape[:-1]
-    return tuple(lax.reshape(lax.slice(key, (0,) * len(n) + (i,), n + (i + 1,)), n)
-                 for i in (0, 1))
+    """The two words of a key: a raw `uint32[2]` key's, as rank-0 arrays, or a pair of word
+    arrays `(k1, k2)` as given. Inside samplers keys travel as such pairs (no array is
+    packed and unpacked again, so loops over keys stay fused kernels): rank-0 words are one
+    key; words of shape S are a batch of keys, one value drawn from each (`shape` is `()`)."""
+    if isinstance(key, tuple):
+        return key
+    return (lax.reshape(lax.slice(key, (0,), (1,)), ()),
+            lax.reshape(lax.slice(key, (1,), (2,)), ()))
 
 
 def pack(y1, y2):
     """Stack two word arrays of shape S into raw keys of shape S + (2,)."""
     shape = tuple(y1.shape) + (1,)
     return lax.concatenate([lax.reshape(y1, shape), lax.reshape(y2, shape)], len(shape) - 1)
-
-
-def unstack(keys, n):
-    """The rows of an `(n, 2)` raw key array as `n` keys."""
-    return [lax.reshape(lax.slice(keys, (i, 0), (i + 1, 2)), (2,)) for i in range(n)]
 
 
 def _counters(shape):
@@ -120,15 +118,14 @@ def split(key, shape):
 
 
 def split2(key, n=2):
-    """`n` raw keys split from `key` (or from each key of a batch `uint32[m, 2]`), as a
-    list."""
-    if key.ndim == 1:
-        return unstack(split(key, (n,)), n)
-    m = key.shape[0]  # one hash of counters (0, i) per key and i, as `split` does per key
-    k1, k2 = (fnp.broadcast_to(w[:, None], (m, n)) for w in key_words(key))
-    counters = fnp.broadcast_to(fnp.asarray(np.arange(n, dtype=U32)), (m, n))
-    keys = pack(*threefry2x32(k1, k2, np.uint32(0), counters))
-    return [keys[:, i] for i in range(n)]
+    """`n` keys split from `key` (a raw key or a pair of words), as a list of word pairs:
+    the words of `split(key, n)`'s rows, and for a batch of keys the same for each."""
+    k1, k2 = key_words(key)
+    if k1.ndim:
+        return [threefry2x32(k1, k2, np.uint32(0), np.uint32(i)) for i in range(n)]
+    y1, y2 = hash_counters((k1, k2), (n,))
+    return [(lax.reshape(lax.slice(y1, (i,), (i + 1,)), ()),
+             lax.reshape(lax.slice(y2, (i,), (i + 1,)), ())) for i in range(n)]
 
 
 def fold_in(key, data):

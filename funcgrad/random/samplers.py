@@ -52,8 +52,8 @@ def _to_rank(x, shape):
 
 
 def uniform_floats(key, shape, dtype, minval, maxval):
-    """JAX's `_uniform`: the top mantissa bits under the exponent of 1.0 give a float in
-    [1, 2); minus one, scaled and shifted into `[minval, maxval)`."""
+    """JAX's `_uniform`: the top `nmant` random bits as a mantissa under the exponent of
+    1.0 give a float in [1, 2); minus one, scaled and shifted into `[minval, maxval)`."""
     finfo = np.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     rng_bits = 8 if nmant < 8 else nbits
@@ -62,9 +62,9 @@ def uniform_floats(key, shape, dtype, minval, maxval):
     if rng_bits != nbits:
         rbits = lax.convert_element_type(rbits, uint)
     mant = lax.shift_right_logical(rbits, uint.type(rng_bits - nmant))
-    one_bits = uint.type(np.array(1.0, dtype).view(uint))
-    floats = lax.sub(lax.bitcast_convert_type(lax.bitwise_or(mant, one_bits), dtype),
-                     dtype.type(1.0))
+    # JAX sets these bits under the exponent of 1.0 and subtracts 1; `mant * 2**-nmant` is
+    # that number exactly (both steps are exact), without a bit cast, so it fuses anywhere
+    floats = lax.mul(lax.convert_element_type(mant, dtype), dtype.type(2.0 ** -nmant))
     lo = _to_rank(lax.convert_element_type(minval, dtype), shape)
     hi = _to_rank(lax.convert_element_type(maxval, dtype), shape)
     return lax.max(lo, lax.add(lax.mul(floats, lax.sub(hi, lo)), lo))
