@@ -73,6 +73,13 @@ def test_typed_keys_pass_through_jit_vmap_scan_and_cond():
     split_jit = fg.jit(lambda k: r.split(k, 3))(keys[0])
     assert isinstance(split_jit, r.PRNGKeyArray) and split_jit.shape == (3,)
     np.testing.assert_array_equal(_data(split_jit), _data(r.split(keys[0], 3)))
+    # the pytree's leaves are the keys' words, of the key array's shape: any axes map
+    grid = r.split(r.key(4), (2, 3))
+    by_col = fg.vmap(fg.vmap(draw), in_axes=-1, out_axes=-1)(grid)
+    assert by_col.shape == (2, 3, 3)
+    np.testing.assert_array_equal(np.asarray(by_col[1, :, 2]), np.asarray(draw(grid[1, 2])))
+    firsts = fg.tree_util.tree_map(lambda w: w[0], grid)
+    np.testing.assert_array_equal(_data(firsts), _data(grid[0]))
     made = fg.vmap(r.key)(fnp.arange(3))
     assert made.shape == (3,)
     np.testing.assert_array_equal(_data(made), np.stack([_data(r.key(i)) for i in range(3)]))

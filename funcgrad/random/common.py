@@ -67,6 +67,8 @@ class compiled:  # noqa: N801  (used as a decorator, like jit)
 def _signature(x):
     if x is None:  # an absent optional argument
         return None
+    if isinstance(x, tuple):  # a key given by its words
+        return tuple(_signature(e) for e in x)
     a = get_aval(x)
     return a.shape, a.dtype, a.weak_type
 

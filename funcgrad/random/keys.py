@@ -2,12 +2,13 @@
 functions on keys (`split`, `fold_in`, `key_data`, `wrap_key_data`, `key_impl`, `key_dtype`,
 `clone`).
 
-A typed key array is a `PRNGKeyArray`: a thin pytree node over its raw data, a
-`uint32[*shape, 2]` array, whose own shape is that data's without the last axis. Being a pytree
-is what lets typed keys pass through `jit`, `vmap`, `scan` and `grad` with no special rule;
-the price is that `tree_leaves(key)` shows the raw data (JAX shows the key) and that
-`funcgrad.numpy` functions do not take typed keys (use `key_data`). Samplers take either kind;
-`split` and `fold_in` return the kind they were given.
+A typed key array is a `PRNGKeyArray`: a thin pytree node over the two `uint32` words of its
+keys, two arrays of the key array's own shape. Being a pytree whose leaves have its shape is
+what lets typed keys pass through `jit`, `vmap` (any `in_axes`/`out_axes`), `scan`, `cond`
+and `tree_map` with no special rule; the differences from JAX's key arrays are that
+`tree_leaves(keys)` shows the two word arrays and that `funcgrad.numpy` functions do not take
+typed keys (`key_data` gives their `uint32[..., 2]` data). Samplers take either kind; `split`
+and `fold_in` return the kind they were given.
 """
 
 import math
@@ -60,7 +61,7 @@ _DTYPE = KeyDtype()
 
 class PRNGKeyArray:
     """An array of typed keys (from `key`, `split` or `wrap_key_data`): shape `S`, dtype
-    `key<fry>`, over raw data of shape `S + (2,)` (see the module docstring).
+    `key<fry>`, over two `uint32` word arrays of shape `S` (see the module docstring).
 
     Example:
         >>> k = key(0)
@@ -68,17 +69,20 @@ class PRNGKeyArray:
         ((), key<fry>, (3,))
     """
 
-    __slots__ = ("_base",)
+    __slots__ = ("_words",)
     __array_priority__ = 1000
     dtype = _DTYPE
     itemsize = _DTYPE.itemsize
 
-    def __init__(self, base):
-        self._base = base  # no checks: pytree unflattening passes arbitrary leaves
+    def __init__(self, words):
+        self._words = tuple(words)  # no checks: pytree unflattening passes arbitrary leaves
+
+    def _map(self, fn):
+        return PRNGKeyArray(fn(w) for w in self._words)
 
     @property
     def shape(self):
-        return tuple(self._base.shape[:-1])
+        return tuple(self._words[0].shape)
 
     @property
     def ndim(self):
@@ -99,14 +103,12 @@ class PRNGKeyArray:
         return (self[i] for i in range(self.shape[0]))
 
     def __getitem__(self, idx):
-        return PRNGKeyArray(self._base[_data_index(idx, self.ndim)])
+        return self._map(lambda w: w[idx])
 
     def reshape(self, *shape):
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = tuple(shape[0])
-        size = self.size
-        shape = tuple(size // max(1, -math.prod(shape)) if d == -1 else d for d in shape)
-        return PRNGKeyArray(fnp.reshape(self._base, (*shape, 2)))
+        shape = tuple(shape[0]) if len(shape) == 1 and not isinstance(
+            shape[0], (int, np.integer)) else shape
+        return self._map(lambda w: fnp.reshape(w, shape))
 
     def ravel(self):
         return self.reshape(-1)
@@ -114,18 +116,17 @@ class PRNGKeyArray:
     flatten = ravel
 
     def squeeze(self, axis=None):
-        axes = tuple(i for i, d in enumerate(self.shape) if d == 1) if axis is None else axis
-        return PRNGKeyArray(fnp.squeeze(self._base, axes))
+        return self._map(lambda w: fnp.squeeze(w, axis))
 
     @property
     def T(self):  # noqa: N802  (numpy's name)
-        perm = (*range(self.ndim - 1, -1, -1), self.ndim)
-        return PRNGKeyArray(fnp.transpose(self._base, perm))
+        return self._map(fnp.transpose)
 
     def __eq__(self, other):
         if not isinstance(other, PRNGKeyArray):
             return NotImplemented
-        return fnp.all(self._base == other._base, axis=-1)
+        (a1, a2), (b1, b2) = self._words, other._words
+        return (a1 == b1) & (a2 == b2)
 
     def __ne__(self, other):
         eq = self.__eq__(other)
@@ -141,36 +142,28 @@ class PRNGKeyArray:
         return self
 
     def __repr__(self):
-        base = self._base
-        if not hasattr(base, "aval") or type(base).__name__ != "Array":
-            return f"PRNGKeyArray({self.shape}, dtype=key<fry>) overlaying {short_repr(base)}"
-        return f"Array({self.shape}, dtype=key<fry>) overlaying:\n{np.asarray(base)}"
+        if not all(type(w).__name__ == "Array" for w in self._words):
+            return (f"PRNGKeyArray({self.shape}, dtype=key<fry>) overlaying "
+                    f"{short_repr(self._words)}")
+        return (f"Array({self.shape}, dtype=key<fry>) overlaying:\n"
+                f"{np.stack([np.asarray(w) for w in self._words], -1)}")
 
 
-def _data_index(idx, ndim):
-    """An index of a key array, extended to its data (which has one more, last, axis)."""
-    idx = idx if isinstance(idx, tuple) else (idx,)
-    if any(i is Ellipsis for i in idx):
-        return (*idx, slice(None))
-    used = sum(1 for i in idx if i is not None)
-    return (*idx, *(slice(None),) * (ndim - used), slice(None))
-
-
-tree_util.register_pytree_node(PRNGKeyArray, lambda k: ((k._base,), None),
-                               lambda _, children: PRNGKeyArray(children[0]))
+tree_util.register_pytree_node(PRNGKeyArray, lambda k: (k._words, None),
+                               lambda _, words: PRNGKeyArray(words))
 
 
 # --- the kind of a key argument ---------------------------------------------------------------
 def unwrap(op, key, batched=False):
-    """`(raw data, typed)` of a key argument: its `uint32[..., 2]` words and whether it was a
-    typed key. Unless `batched`, it must be a single key."""
+    """`(data, typed)` of a key argument: for typed keys their pair of word arrays, else the
+    `uint32[..., 2]` raw key array (both forms are keys to `prng`), and whether it was typed.
+    Unless `batched`, it must be a single key."""
     if isinstance(key, PRNGKeyArray):
-        data, typed = key._base, True
-        if not batched and data.shape != (2,):
+        if not batched and key.shape != ():
             raise op_error(f"random.{op}", f"expected a single key, got a key array of shape "
-                           f"{tuple(data.shape[:-1])}", cls=FuncgradValueError,
+                           f"{key.shape}", cls=FuncgradValueError,
                            hint="to use a batch of keys, vmap over them")
-        return data, typed
+        return key._words, True
     try:
         data = fnp.asarray(key)
     except (TypeError, ValueError):
@@ -184,9 +177,9 @@ def unwrap(op, key, batched=False):
     return data, False
 
 
-def wrap(data, typed):
-    """Raw key data back as the kind of key the caller gave."""
-    return PRNGKeyArray(data) if typed else data
+def _raw(data):
+    """Raw `uint32[..., 2]` key data from either form."""
+    return fnp.stack(data, axis=-1) if isinstance(data, tuple) else data
 
 
 def _resolve_impl(op, impl):
@@ -203,6 +196,29 @@ def _resolve_impl(op, impl):
 
 
 # --- making keys --------------------------------------------------------------------------------
+def _seed_words(op, seed):
+    """The `(hi, lo)` words of a key from an integer seed (numpy scalars for a Python int,
+    else arrays or tracers)."""
+    if isinstance(seed, PRNGKeyArray):
+        raise op_error(f"random.{op}", "expected a scalar seed, got a PRNG key")
+    if isinstance(seed, (bool, float, complex)):
+        raise op_error(f"random.{op}", f"the seed must be an integer, got {short_repr(seed)}")
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, np.ndarray):
+        wide = dtypes.canonicalize(np.int64) == np.int64
+        s = int(seed) % 2**64 if wide else int(seed) % 2**32
+        return np.uint32(s >> 32), np.uint32(s & 0xFFFFFFFF)
+    seed = fnp.asarray(seed)
+    if seed.ndim != 0 or seed.dtype.kind not in "iu":
+        raise op_error(f"random.{op}", f"the seed must be an integer scalar, got "
+                       f"{seed.dtype}{list(seed.shape)}", hint="vmap over a batch of seeds")
+    if seed.dtype.itemsize == 8:  # integer conversions wrap: this reads the two's complement
+        u = lax.convert_element_type(seed, np.uint64)
+        hi = lax.convert_element_type(lax.div(u, np.uint64(2**32)), prng.U32)
+        return hi, lax.convert_element_type(u, prng.U32)
+    lo = lax.convert_element_type(seed, prng.U32)
+    return lax.full_like(lo, 0), lo
+
+
 def PRNGKey(seed, *, impl=None):  # noqa: N802  (JAX's name)
     """A raw key from an integer seed: the `uint32[2]` words `[hi, lo]` of the seed.
 
@@ -224,24 +240,10 @@ def PRNGKey(seed, *, impl=None):  # noqa: N802  (JAX's name)
         [0, 42]
     """
     _resolve_impl("PRNGKey", impl)
-    if isinstance(seed, PRNGKeyArray):
-        raise op_error("random.PRNGKey", "expected a scalar seed, got a PRNG key")
-    if isinstance(seed, (bool, float, complex)):
-        raise op_error("random.PRNGKey", f"the seed must be an integer, got {short_repr(seed)}")
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, np.ndarray):
-        wide = dtypes.canonicalize(np.int64) == np.int64
-        s = int(seed) % 2**64 if wide else int(seed) % 2**32
-        return fnp.asarray(np.array([s >> 32, s & 0xFFFFFFFF], prng.U32))
-    seed = fnp.asarray(seed)
-    if seed.ndim != 0 or seed.dtype.kind not in "iu":
-        raise op_error("random.PRNGKey", f"the seed must be an integer scalar, got "
-                       f"{seed.dtype}{list(seed.shape)}", hint="vmap over a batch of seeds")
-    if seed.dtype.itemsize == 8:  # integer conversions wrap: this reads the two's complement
-        u = lax.convert_element_type(seed, np.uint64)
-        hi = lax.convert_element_type(lax.div(u, np.uint64(2**32)), prng.U32)
-        return prng.pack(hi, lax.convert_element_type(u, prng.U32))
-    lo = lax.convert_element_type(seed, prng.U32)
-    return prng.pack(lax.full_like(lo, 0), lo)
+    hi, lo = _seed_words("PRNGKey", seed)
+    if isinstance(lo, np.uint32):
+        return fnp.asarray(np.array([hi, lo], prng.U32))
+    return prng.pack(hi, lo)
 
 
 def key(seed, *, impl=None, dtype=None):
@@ -264,7 +266,7 @@ def key(seed, *, impl=None, dtype=None):
     if impl is not None and dtype is not None:
         raise op_error("random.key", "give `impl` or `dtype`, not both", cls=FuncgradValueError)
     _resolve_impl("key", impl if dtype is None else dtype)
-    return PRNGKeyArray(PRNGKey(seed))
+    return PRNGKeyArray(fnp.asarray(w) for w in _seed_words("key", seed))
 
 
 def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
@@ -281,7 +283,8 @@ def wrap_key_data(key_bits_array, *, impl=None, dtype=None):
     if isinstance(key_bits_array, PRNGKeyArray):
         raise op_error("random.wrap_key_data", "expected uint32 key data, got typed keys",
                        hint="key_data(keys) gives the data of typed keys")
-    return PRNGKeyArray(unwrap("wrap_key_data", key_bits_array, batched=True)[0])
+    data = unwrap("wrap_key_data", key_bits_array, batched=True)[0]
+    return PRNGKeyArray((data[..., 0], data[..., 1]))
 
 
 def key_data(keys):
@@ -291,7 +294,7 @@ def key_data(keys):
         >>> np.asarray(key_data(key(42))).tolist()
         [0, 42]
     """
-    return unwrap("key_data", keys, batched=True)[0]
+    return _raw(unwrap("key_data", keys, batched=True)[0])
 
 
 def key_impl(keys):
@@ -328,9 +331,14 @@ def clone(key):
 
 
 # --- new keys from a key ----------------------------------------------------------------------
+def _as_kind(words, typed):
+    """A body's new keys, given as words: words for typed keys, packed for raw ones."""
+    return words if typed else prng.pack(*words)
+
+
 @compiled
-def _split(key, *, shape):
-    return prng.split(key, shape)
+def _split(key, *, shape, typed):
+    return _as_kind(prng.hash_counters(key, shape), typed)
 
 
 def split(key, num=2):
@@ -342,12 +350,15 @@ def split(key, num=2):
         [[1797259609, 2579123966], [928981903, 3453687069]]
     """
     data, typed = unwrap("split", key)
-    return wrap(_split(data, shape=check_shape("split", num)), typed)
+    out = _split(data, shape=check_shape("split", num), typed=typed)
+    return PRNGKeyArray(out) if typed else out
 
 
 @compiled
-def _fold_in(key, data):
-    return prng.fold_in(key, lax.convert_element_type(data, prng.U32))
+def _fold_in(key, data, *, typed):
+    k1, k2 = prng.key_words(key)
+    d = lax.convert_element_type(data, prng.U32)
+    return _as_kind(prng.threefry2x32(k1, k2, np.uint32(0), d), typed)
 
 
 def fold_in(key, data):
@@ -365,4 +376,5 @@ def fold_in(key, data):
         if d.ndim != 0 or d.dtype.kind not in "iub":
             raise op_error("random.fold_in", f"data must be an integer scalar, got "
                            f"{d.dtype}{list(d.shape)}", hint="vmap over a batch of data")
-    return wrap(_fold_in(raw, d), typed)
+    out = _fold_in(raw, d, typed=typed)
+    return PRNGKeyArray(out) if typed else out

@@ -112,11 +112,6 @@ def random_bits(key, bit_width, shape):
     return out if bit_width == 32 else lax.convert_element_type(out, UINT[bit_width])
 
 
-def split(key, shape):
-    """Raw keys of shape `shape + (2,)` split from one raw key (JAX's fold-like split)."""
-    return pack(*hash_counters(key, shape))
-
-
 def split2(key, n=2):
     """`n` keys split from `key` (a raw key or a pair of words), as a list of word pairs:
     the words of `split(key, n)`'s rows, and for a batch of keys the same for each."""
@@ -126,9 +121,3 @@ def split2(key, n=2):
     y1, y2 = hash_counters((k1, k2), (n,))
     return [(lax.reshape(lax.slice(y1, (i,), (i + 1,)), ()),
              lax.reshape(lax.slice(y2, (i,), (i + 1,)), ())) for i in range(n)]
-
-
-def fold_in(key, data):
-    """The raw key `threefry(key, (0, data))` for a uint32 scalar `data`."""
-    k1, k2 = key_words(key)
-    return pack(*threefry2x32(k1, k2, np.uint32(0), data))
