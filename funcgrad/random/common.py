@@ -26,7 +26,7 @@ from funcgrad.errors import (
     short_repr,
 )
 
-_MAX_PROGRAMS = 256  # per sampler: static configurations kept compiled (oldest dropped first)
+_MAX_PROGRAMS = 64  # per sampler, as jit_cache_size per jitted function: the oldest go first
 
 
 class compiled:  # noqa: N801  (used as a decorator, like jit)

@@ -48,25 +48,50 @@ def _standard(key, *, name, shape, dtype):
     return fnp.linalg.norm(normal_floats(key, (*shape, 3), dtype), axis=-1)  # maxwell
 
 
-def _standard_sampler(name, formula):
-    def sample(key, shape=(), dtype=None, *, out_sharding=None):
-        data, _ = unwrap(name, key)
-        dtype, shape = float_dtype(name, dtype), check_shape(name, shape)
-        return _standard(data, name=name, shape=shape, dtype=dtype)
-    sample.__name__ = sample.__qualname__ = name
-    sample.__doc__ = f"""Standard {name} samples: {formula}, JAX's formula on the same bits.
+def _standard_sample(name, key, shape, dtype):
+    data, _ = unwrap(name, key)
+    dtype, shape = float_dtype(name, dtype), check_shape(name, shape)
+    return _standard(data, name=name, shape=shape, dtype=dtype)
+
+
+def cauchy(key, shape=(), dtype=None, *, out_sharding=None):
+    """Standard Cauchy samples `tan(pi * (u - 1/2))`, `u` uniform in [eps, 1).
 
     Example:
-        >>> {name}(PRNGKey(0), (3,)).shape
+        >>> cauchy(PRNGKey(0), (3,)).shape
         (3,)
     """
-    return sample
+    return _standard_sample("cauchy", key, shape, dtype)
 
 
-cauchy = _standard_sampler("cauchy", "`tan(pi * (u - 1/2))`, `u` uniform in [eps, 1)")
-laplace = _standard_sampler("laplace", "`sign(u) * log1p(-|u|)`, `u` uniform in (-1, 1)")
-logistic = _standard_sampler("logistic", "`log(u) - log1p(-u)`, `u` uniform in (0, 1)")
-maxwell = _standard_sampler("maxwell", "the norm of three standard normals")
+def laplace(key, shape=(), dtype=None, *, out_sharding=None):
+    """Standard Laplace samples `sign(u) * log1p(-|u|)`, `u` uniform in (-1, 1).
+
+    Example:
+        >>> laplace(PRNGKey(0), (3,)).shape
+        (3,)
+    """
+    return _standard_sample("laplace", key, shape, dtype)
+
+
+def logistic(key, shape=(), dtype=None, *, out_sharding=None):
+    """Standard logistic samples `log(u) - log1p(-u)`, `u` uniform in (0, 1).
+
+    Example:
+        >>> logistic(PRNGKey(0), (3,)).shape
+        (3,)
+    """
+    return _standard_sample("logistic", key, shape, dtype)
+
+
+def maxwell(key, shape=(), dtype=None, *, out_sharding=None):
+    """Maxwell samples: the norm of three standard normals.
+
+    Example:
+        >>> bool((maxwell(PRNGKey(0), (3,)) > 0).all())
+        True
+    """
+    return _standard_sample("maxwell", key, shape, dtype)
 
 
 @compiled

@@ -13,7 +13,6 @@ import math
 
 import numpy as np
 
-import funcgrad.numpy as fnp
 from funcgrad import lax
 from funcgrad.errors import FuncgradValueError, op_error
 
@@ -90,9 +89,8 @@ def _counters(shape):
                        "counter layout supports fewer than 2**32", cls=FuncgradValueError)
     if not shape:
         return np.uint32(0), np.uint32(0)
-    # A numpy constant rather than `lax.iota`: jit's simplify pass currently fails on
-    # zero-operand equations too large to constant-fold (reported with random's tests).
-    return np.uint32(0), fnp.asarray(np.arange(size, dtype=U32).reshape(shape))
+    # computed, not a constant: a program kept in the cache holds no array of the draw's size
+    return np.uint32(0), lax.reshape(lax.iota(U32, size), shape)
 
 
 def hash_counters(key, shape):
