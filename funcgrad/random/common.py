@@ -59,10 +59,6 @@ class compiled:  # noqa: N801  (used as a decorator, like jit)
         program.__name__ = program.__qualname__ = self._name
         return jit(program)
 
-    def inline(self, *args, **statics):
-        """The body itself (no jit of its own), for use inside another sampler's body."""
-        return self._body(*args, **statics)
-
 
 def _signature(x):
     if x is None:  # an absent optional argument
@@ -88,6 +84,17 @@ def any_true(x):
 
 
 # --- checks ---------------------------------------------------------------------------------
+GUMBEL_MODES = ("highest", "high", "low")
+
+
+def check_mode(op, mode, allowed):
+    """`mode` if it is one of `allowed`, else a clear error."""
+    if mode not in allowed:
+        raise op_error(f"random.{op}", f"mode must be one of {', '.join(map(repr, allowed))}; "
+                       f"got {mode!r}", cls=FuncgradValueError)
+    return mode
+
+
 def check_shape(op, shape):
     """`shape` as a tuple of non-negative ints (an int means a 1-D shape)."""
     if isinstance(shape, (int, np.integer)):

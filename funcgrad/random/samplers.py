@@ -1,11 +1,11 @@
 """The basic samplers: `bits`, `uniform`, `normal`, `truncated_normal`, `bernoulli`,
 `exponential`, `gumbel` and `randint`, each JAX's algorithm on Threefry bits.
 
-Each public function checks its arguments and runs its body (a `compiled` function of the raw
-key) as one jitted program; other samplers call the bodies inline (`_uniform.inline`). The
-shuffling and sampling of existing arrays (`permutation`, `choice`, `categorical`) live in
-`selection.py`; distributions built on these in `distributions.py`, `discrete.py` and
-`gamma_family.py`.
+Each public function checks its arguments and runs its body (a `compiled` function of the
+key) as one jitted program; other samplers' bodies call the plain functions the bodies are
+made of (`uniform_floats`, `normal_floats`, ...). The shuffling and sampling of existing
+arrays (`permutation`, `choice`, `categorical`) live in `selection.py`; distributions built
+on these in `distributions.py`, `discrete.py` and `gamma_family.py`.
 """
 
 import numpy as np
@@ -15,6 +15,8 @@ from funcgrad import dtypes, lax
 from funcgrad.errors import FuncgradValueError, op_error
 from funcgrad.random import prng
 from funcgrad.random.common import (
+    GUMBEL_MODES,
+    check_mode,
     check_shape,
     compiled,
     float_dtype,
@@ -187,16 +189,6 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None, *, out_sharding=
 
 
 # --- bernoulli, exponential, gumbel -------------------------------------------------------------
-GUMBEL_MODES = ("highest", "high", "low")
-
-
-def _mode(op, mode, allowed):
-    if mode not in allowed:
-        raise op_error(f"random.{op}", f"mode must be one of {', '.join(map(repr, allowed))}; "
-                       f"got {mode!r}", cls=FuncgradValueError)
-    return mode
-
-
 @compiled
 def _bernoulli(key, p, *, shape, mode):
     dtype = p.dtype
@@ -224,7 +216,7 @@ def bernoulli(key, p=0.5, shape=None, mode="low", *, out_sharding=None):
         dtype('bool')
     """
     data, _ = unwrap("bernoulli", key)
-    _mode("bernoulli", mode, ("high", "low"))
+    check_mode("bernoulli", mode, ("high", "low"))
     p = param("bernoulli", "p", p, kinds="f")
     shape = sample_shape("bernoulli", shape, p)
     return _bernoulli(data, p, shape=shape, mode=mode)
@@ -326,7 +318,7 @@ def gumbel(key, shape=(), dtype=None, mode=None, *, out_sharding=None):
     """
     data, _ = unwrap("gumbel", key)
     dtype = float_dtype("gumbel", dtype)
-    mode = _mode("gumbel", "low" if mode is None else mode, GUMBEL_MODES)
+    mode = check_mode("gumbel", "low" if mode is None else mode, GUMBEL_MODES)
     return _gumbel(data, shape=check_shape("gumbel", shape), dtype=dtype, mode=mode)
 
 

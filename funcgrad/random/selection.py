@@ -11,11 +11,16 @@ from funcgrad import dtypes, lax
 from funcgrad.core import get_aval
 from funcgrad.errors import FuncgradValueError, op_error, short_repr
 from funcgrad.random import prng
-from funcgrad.random.common import check_shape, compiled, concrete_int, param
+from funcgrad.random.common import (
+    GUMBEL_MODES,
+    check_mode,
+    check_shape,
+    compiled,
+    concrete_int,
+    param,
+)
 from funcgrad.random.keys import unwrap
 from funcgrad.random.samplers import (
-    GUMBEL_MODES,
-    _mode,
     gumbel_floats,
     randint_ints,
     unit_uniform,
@@ -145,7 +150,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
             raise op_error("random.choice", f"p must be None or a 1-D vector with the same "
                            f"size as a.shape[axis] ({n}); got shape {tuple(p.shape)}",
                            cls=FuncgradValueError)
-    mode = _mode("choice", "low" if mode is None else mode, GUMBEL_MODES)
+    mode = check_mode("choice", "low" if mode is None else mode, GUMBEL_MODES)
     return _choice(data, arr, p, shape=shape, n=n, replace=bool(replace), axis=axis,
                    mode=mode)
 
@@ -207,5 +212,5 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None, *,
         raise op_error("random.categorical", f"the number of samples without replacement "
                        f"({draws}) cannot exceed the number of categories "
                        f"({logits.shape[axis]})", cls=FuncgradValueError)
-    mode = _mode("categorical", "low" if mode is None else mode, GUMBEL_MODES)
+    mode = check_mode("categorical", "low" if mode is None else mode, GUMBEL_MODES)
     return _categorical(data, logits, shape=shape, axis=axis, replace=bool(replace), mode=mode)
