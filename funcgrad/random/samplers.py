@@ -64,9 +64,9 @@ def uniform_floats(key, shape, dtype, minval, maxval):
     if rng_bits != nbits:
         rbits = lax.convert_element_type(rbits, uint)
     mant = lax.shift_right_logical(rbits, uint.type(rng_bits - nmant))
-    # JAX sets these bits under the exponent of 1.0 and subtracts 1; `mant * 2**-nmant` is
-    # that number exactly (both steps are exact), without a bit cast, so it fuses anywhere
-    floats = lax.mul(lax.convert_element_type(mant, dtype), dtype.type(2.0 ** -nmant))
+    one_bits = uint.type(np.array(1.0, dtype).view(uint))
+    floats = lax.sub(lax.bitcast_convert_type(lax.bitwise_or(mant, one_bits), dtype),
+                     dtype.type(1.0))
     lo = _to_rank(lax.convert_element_type(minval, dtype), shape)
     hi = _to_rank(lax.convert_element_type(maxval, dtype), shape)
     return lax.max(lo, lax.add(lax.mul(floats, lax.sub(hi, lo)), lo))
