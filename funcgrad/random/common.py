@@ -8,6 +8,7 @@ array arguments). Under another transform the same call records one `jit` equati
 an outer jit inlines. This module imports only the public array, lax and jit layers.
 """
 
+import functools
 import math
 import operator
 import os
@@ -113,6 +114,7 @@ def check_shape(op, shape):
     return shape
 
 
+@functools.cache
 def _physical_memory():
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -74,6 +74,8 @@ def uniform_floats(key, shape, dtype, minval, maxval):
 
 @compiled
 def _uniform(key, minval, maxval, *, shape, dtype):
+    if minval is None:  # the default bounds, as constants
+        return unit_uniform(key, shape, dtype)
     return uniform_floats(key, shape, dtype, minval, maxval)
 
 
@@ -107,8 +109,14 @@ def uniform(key, shape=(), dtype=None, minval=0.0, maxval=1.0, *, out_sharding=N
     """
     data, _ = unwrap("uniform", key)
     dtype, shape = float_dtype("uniform", dtype), check_shape("uniform", shape)
+    if _is_number(minval, 0) and _is_number(maxval, 1):
+        return _uniform(data, None, None, shape=shape, dtype=dtype)
     lo, hi = (_check_bound("uniform", v, shape) for v in (minval, maxval))
     return _uniform(data, lo, hi, shape=shape, dtype=dtype)
+
+
+def _is_number(x, value):
+    return type(x) in (int, float) and x == value
 
 
 def unit_uniform(key, shape, dtype, minval=0.0, maxval=1.0):
