@@ -71,6 +71,9 @@ def _same(got, want):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
+JIT_OF_VMAP = {"normal", "categorical", "poisson", "gamma", "choice_p", "multinomial"}
+
+
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_jit_and_vmap_agree_with_eager(name):
     sample, params = SAMPLERS[name]
@@ -79,7 +82,8 @@ def test_jit_and_vmap_agree_with_eager(name):
     by_key = np.stack([np.asarray(sample(k, params[0])) for k in keys])
     _same(fg.jit(sample)(keys[0], params[0]), by_key[0])
     _same(fg.vmap(sample, (0, None))(keys, params[0]), by_key)
-    _same(fg.jit(fg.vmap(sample, (0, None)))(keys, params[0]), by_key)
+    if name in JIT_OF_VMAP:  # the batched program compiled whole (a few: compiles are slow)
+        _same(fg.jit(fg.vmap(sample, (0, None)))(keys, params[0]), by_key)
     if len(params) > 1:
         by_param = np.stack([np.asarray(sample(K, p)) for p in params])
         _same(fg.vmap(sample, (None, 0))(K, fnp.stack(params)), by_param)
