@@ -124,9 +124,9 @@ def _physical_memory():
 
 def sample_shape(op, shape, *params):
     """JAX's rule for samplers with parameters: `shape` (checked: broadcasting the
-    parameters' shapes against it must give it back), or the parameters' broadcast shape."""
-    shapes = [tuple(np.shape(p)) if not hasattr(p, "shape") else tuple(p.shape)
-              for p in params]
+    parameters' shapes against it must give it back), or the parameters' broadcast shape.
+    A parameter may be given by its shape (a tuple)."""
+    shapes = [tuple(p) if isinstance(p, tuple) else tuple(p.shape) for p in params]
     if shape is None:
         try:
             return tuple(np.broadcast_shapes(*shapes))

@@ -312,8 +312,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
         raise op_error("random.multivariate_normal", f"expected mean of shape (..., n) and cov "
                        f"of shape (..., n, n); got {tuple(mean.shape)} and {tuple(cov.shape)}",
                        cls=FuncgradValueError)
-    batch = sample_shape("multivariate_normal", shape, fnp.zeros(mean.shape[:-1]),
-                         fnp.zeros(cov.shape[:-2]))
+    batch = sample_shape("multivariate_normal", shape, mean.shape[:-1], cov.shape[:-2])
     return _multivariate_normal(data, mean, cov, shape=batch, dtype=dtype, method=method)
 
 

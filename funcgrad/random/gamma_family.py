@@ -218,7 +218,7 @@ def dirichlet(key, alpha, shape=None, dtype=None, *, out_sharding=None):
     if alpha.ndim < 1:
         raise op_error("random.dirichlet", "alpha must have at least one axis",
                        cls=FuncgradValueError)
-    batch = sample_shape("dirichlet", shape, fnp.zeros(alpha.shape[:-1]))
+    batch = sample_shape("dirichlet", shape, alpha.shape[:-1])
     return _dirichlet(data, alpha, shape=batch + alpha.shape[-1:], dtype=dtype)
 
 

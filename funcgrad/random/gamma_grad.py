@@ -90,8 +90,8 @@ def random_gamma_grad(a, x):
     `lax.random_gamma_grad`), elementwise; float16 is computed in float32.
 
     Example:
-        >>> float(random_gamma_grad(fnp.float32(1.0), fnp.float32(0.5)))  # doctest: +SKIP
-        0.2...
+        >>> random_gamma_grad(fnp.array([1.0, 2.0]), fnp.array([0.5, 3.0]))
+        Array([0.8069791, 1.3217987], dtype=float32)
     """
     a, x = fnp.broadcast_arrays(a, x)
     dtype = a.dtype
