@@ -106,8 +106,8 @@ def test_an_eager_call_is_one_compiled_program_traced_once():
 
 
 @pytest.mark.skipif(not HAVE_CC, reason="no C compiler (test_native_backend fails then)")
-@pytest.mark.parametrize("name", ["gamma", "poisson", "binomial", "dirichlet", "categorical",
-                                  "orthogonal", "gumbel_highest", "ball"])
+@pytest.mark.parametrize("name", ["gamma", "poisson", "binomial", "multinomial", "dirichlet",
+                                  "categorical", "orthogonal", "gumbel_highest", "ball"])
 def test_native_tier_gives_the_numpy_tiers_numbers(name):
     sample, params = SAMPLERS[name]
     p = fnp.asarray(params[0])
