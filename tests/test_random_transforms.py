@@ -114,3 +114,25 @@ def test_native_tier_gives_the_numpy_tiers_numbers(name):
     want = fg.jit(sample, backend="numpy")(K, p)
     with native_mode():
         _same(fg.jit(sample)(K, p), want)
+
+
+def test_bad_arguments_are_errors_naming_the_sampler():
+    from funcgrad.errors import FuncgradTypeError, FuncgradValueError
+    bad = [
+        (lambda: r.gamma(K, "a"), FuncgradTypeError, "random.gamma: a must be an array"),
+        (lambda: r.gamma(K, fnp.ones(3), (2,)), FuncgradValueError, "must broadcast"),
+        (lambda: r.dirichlet(K, 1.0), FuncgradValueError, "at least one axis"),
+        (lambda: r.multivariate_normal(K, fnp.zeros(2), fnp.eye(3)), FuncgradValueError,
+         r"\(2,\) and \(3, 3\)"),
+        (lambda: r.multivariate_normal(K, fnp.zeros(2), fnp.eye(2), method="qr"),
+         FuncgradValueError, "method must be"),
+        (lambda: r.poisson(K, 3.0, dtype=fnp.float32), FuncgradTypeError, "integer type"),
+        (lambda: r.binomial(K, 10.0, 0.5, dtype=fnp.int32), FuncgradTypeError, "floating"),
+        (lambda: r.categorical(K, fnp.zeros(3), shape=(4,), replace=False),
+         FuncgradValueError, r"\(4\) cannot exceed the number of categories \(3\)"),
+        (lambda: r.gumbel(K, mode="x"), FuncgradValueError, "mode must be one of"),
+        (lambda: fg.jit(lambda n: r.ball(K, n))(3), FuncgradTypeError, "concrete integer"),
+    ]
+    for fn, cls, match in bad:
+        with pytest.raises(cls, match=match):
+            fn()
