@@ -129,6 +129,8 @@ def test_division_by_a_row_invariant_divisor_is_ieee_division(dtype):
         x, d = x.astype(dtype), d.astype(dtype)
     fns = {"row": lambda x, d: x / d[:, None],
            "scalar": lambda x, d: (x / d[3], x / (d[5] * 2 + 1)),
+           "nested": lambda x, d: x / (fnp.broadcast_to(d[3], x.shape)  # an invariant
+                                       / (1 - fnp.broadcast_to(d[5], x.shape))),  # quotient
            "literal": lambda x, d: (x / 0.65132153, x / 3.0, x / -1e-40, x / 7e3),
            "loop": lambda x, d: fg.lax.fori_loop(  # a C loop's kernels
                0, 3, lambda k, c: c / (fnp.abs(c).max(1, keepdims=True) + 1), x),

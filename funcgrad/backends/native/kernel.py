@@ -156,10 +156,13 @@ class CKernel:
         are computed from, declared before the innermost loop (once per row)."""
         if not self.recips:
             return heads
+        recip = "const double r_{0} = 1.0 / (double)v_{0};".format
         lines = [self.load(inp, _offset(counters, inp.strides)) for inp in self.plan.inputs
                  if inp.name in self.hoisted]
-        lines += [ln for i, ln in zip(self.spec.body, self.body) if i.dst in self.hoisted]
-        lines += [f"const double r_{b} = 1.0 / (double)v_{b};" for b in self.recips]
+        lines += [recip(inp.name) for inp in self.plan.inputs if inp.name in self.recips]
+        for i, ln in zip(self.spec.body, self.body):  # a reciprocal right after its divisor:
+            if i.dst in self.hoisted:  # a hoisted quotient (a / (b / c)) may use one
+                lines += [ln, recip(i.dst)] if i.dst in self.recips else [ln]
         fors = [k for k, h in enumerate(heads) if h.startswith("for")]
         if not fors:  # the rows are the innermost loop (reduced axes of size 1)
             return heads + lines
