@@ -46,6 +46,7 @@ from funcgrad.core import (
     to_array,
 )
 from funcgrad.core.array import device_provider
+from funcgrad.core.trace import NONFINITE, nonfinite
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters import partial_eval as pe
 
@@ -154,7 +155,7 @@ def _jit_impl(*args, jaxpr, name, donated, backend):
         reraise(e, exe, name)
     stats["run", name] += 1
     res = _wrap_all(outs, jaxpr.out_avals)
-    if _cfg["debug_nans"]:
+    if _cfg["debug_nans"] or _cfg["debug_infs"]:
         _check_nans(jaxpr, args, res, name)
     return res
 
@@ -170,11 +171,12 @@ def _wrap_all(outs, avals):
 
 
 def _check_nans(closed, args, outs, name):
-    bad = [i for i, o in enumerate(outs)
-           if dtypes.is_inexact(o.dtype) and np.isnan(o._value).any()]
+    found = [(i, nonfinite(o._value)) for i, o in enumerate(outs) if dtypes.is_inexact(o.dtype)]
+    bad = [i for i, what in found if what]
     if not bad:
         return
-    note = f"(jit({name}) produced a NaN; it was re-run op by op to find where)"
+    what = dict(found)[bad[0]]
+    note = f"(jit({name}) produced {NONFINITE[what]}; it was re-run op by op to find where)"
     try:
         eval_jaxpr(closed.jaxpr, closed.consts, *args)
     except FloatingPointError as e:
@@ -182,7 +184,7 @@ def _check_nans(closed, args, outs, name):
             raise
         raise FloatingPointError(f"{e}\n  {note}") from None
     raise FloatingPointError(
-        f"debug_nans: jit({name}) produced a NaN in output {bad[0]} "
+        f"debug_{what}s: jit({name}) produced {NONFINITE[what]} in output {bad[0]} "
         f"({closed.out_avals[bad[0]]}), but re-running it op by op did not; the difference "
         f"comes from compiled arithmetic (fusion, reassociation).\n{errors.where()}")
 
