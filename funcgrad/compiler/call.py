@@ -27,7 +27,7 @@ import threading
 import numpy as np
 
 from funcgrad import dtypes, errors
-from funcgrad.compiler.jit_cache import programs, reraise
+from funcgrad.compiler.jit_cache import log, programs, reraise, run
 from funcgrad.compiler.jit_cache import stats as _stats
 from funcgrad.config import config
 from funcgrad.core import (
@@ -131,6 +131,9 @@ def _compile(closed, backend, donated, name):
     # The code is built from a copy of the wrapper: cached code must not refer to the program
     # it is cached for (`jit_cache.ProgramCache`).
     copy = ClosedJaxpr(closed.jaxpr, closed.consts)
+    if _cfg["log_compiles"]:
+        log(f"Compiling jit({name}) for {backend} with inputs "
+            f"{', '.join(a.str_short() for a in closed.in_avals) or '()'}")
     try:
         with gc_paused():
             return pipeline.compile_jaxpr(copy, backend=backend, donate_argnums=donate)
@@ -150,7 +153,7 @@ def _jit_impl(*args, jaxpr, name, donated, backend):
     # A bound equation never overwrites its operands: jit's own eager call donates buffers.
     exe = executable(jaxpr, backend, (False,) * len(args), name)
     try:
-        outs = exe(*vals)
+        outs = run(exe, vals, name)
     except Exception as e:
         reraise(e, exe, name)
     stats["run", name] += 1

@@ -31,8 +31,11 @@ from funcgrad.compiler.jit_cache import (
     _key_diff,
     call_donating,
     check_donation,
+    log,
     reraise,
+    run,
     warn_unusable_donations,
+    watchers,
 )
 from funcgrad.config import config
 from funcgrad.core import (
@@ -189,7 +192,8 @@ class Jitted:
         if entry.donate:
             return call_donating(entry, leaves, vals, lambda: self._names_of(args, kwargs))
         try:  # the executable reports its own failures; anything else is wrapped
-            outs = exe(*entry.const_vals, *vals)
+            outs = run(exe, [*entry.const_vals, *vals], self._name) if watchers else \
+                exe(*entry.const_vals, *vals)
         except Exception as e:
             reraise(e, exe, self._name)
         return entry.build_outputs(outs)
@@ -290,6 +294,8 @@ class Jitted:
         info = self._split(args, kwargs)[0]
         names = self._leaf_names(info)
         reason = cache.explain(key, names)
+        if _cfg["explain_cache_misses"]:
+            log(f"jit: tracing `{self._name}` again (cache miss): {reason}")
         entry = self._trace(key, info, names, args, kwargs)
         cache.traces += 1
         cache.recent.append((key, names))

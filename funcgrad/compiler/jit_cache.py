@@ -57,6 +57,22 @@ class Stats:
 
 stats = Stats()
 
+# Runs watched by a `funcgrad.profiler` trace session: while it holds a function
+# `watch(name, exe, args) -> outputs`, every eager run of a compiled program goes through it.
+watchers = []
+
+
+def run(exe, args, name):
+    """`exe(*args)`, through the trace session's watcher while one is on."""
+    return exe(*args) if not watchers else watchers[0](name, exe, args)
+
+
+def log(message):
+    """`message` on the logger "funcgrad" at WARNING (`log_compiles`, `explain_cache_misses`:
+    shown by default, as JAX's)."""
+    import logging
+    logging.getLogger("funcgrad").warning(message)
+
 
 # --- compiled code and derived programs, per program -----------------------------------------
 
