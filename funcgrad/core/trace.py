@@ -124,7 +124,8 @@ class Primitive:
     - `view_axes`: a fusible view's rule `(operand shape, out shape, **params)` -> operand
       axis -> output axis (-1: a dropped unit axis), or None where it is no such relabeling;
     - `rank0_operands`: each operand may be rank-0 and broadcasts (lax's binary ops);
-    - `effectful`: it has a side effect (dead-code elimination keeps it).
+    - `effectful`: it has a side effect (dead-code elimination keeps it);
+    - `identity`: it returns its one operand unchanged (the simplifier drops it).
 
     Example:
         >>> sin_p = Primitive("sin")
@@ -140,6 +141,7 @@ class Primitive:
     view_axes = None
     rank0_operands = False
     effectful = False
+    identity = False  # returns its one operand unchanged: the compiler's simplifier drops it
     calls_body = False  # applies its `jaxpr` param to its operands: compiles as a plain call
     _fusible = weakref.WeakValueDictionary()  # name -> the fusible primitive of that name
 
