@@ -172,3 +172,8 @@ def _callback_run(*vals, callback, _tree, _static, _where=None):
 
 
 debug_callback_p = _effect_primitive("debug_callback", _callback_run)
+
+
+from funcgrad.debugger import breakpoint, log  # noqa: E402  (they build on the primitives above)
+
+__all__ += ["breakpoint", "log"]
