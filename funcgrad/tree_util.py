@@ -535,9 +535,9 @@ class Partial(functools.partial):
     2)`), as JAX's `Partial`.
 
     Example:
-      >>> add_one = Partial(operator.add, 1)
-      >>> add_one(2), tree_leaves(add_one)
-      (3, [1])
+      >>> divide_7 = Partial(divmod, 7)
+      >>> divide_7(2), tree_leaves(divide_7)
+      ((3, 1), [7])
     """
 
     def __new__(cls, func, *args, **kw):

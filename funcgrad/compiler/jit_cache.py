@@ -134,6 +134,11 @@ class ProgramCache:
         rec = self._records.get(id(program))
         return list(rec) if rec is not None and rec.ref() is program else []
 
+    def clear(self):
+        """Drop what is cached for every program."""
+        while self._records:
+            self._release_values(list(self._records.popitem()[1].items()))
+
     def release(self, program):
         """Drop what is cached for `program`, and for the programs derived from it, now (their
         generated sources leave `linecache` with them); later calls compile again."""
@@ -282,6 +287,7 @@ class _FunCache:
         self.warned = False
         # A dead function's cache releases its programs at once.
         weakref.finalize(self, _release_all, self.entries)
+        _all_caches.add(self)
 
     @property
     def hits(self):
@@ -338,6 +344,15 @@ def _release_all(entries):
 
 
 _shared_caches = weakref.WeakKeyDictionary()  # function -> {options: _FunCache}
+_all_caches = weakref.WeakSet()  # every live _FunCache (for `clear_all`)
+
+
+def clear_all():
+    """Forget every trace of every jitted function and every compiled program
+    (`funcgrad.clear_caches`); later calls trace and compile again."""
+    for cache in list(_all_caches):
+        cache.clear()
+    programs.clear()
 
 
 def _cache_for(fun, options):
