@@ -112,12 +112,16 @@ def _result_aval(x):
 
 def _impl(*vals, callback, result_avals, sharding, vmap_method):
     args = [Array(np.array(v)) for v in vals]  # copies: a compiled program reuses its buffers
-    got, _ = tree_flatten(callback(*args))
-    if len(got) != len(result_avals):
-        raise errors.op_error("pure_callback", f"the callback {callback!r} returned "
-                              f"{len(got)} array(s), but result_shape_dtypes declares "
-                              f"{len(result_avals)}", cls=errors.FuncgradValueError)
-    return [_checked(callback, i, g, a) for i, (g, a) in enumerate(zip(got, result_avals))]
+    try:  # the callback's exceptions, and ours about its results, are the user's
+        got, _ = tree_flatten(callback(*args))
+        if len(got) != len(result_avals):
+            raise errors.op_error("pure_callback", f"the callback {callback!r} returned "
+                                  f"{len(got)} array(s), but result_shape_dtypes declares "
+                                  f"{len(result_avals)}", cls=errors.FuncgradValueError)
+        return [_checked(callback, i, g, a) for i, (g, a) in enumerate(zip(got, result_avals))]
+    except Exception as e:
+        errors.mark_user_error(e, f"raised in the pure_callback {callback!r}")
+        raise
 
 
 def _checked(callback, i, value, aval):

@@ -291,7 +291,7 @@ def canonicalize_dtype(dtype, allow_extended_dtype=False):
             raise ValueError(f"Internal: canonicalize_dtype called on extended dtype {dtype} "
                              "with allow_extended_dtype=False")
         return dtype
-    if dtype in (bool, int, float, complex):
+    if dtype is bool or dtype is int or dtype is float or dtype is complex:
         return scalar_dtype(dtype())[0]
     dt = np.dtype(dtype)
     return _NARROW.get(dt, dt) if not config.enable_x64 else dt
