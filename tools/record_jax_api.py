@@ -117,13 +117,7 @@ def residual_kind(description):
 
 # --- recording ----------------------------------------------------------------------------------
 
-def main():
-    import jax
-    import jax.numpy as jnp
-    from jax.ad_checkpoint import checkpoint_name
-    from jax._src.ad_checkpoint import saved_residuals  # (print_saved_residuals prints it)
-    from jax.flatten_util import ravel_pytree
-
+def record_eval_shape(jax, jnp):
     def arg(spec):
         if spec[0] == "py":
             return spec[1]
@@ -131,90 +125,114 @@ def main():
 
     def struct(s):
         return [list(s.shape), str(s.dtype), bool(s.weak_type)]
-
-    rec = {"versions": {"jax": jax.__version__}}
-    rec["eval_shape"] = [
-        [src, args, jax.tree_util.tree_map(struct, jax.eval_shape(eval(src, {"jnp": jnp}),
-                                                                  *map(arg, args)))]
+    return [[src, args, jax.tree_util.tree_map(
+        struct, jax.eval_shape(eval(src, {"jnp": jnp}), *map(arg, args)))]
         for src, args in EVAL_SHAPE]
 
+
+def record_dtypes(jax, jnp):
     d = jax.dtypes
-    rec["canonicalize_dtype"] = {t: str(d.canonicalize_dtype(t)) for t in DTYPES}
-    rec["issubdtype"] = {f"{t} {k}": bool(d.issubdtype(t, getattr(jnp, k)))
-                         for t in DTYPES for k in KINDS}
-    rec["result_type"] = [[args, [str(x) for x in d.result_type(
-        *[result_type_arg(a, jnp) for a in args], return_weak_type_flag=True)]]
-        for args in RESULT_TYPE]
-    rec["scalar_type_of"] = {t: d.scalar_type_of(np.zeros((), t)).__name__ for t in DTYPES}
-    rec["itemsize_bits"] = {t: d.itemsize_bits(t) for t in DTYPES}
+    return {
+        "canonicalize_dtype": {t: str(d.canonicalize_dtype(t)) for t in DTYPES},
+        "issubdtype": {f"{t} {k}": bool(d.issubdtype(t, getattr(jnp, k)))
+                       for t in DTYPES for k in KINDS},
+        "result_type": [[args, [str(x) for x in d.result_type(
+            *[result_type_arg(a, jnp) for a in args], return_weak_type_flag=True)]]
+            for args in RESULT_TYPE],
+        "scalar_type_of": {t: d.scalar_type_of(np.zeros((), t)).__name__ for t in DTYPES},
+        "itemsize_bits": {t: d.itemsize_bits(t) for t in DTYPES},
+    }
 
-    rec["ravel"] = []
+
+def record_ravel(jax):
+    from jax.flatten_util import ravel_pytree
+    out = []
     for tree in RAVEL:
-        values = jax.tree_util.tree_map(lambda s: leaf_value(*s), tree,
-                                        is_leaf=is_spec)
+        values = jax.tree_util.tree_map(lambda s: leaf_value(*s), tree, is_leaf=is_spec)
         flat, unravel = ravel_pytree(values)
-        back = unravel(flat)
-        rec["ravel"].append([tree, np.asarray(flat).tolist(), str(flat.dtype),
-                             [str(x.dtype) for x in jax.tree_util.tree_leaves(back)]])
+        out.append([tree, np.asarray(flat).tolist(), str(flat.dtype),
+                    [str(x.dtype) for x in jax.tree_util.tree_leaves(unravel(flat))]])
+    return out
 
-    rec["segments"] = []
+
+def record_segments(jax, jnp):
+    out = []
     for shape, ids, num, opts in SEGMENTS:
         data = np.cos(np.arange(int(np.prod(shape)))).reshape(shape).astype(np.float32)
-        outs = {}
-        for op in ("sum", "prod", "max", "min"):
-            fn = getattr(jax.ops, f"segment_{op}")
-            outs[op] = np.asarray(fn(data, jnp.array(ids), num, **opts)).tolist()
-        rec["segments"].append([shape, ids, num, opts, outs])
+        out.append([shape, ids, num, opts, {
+            op: np.asarray(getattr(jax.ops, f"segment_{op}")(data, jnp.array(ids), num, **opts))
+            .tolist() for op in ("sum", "prod", "max", "min")}])
+    return out
 
-    rec["resize"] = []
-    for shape, out in RESIZE_SHAPES:
-        x = image(shape)
-        ct = image(out) * 0.5 + 0.25
+
+def record_resize(jax, jnp):
+    out = []
+    for shape, size in RESIZE_SHAPES:
+        x, ct = image(shape), image(size) * 0.5 + 0.25
         for m in RESIZE_METHODS:
             for aa in (True, False):
-                y, vjp = jax.vjp(lambda x: jax.image.resize(x, out, m, antialias=aa), x)
+                f = functools.partial(jax.image.resize, shape=size, method=m, antialias=aa)
+                y, vjp = jax.vjp(f, x)
                 g = vjp(jnp.asarray(ct, y.dtype))[0]
-                rec["resize"].append([shape, out, m, aa, np.asarray(y).tolist(),
-                                      np.asarray(g).tolist()])
-    rec["scale_and_translate"] = []
-    for shape, out, dims, scale, trans, m in SCALE_TRANSLATE:
-        x = image(shape)
-        f = functools.partial(jax.image.scale_and_translate, shape=out, spatial_dims=dims,
-                              method=m)
-        y = f(x, scale=jnp.array(scale), translation=jnp.array(trans))
-        gs = jax.grad(lambda s, t: jnp.sum(jnp.sin(f(x, scale=s, translation=t))), (0, 1))(
-            jnp.array(scale), jnp.array(trans))
-        rec["scale_and_translate"].append([shape, out, dims, scale, trans, m,
-                                           np.asarray(y).tolist(),
-                                           [np.asarray(g).tolist() for g in gs]])
+                out.append([shape, size, m, aa, np.asarray(y).tolist(), np.asarray(g).tolist()])
+    return out
 
+
+def record_scale_and_translate(jax, jnp):
+    out = []
+    for shape, size, dims, scale, trans, m in SCALE_TRANSLATE:
+        x = image(shape)
+        f = functools.partial(jax.image.scale_and_translate, x, shape=size, spatial_dims=dims,
+                              method=m)
+        y = f(scale=jnp.array(scale), translation=jnp.array(trans))
+        loss = functools.partial(lambda f, s, t: jnp.sum(jnp.sin(f(scale=s, translation=t))), f)
+        gs = jax.grad(loss, (0, 1))(jnp.array(scale), jnp.array(trans))
+        out.append([shape, size, dims, scale, trans, m, np.asarray(y).tolist(),
+                    [np.asarray(g).tolist() for g in gs]])
+    return out
+
+
+def record_residuals(jax, jnp):
+    from jax._src.ad_checkpoint import saved_residuals  # (print_saved_residuals prints it)
+    from jax.ad_checkpoint import checkpoint_name
     ns = {"jnp": jnp, "checkpoint_name": checkpoint_name}
     exec(block_source(), ns)
-    P = jax.checkpoint_policies  # noqa: N806
-    x, w = image([2, 3]), image([3, 3])
-    rec["residuals"] = {}
+    out = {}
     for src in POLICIES:
-        policy = eval(src, {"P": P})
-        f = jax.checkpoint(ns["block"], policy=policy)
-        res = saved_residuals(f, x, w)
-        rec["residuals"][src] = sorted([a.str_short(short_dtypes=True), residual_kind(s)]
-                                       for a, s in res)
+        f = jax.checkpoint(ns["block"], policy=eval(src, {"P": jax.checkpoint_policies}))
+        res = saved_residuals(f, image([2, 3]), image([3, 3]))
+        out[src] = sorted([a.str_short(short_dtypes=True), residual_kind(s)] for a, s in res)
+    return out
 
-    seen = {}
 
-    def callback(x, y):
-        seen.setdefault("shapes", []).append([list(np.shape(x)), list(np.shape(y))])
-        return np.asarray(x) + np.asarray(y)
-    rec["callbacks"] = {}
+def record_callbacks(jax, jnp):
+    out = {}
     for m in CALLBACK_METHODS:
-        seen.clear()
+        seen = []
 
-        def fun(x, y, m=m):
-            out = jax.ShapeDtypeStruct(jnp.broadcast_shapes(x.shape, jnp.shape(y)), x.dtype)
-            return jax.pure_callback(callback, out, x, y, vmap_method=m)
-        out = jax.vmap(fun, in_axes=(0, None))(jnp.arange(4.0), jnp.float32(1.0))
-        rec["callbacks"][m] = [seen["shapes"], np.asarray(out).tolist()]
+        def callback(x, y, seen=seen):
+            seen.append([list(np.shape(x)), list(np.shape(y))])
+            return np.asarray(x) + np.asarray(y)
 
+        def fun(x, y, m=m, callback=callback):
+            shape = jnp.broadcast_shapes(x.shape, jnp.shape(y))
+            return jax.pure_callback(callback, jax.ShapeDtypeStruct(shape, x.dtype), x, y,
+                                     vmap_method=m)
+        got = jax.vmap(fun, in_axes=(0, None))(jnp.arange(4.0), jnp.float32(1.0))
+        out[m] = [seen, np.asarray(got).tolist()]
+    return out
+
+
+def main():
+    import jax
+    import jax.numpy as jnp
+
+    rec = {"versions": {"jax": jax.__version__}, "eval_shape": record_eval_shape(jax, jnp),
+           "ravel": record_ravel(jax), "segments": record_segments(jax, jnp),
+           "resize": record_resize(jax, jnp),
+           "scale_and_translate": record_scale_and_translate(jax, jnp),
+           "residuals": record_residuals(jax, jnp), "callbacks": record_callbacks(jax, jnp),
+           **record_dtypes(jax, jnp)}
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "golden",
                         "jax_api.json")
     with open(path, "w") as f:
