@@ -19,7 +19,7 @@ def _type(monkeypatch, commands):
 def test_breakpoint_under_jit_shows_values(monkeypatch, capsys):
     def model(x):
         y = fnp.sin(x)
-        state = {"y": y, "n": 3}
+        state = {"y": y, "n": 3}  # noqa: F841  (shown by the debugger)
         fg.debug.breakpoint()
         return y * 2
 
