@@ -29,6 +29,7 @@ from funcgrad.core import (
 from funcgrad.custom_derivatives import _front, eval_eagerly
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters import partial_eval as pe
+from funcgrad.lax.barrier import optimization_barrier_p
 from funcgrad.tree_util import tree_flatten, tree_map, tree_unflatten
 
 __all__ = ["Offloadable", "Recompute", "Saveable", "checkpoint", "checkpoint_lin_p",
@@ -329,7 +330,7 @@ def _checkpoint_jvp(primals, outs, tangents, *, jaxpr, prevent_cse, policy):
         saved = _kept(jaxpr, policy)
         saved_vals = _forward(jaxpr, primals, saved, saved[-1] + 1)[1] if saved else []
     lin = checkpoint_lin_p.bind(*primals, *saved_vals, *[t for t, z in zip(tangents, nz) if z],
-                                jaxpr=jaxpr, nz_in=nz, saved=saved)
+                                jaxpr=jaxpr, nz_in=nz, saved=saved, prevent_cse=prevent_cse)
     it = iter(lin)
     return [next(it) if ad.differentiable(a) else ad.Zero(a) for a in jaxpr.out_avals]
 
@@ -366,16 +367,16 @@ def _lin_apply(args, jaxpr, nz_in, saved):
     return [ad.instantiate(t) for t, a in zip(t_outs, jaxpr.out_avals) if ad.differentiable(a)]
 
 
-def _checkpoint_lin_impl(*args, jaxpr, nz_in, saved):
+def _checkpoint_lin_impl(*args, jaxpr, nz_in, saved, prevent_cse):
     with set_trace(None):
         return _lin_apply(args, jaxpr, nz_in, saved)
 
 
-def _checkpoint_lin_abstract(*avals, jaxpr, nz_in, saved):
+def _checkpoint_lin_abstract(*avals, jaxpr, nz_in, saved, prevent_cse):
     return [ad.tangent_aval(a) for a in jaxpr.out_avals if ad.differentiable(a)]
 
 
-def _checkpoint_lin_jvp(primals, outs, tangents, *, jaxpr, nz_in, saved):
+def _checkpoint_lin_jvp(primals, outs, tangents, *, jaxpr, nz_in, saved, prevent_cse):
     # The linear map is itself a checkpointed block of its inputs.
     fn = lambda *a: _lin_apply(a, jaxpr, nz_in, saved)
     lj, consts = pe.closure_convert(fn, [get_aval(x) for x in primals], "checkpoint")
@@ -384,13 +385,16 @@ def _checkpoint_lin_jvp(primals, outs, tangents, *, jaxpr, nz_in, saved):
                            policy=None)
 
 
-def _checkpoint_lin_transpose(cts, *args, jaxpr, nz_in, saved):
+def _checkpoint_lin_transpose(cts, *args, jaxpr, nz_in, saved, prevent_cse):
     primals, saved_vals, _ = _split(args, jaxpr, saved)
     ct_nz = tuple(type(c) is not ad.Zero for c in cts)
     plan, consts = _transpose_plan(jaxpr, nz_in, saved, ct_nz)
     tangents = [ad.UndefinedPrimal(ad.tangent_aval(a))
                 for a, z in zip(jaxpr.in_avals, nz_in) if z]
-    got = plan.apply([*consts, *primals, *saved_vals, *tangents], list(cts))
+    known = [*primals, *saved_vals]
+    if prevent_cse and known:  # the compiler must not merge the recomputation with the forward
+        known = optimization_barrier_p.bind(*known)
+    got = plan.apply([*consts, *known, *tangents], list(cts))
     return [None] * (len(primals) + len(saved_vals)) + got
 
 
@@ -424,7 +428,7 @@ def _transpose_plan(jaxpr, nz_in, saved, ct_nz):
     return hit
 
 
-def _checkpoint_lin_batch(args, dims, *, jaxpr, nz_in, saved):
+def _checkpoint_lin_batch(args, dims, *, jaxpr, nz_in, saved, prevent_cse):
     size = next(get_aval(x).shape[d] for x, d in zip(args, dims) if d is not None)
     primals, _, tangents = _split(list(zip(args, dims)), jaxpr, saved)
     primals = [move_to(x, d, 0, size) for x, d in primals]
@@ -432,7 +436,8 @@ def _checkpoint_lin_batch(args, dims, *, jaxpr, nz_in, saved):
     bj, consts = pe.closure_convert(batching.batch_jaxpr(jaxpr, [0] * len(primals), size,
                                                          True)[0])
     outs = checkpoint_lin_p.bind(*consts, *primals, *tangents, jaxpr=bj,
-                                 nz_in=(False,) * len(consts) + nz_in, saved=())
+                                 nz_in=(False,) * len(consts) + nz_in, saved=(),
+                                 prevent_cse=prevent_cse)
     return outs, [0] * len(outs)
 
 

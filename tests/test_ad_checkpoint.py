@@ -184,3 +184,21 @@ def test_the_vjp_function_is_a_pytree():
         np.testing.assert_allclose(got, ref, rtol=1e-6)
     with pytest.raises(errors.FuncgradTypeError, match="structure"):
         pullback((1.0, 2.0))
+
+
+def test_under_jit_the_recomputation_stays_unless_prevent_cse_is_off():
+    x, w = _args()
+    f = lambda x, w: fnp.sum(fnp.sin(fnp.tanh(x @ w)) * 2)  # noqa: E731
+
+    def compiled(policy, prevent_cse=True):
+        ck = fg.checkpoint(f, policy=policy, prevent_cse=prevent_cse)
+        text = fg.jit(fg.value_and_grad(ck, 1)).lower(x, w).as_text()
+        return text.count(" tanh "), text.count("dot_general")
+    assert compiled(None) == (2, 3)  # forward, then x @ w and tanh again in the backward
+    assert compiled(P.dots_saveable) == (2, 2)  # the product is read, tanh recomputed
+    assert compiled(P.everything_saveable) == (1, 2)
+    assert compiled(None, prevent_cse=False) == (1, 2)  # the compiler merges them (CSE)
+    plain = fg.jit(fg.value_and_grad(f, 1))(x, w)
+    for policy in (None, P.dots_saveable):
+        got = fg.jit(fg.value_and_grad(fg.checkpoint(f, policy=policy), 1))(x, w)
+        np.testing.assert_allclose(got[1], plain[1], rtol=1e-5)
