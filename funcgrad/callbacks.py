@@ -12,6 +12,7 @@ import numpy as np
 
 from funcgrad import dtypes, errors
 from funcgrad.core import Array, Primitive, ShapedArray, get_aval
+from funcgrad.core.array import host_value
 from funcgrad.interpreters import ad, batching
 from funcgrad.tree_util import tree_flatten, tree_unflatten
 
@@ -111,7 +112,8 @@ def _result_aval(x):
 
 
 def _impl(*vals, callback, result_avals, sharding, vmap_method):
-    args = [Array(np.array(v)) for v in vals]  # copies: a compiled program reuses its buffers
+    # copies on the host: a compiled program reuses its buffers (and a GPU's are not NumPy's)
+    args = [Array(np.array(host_value(v))) for v in vals]
     try:  # the callback's exceptions, and ours about its results, are the user's
         got, _ = tree_flatten(callback(*args))
         if len(got) != len(result_avals):

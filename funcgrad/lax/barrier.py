@@ -7,8 +7,6 @@ simplifier keeps it, and CSE sees its outputs as new values. Its derivative, tra
 batching rule are barriers too.
 """
 
-import numpy as np
-
 from funcgrad.core import Primitive
 from funcgrad.interpreters import ad, batching
 from funcgrad.tree_util import tree_flatten, tree_unflatten
@@ -41,7 +39,7 @@ def _barrier_transpose(cts, *args):
 
 
 optimization_barrier_p = Primitive("optimization_barrier", multiple_results=True)
-optimization_barrier_p.def_impl(lambda *xs: [np.asarray(x) for x in xs])
+optimization_barrier_p.def_impl(lambda *xs: list(xs))  # (device arrays stay where they are)
 optimization_barrier_p.def_abstract_eval(lambda *avals: list(avals))
 ad.jvp_rules[optimization_barrier_p] = _barrier_jvp
 ad.transpose_rules[optimization_barrier_p] = _barrier_transpose
