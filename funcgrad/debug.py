@@ -203,3 +203,8 @@ def inspect_array_sharding(value, *, callback):
     """Call `callback(sharding)` for each array of pytree `value` (None for traced ones)."""
     from funcgrad.sharding import visualize
     visualize.inspect_array_sharding(value, callback=callback)
+
+
+from funcgrad.debugger import breakpoint, log  # noqa: E402  (they build on the primitives above)
+
+__all__ += ["breakpoint", "log"]

@@ -27,7 +27,7 @@ import threading
 import numpy as np
 
 from funcgrad import dtypes, errors
-from funcgrad.compiler.jit_cache import programs, reraise
+from funcgrad.compiler.jit_cache import log, programs, reraise, run
 from funcgrad.compiler.jit_cache import stats as _stats
 from funcgrad.config import config
 from funcgrad.core import (
@@ -46,6 +46,7 @@ from funcgrad.core import (
     to_array,
 )
 from funcgrad.core.array import device_provider
+from funcgrad.core.trace import NONFINITE, nonfinite
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters import partial_eval as pe
 
@@ -130,6 +131,9 @@ def _compile(closed, backend, donated, name):
     # The code is built from a copy of the wrapper: cached code must not refer to the program
     # it is cached for (`jit_cache.ProgramCache`).
     copy = ClosedJaxpr(closed.jaxpr, closed.consts)
+    if _cfg["log_compiles"]:
+        log(f"Compiling jit({name}) for {backend} with inputs "
+            f"{', '.join(a.str_short() for a in closed.in_avals) or '()'}")
     try:
         with gc_paused():
             return pipeline.compile_jaxpr(copy, backend=backend, donate_argnums=donate)
@@ -149,12 +153,12 @@ def _jit_impl(*args, jaxpr, name, donated, backend):
     # A bound equation never overwrites its operands: jit's own eager call donates buffers.
     exe = executable(jaxpr, backend, (False,) * len(args), name)
     try:
-        outs = exe(*vals)
+        outs = run(exe, vals, name)
     except Exception as e:
         reraise(e, exe, name)
     stats["run", name] += 1
     res = _wrap_all(outs, jaxpr.out_avals)
-    if _cfg["debug_nans"]:
+    if _cfg["debug_nans"] or _cfg["debug_infs"]:
         _check_nans(jaxpr, args, res, name)
     return res
 
@@ -170,11 +174,12 @@ def _wrap_all(outs, avals):
 
 
 def _check_nans(closed, args, outs, name):
-    bad = [i for i, o in enumerate(outs)
-           if dtypes.is_inexact(o.dtype) and np.isnan(o._value).any()]
+    found = [(i, nonfinite(o._value)) for i, o in enumerate(outs) if dtypes.is_inexact(o.dtype)]
+    bad = [i for i, what in found if what]
     if not bad:
         return
-    note = f"(jit({name}) produced a NaN; it was re-run op by op to find where)"
+    what = dict(found)[bad[0]]
+    note = f"(jit({name}) produced {NONFINITE[what]}; it was re-run op by op to find where)"
     try:
         eval_jaxpr(closed.jaxpr, closed.consts, *args)
     except FloatingPointError as e:
@@ -182,7 +187,7 @@ def _check_nans(closed, args, outs, name):
             raise
         raise FloatingPointError(f"{e}\n  {note}") from None
     raise FloatingPointError(
-        f"debug_nans: jit({name}) produced a NaN in output {bad[0]} "
+        f"debug_{what}s: jit({name}) produced {NONFINITE[what]} in output {bad[0]} "
         f"({closed.out_avals[bad[0]]}), but re-running it op by op did not; the difference "
         f"comes from compiled arithmetic (fusion, reassociation).\n{errors.where()}")
 

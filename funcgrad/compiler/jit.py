@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from funcgrad import dtypes, errors
+from funcgrad.abstract_eval import ShapeDtypeStruct
 from funcgrad.compiler import call
 from funcgrad.compiler.jit_cache import (
     _KWARGS,
@@ -30,8 +31,11 @@ from funcgrad.compiler.jit_cache import (
     _key_diff,
     call_donating,
     check_donation,
+    log,
     reraise,
+    run,
     warn_unusable_donations,
+    watchers,
 )
 from funcgrad.config import config
 from funcgrad.core import (
@@ -68,7 +72,7 @@ _CANONICAL = frozenset()  # numpy dtypes a plain ndarray argument may have on th
 
 def _on_config_change(name, value):
     global _FAST, _X64, _CANONICAL
-    _FAST = not (_cfg["disable_jit"] or _cfg["debug_nans"])
+    _FAST = not (_cfg["disable_jit"] or _cfg["debug_nans"] or _cfg["debug_infs"])
     _X64 = bool(_cfg["enable_x64"])
     _CANONICAL = frozenset(d for d in dtypes._SHORT if dtypes.canonicalize(d) == d)
 
@@ -231,7 +235,8 @@ class Jitted:
         if entry.donate:
             return call_donating(entry, leaves, vals, lambda: self._names_of(args, kwargs))
         try:  # the executable reports its own failures; anything else is wrapped
-            outs = exe(*entry.const_vals, *vals)
+            outs = run(exe, [*entry.const_vals, *vals], self._name) if watchers else \
+                exe(*entry.const_vals, *vals)
         except Exception as e:
             reraise(e, exe, self._name)
         return entry.build_outputs(outs)
@@ -239,6 +244,12 @@ class Jitted:
     def _bind(self, key, leaves, args, kwargs):
         if _cfg["disable_jit"]:  # a `Compiled` called with jit disabled
             return self._fun(*args, **kwargs)
+        if current_trace() is None and ShapeDtypeStruct in map(type, leaves):
+            name = self._names_of(args, kwargs)[list(map(type, leaves)).index(ShapeDtypeStruct)]
+            raise errors.FuncgradTypeError(
+                f"jit({self._name}): argument `{name}` is a ShapeDtypeStruct, which has no "
+                f"values to compute with\n{errors.where()}\n  hint: use it with "
+                f"jit({self._name}).lower(...) or eval_shape; call with arrays.")
         return self._bind_entry(self._lookup(key, args, kwargs), leaves, args, kwargs)
 
     def _bind_entry(self, entry, leaves, args, kwargs):
@@ -326,6 +337,8 @@ class Jitted:
         info = self._split(args, kwargs)[0]
         names = self._leaf_names(info)
         reason = cache.explain(key, names)
+        if _cfg["explain_cache_misses"]:
+            log(f"jit: tracing `{self._name}` again (cache miss): {reason}")
         entry = self._trace(key, info, names, args, kwargs)
         cache.traces += 1
         cache.recent.append((key, names))
@@ -612,11 +625,15 @@ class Compiled:
 # --- keys -------------------------------------------------------------------------------------
 
 def _other_leaf(x):
-    """`(signature, value)` of a leaf that is not an Array or a canonical ndarray: a tracer
-    (no value), a Python scalar or another NumPy value (converted); None for a non-array."""
+    """`(signature, value)` of a leaf that is not an Array or a canonical ndarray: a tracer or
+    a `ShapeDtypeStruct` (no value), a Python scalar or another NumPy value (converted); None
+    for a non-array."""
     if isinstance(x, Tracer):
         a = x.aval
         return (a.shape, a.dtype, a.weak_type) + (() if a.vma is None else (a.vma,)), None
+    if type(x) is ShapeDtypeStruct:  # (`jitted.lower(ShapeDtypeStruct(...))`)
+        a = x.aval
+        return (a.shape, a.dtype, a.weak_type), None
     if type(x) in _SCALARS or isinstance(x, (np.ndarray, np.generic)):
         try:
             a = to_array(x)

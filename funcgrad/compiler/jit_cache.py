@@ -57,6 +57,22 @@ class Stats:
 
 stats = Stats()
 
+# Runs watched by a `funcgrad.profiler` trace session: while it holds a function
+# `watch(name, exe, args) -> outputs`, every eager run of a compiled program goes through it.
+watchers = []
+
+
+def run(exe, args, name):
+    """`exe(*args)`, through the trace session's watcher while one is on."""
+    return exe(*args) if not watchers else watchers[0](name, exe, args)
+
+
+def log(message):
+    """`message` on the logger "funcgrad" at WARNING (`log_compiles`, `explain_cache_misses`:
+    shown by default, as JAX's)."""
+    import logging
+    logging.getLogger("funcgrad").warning(message)
+
 
 # --- compiled code and derived programs, per program -----------------------------------------
 
@@ -117,6 +133,11 @@ class ProgramCache:
         """The keys cached for `program` (for tests and curious users)."""
         rec = self._records.get(id(program))
         return list(rec) if rec is not None and rec.ref() is program else []
+
+    def clear(self):
+        """Drop what is cached for every program."""
+        while self._records:
+            self._release_values(list(self._records.popitem()[1].items()))
 
     def release(self, program):
         """Drop what is cached for `program`, and for the programs derived from it, now (their
@@ -266,6 +287,7 @@ class _FunCache:
         self.warned = False
         # A dead function's cache releases its programs at once.
         weakref.finalize(self, _release_all, self.entries)
+        _all_caches.add(self)
 
     @property
     def hits(self):
@@ -322,6 +344,15 @@ def _release_all(entries):
 
 
 _shared_caches = weakref.WeakKeyDictionary()  # function -> {options: _FunCache}
+_all_caches = weakref.WeakSet()  # every live _FunCache (for `clear_all`)
+
+
+def clear_all():
+    """Forget every trace of every jitted function and every compiled program
+    (`funcgrad.clear_caches`); later calls trace and compile again."""
+    for cache in list(_all_caches):
+        cache.clear()
+    programs.clear()
 
 
 def _cache_for(fun, options):

@@ -362,7 +362,8 @@ def _simplify_view(eqn, defs):
     if not eqn.invars or len(eqn.outvars) != 1:  # iota, multi-output primitives
         return None
     prim, x, out, p = eqn.prim, eqn.invars[0], eqn.outvars[0], eqn.params
-    if prim is lax.stop_gradient_p or (prim is lax.integer_pow_p and p["y"] == 1):
+    identity = prim is lax.stop_gradient_p or prim.identity  # (checkpoint_name's name_p)
+    if identity or (prim is lax.integer_pow_p and p["y"] == 1):
         return x
     if prim is lax.convert_element_type_p:
         return x if x.aval.dtype == out.aval.dtype else None

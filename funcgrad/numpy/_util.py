@@ -11,6 +11,7 @@ from math import copysign
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
+from funcgrad.config import config
 from funcgrad.core import Array, ArrayBase, concrete_value, to_array
 from funcgrad.core.array import host_value
 
@@ -211,8 +212,28 @@ def promote(name, args, inexact=False, broadcast=True):
     dt, weak = dtypes.promote_types(*[(p[1], p[2]) for p in ps])
     if inexact and dt.kind not in "fc":
         dt = dtypes.default_float()
+    if broadcast and len({len(p[0]) for p in ps if p[0]}) > 1:
+        check_rank_promotion(name, [p[0] for p in ps])
     shape = broadcast_shapes(name, *[p[0] for p in ps]) if broadcast else None
     return [_fit(name, a, s, d, dt, weak, shape) for a, (s, d, _) in zip(args, ps)]
+
+
+def check_rank_promotion(name, shapes):
+    """`config.numpy_rank_promotion`: "warn" or "raise" when operands of different nonzero
+    ranks broadcast (JAX's messages); "allow" (the default) does nothing."""
+    mode = config._values["numpy_rank_promotion"]
+    if mode == "allow":
+        return
+    shapes = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "raise":
+        raise errors.FuncgradValueError(
+            f"Operands could not be broadcast together for {name} on shapes {shapes} and with "
+            f"the config option jax_numpy_rank_promotion='raise'.\n{errors.where()}\n  hint: "
+            "broadcast explicitly (x[None, :], fnp.broadcast_to) or set it to 'allow'.")
+    import warnings
+    warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {shapes}. "
+                  "Set the jax_numpy_rank_promotion config option to 'allow' to disable this "
+                  "warning.", stacklevel=3)
 
 
 def _fit(name, a, s, d, dt, weak, shape):
@@ -254,6 +275,8 @@ def promote2(name, x, y, inexact=False, broadcast=True):
     elif not sx:
         shape = sy
     else:
+        if len(sx) != len(sy):
+            check_rank_promotion(name, (sx, sy))
         shape = broadcast_shapes(name, sx, sy)
     if (dx is dt and dy is dt and (shape is None or ((sx == shape or not sx)
                                                      and (sy == shape or not sy)))
@@ -373,7 +396,10 @@ def select(pred, on_false, on_true):
 
     `on_false` and `on_true` must already share a dtype (Arrays or tracers).
     """
-    shape = broadcast_shapes("where", shape_of(pred), shape_of(on_false), shape_of(on_true))
+    shapes = (shape_of(pred), shape_of(on_false), shape_of(on_true))
+    if len({len(s) for s in shapes if s}) > 1:
+        check_rank_promotion("where", shapes)
+    shape = broadcast_shapes("where", *shapes)
     return _select_bind(broadcast_to_shape(pred, shape), broadcast_to_shape(on_false, shape),
                         broadcast_to_shape(on_true, shape))
 

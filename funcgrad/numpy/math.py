@@ -17,6 +17,7 @@ from funcgrad.numpy._util import (
     broadcast_shapes,
     broadcast_to_shape,
     check_no_out,
+    check_rank_promotion,
     dtype_of,
     full_like_of,
     promote,
@@ -77,6 +78,8 @@ def _binary_ufunc(name, prim, kinds="iufc", bool_fn=None, inexact=False, doc="")
                     sx, sy = vx.shape, vy.shape
                     if sx == sy or not sx or not sy:
                         return bind(x, y)
+                    if len(sx) != len(sy):
+                        check_rank_promotion(name, (sx, sy))
                     shape = broadcast_shapes(name, sx, sy)
                     return bind(broadcast_to_shape(x, shape), broadcast_to_shape(y, shape))
             elif ty is float or ty is int:
