@@ -17,6 +17,7 @@ from funcgrad.numpy._util import (
     broadcast_shapes,
     broadcast_to_shape,
     check_no_out,
+    convert,
     dtype_of,
     full_like_of,
     promote,
@@ -107,11 +108,12 @@ _KIND_WORDS = {"iufc": "numeric (not bool)", "fc": "float or complex", "f": "rea
 
 
 def unary_operand(name, x, kinds, inexact):
-    """`x` as an operand of a unary ufunc: ints/bools become the default float if `inexact`."""
+    """`x` as an operand of a unary ufunc: ints/bools become floats if `inexact`
+    (`dtypes.to_inexact`)."""
     if type(x) in _PY_SCALARS:
         dt, weak = dtypes.scalar_dtype(x)
-        if inexact and dt.kind not in "fc":
-            dt = dtypes.default_float()
+        if inexact:
+            dt = dtypes.to_inexact(dt)
         x = scalar_array(x, dt, weak, name)
         if dt.kind not in kinds:  # as for arrays: floor(1 + 2j) is an error, as in NumPy
             raise _kind_error(name, x, _KIND_WORDS[kinds])
@@ -119,7 +121,7 @@ def unary_operand(name, x, kinds, inexact):
     x = asarray_operand(name, x)
     k = dtype_of(x).kind
     if inexact and k not in "fc":
-        return lax.convert_element_type(x, dtypes.default_float(), weak_type=x.weak_type)
+        return lax.convert_element_type(x, dtypes.to_inexact(dtype_of(x)), weak_type=x.weak_type)
     if k not in kinds:
         raise _kind_error(name, x, _KIND_WORDS[kinds])
     return x
@@ -336,10 +338,12 @@ def power(x1, x2, /):
         x1 = unary_operand("power", x1, "iufc", False)
         if x2 >= 0 or dtype_of(x1).kind in "fc":
             return lax.integer_pow(x1, x2)
+    exponent_weak = type(x2) in _PY_SCALARS or asarray_operand("power", x2).weak_type
     x1, x2 = promote("power", (x1, x2))
     k = dtype_of(x1).kind
-    if k in "fc":
-        return lax.pow(x1, x2)
+    if k in "fc":  # (JAX: a float base to an integer array power is lax.pow(x1, x2), strong)
+        out = lax.pow(x1, x2)
+        return out if exponent_weak else convert(out, dtype_of(out), False)
     if k == "b":
         raise _kind_error("power", x1, "numeric (not bool)")
     return _int_pow(x1, x2)
@@ -369,10 +373,15 @@ pow = power
 
 
 def float_power(x1, x2, /):
-    """Elementwise x1 ** x2 computed in the widest float (float64 with x64, else float32)."""
+    """Elementwise x1 ** x2 after promoting both to an inexact dtype (as JAX's: float16 stays
+    float16 and int32 becomes float32 even with x64; NumPy computes in float64).
+
+    Example:
+        >>> fnp.float_power(fnp.arange(3), 2)
+        Array([0., 1., 4.], dtype=float32)
+    """
     x1, x2 = promote("float_power", (x1, x2), inexact=True)
-    dt = dtypes.canonicalize(np.float64 if dtype_of(x1).kind == "f" else np.complex128)
-    return lax.pow(lax.convert_element_type(x1, dt), lax.convert_element_type(x2, dt))
+    return lax.pow(x1, x2)
 
 
 # --- rounding ---------------------------------------------------------------------------------
@@ -409,7 +418,7 @@ def rint(x, /):
     k = dtype_of(x).kind
     if k == "c":
         return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
-    if k != "f":
+    if k != "f":  # (JAX: the default float, not `dtypes.to_inexact`)
         return lax.convert_element_type(x, dtypes.default_float(), weak_type=x.weak_type)
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
@@ -461,6 +470,10 @@ def clip(a, a_min=None, a_max=None):
     if a_min is None and a_max is None:
         raise errors.op_error("clip", "at most one of a_min and a_max may be None",
                               cls=errors.FuncgradValueError)
+    if any(b is not None and is_complex_operand(b) for b in (a, a_min, a_max)):
+        raise errors.op_error("clip", "complex values have no order and cannot be clipped",
+                              cls=errors.FuncgradValueError,
+                              hint="clip the real and imaginary parts, or the modulus")
     if a_min is not None:
         a = maximum(a, a_min)
     if a_max is not None:
@@ -554,8 +567,11 @@ def copysign(x1, x2, /):
 def heaviside(x1, x2, /):
     """Heaviside step: 0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
     x1, x2 = promote("heaviside", (x1, x2), inexact=True)
-    zero = _scalar_like(x1, 0)
-    pos = select(lax.gt(x1, zero), x2, _scalar_like(x1, 1))
+    # JAX's constants (and so its result) are weak only for a weak rank-0 x1
+    weak = x1.weak_type and not shape_of(x1)
+    zero, one = (scalar_array(v, dtype_of(x1), weak) for v in (0, 1))
+    at_zero = select(lax.ne(x1, x1), x2, x1)  # NaN stays NaN, as in NumPy
+    pos = select(lax.gt(x1, zero), at_zero, one)
     return select(lax.lt(x1, zero), pos, zero)
 
 
@@ -654,7 +670,7 @@ def angle(z, deg=False):
         re, im = lax.real(z), lax.imag(z)
     else:
         re = z if dtype_of(z).kind == "f" else lax.convert_element_type(
-            z, dtypes.default_float(), weak_type=z.weak_type)
+            z, dtypes.default_float(), weak_type=z.weak_type)  # (JAX: not `to_inexact`)
         im = full_like_of(re, 0)
     out = lax.atan2(im, re)
     return lax.mul(out, _scalar_like(out, 180 / np.pi)) if deg else out

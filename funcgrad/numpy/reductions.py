@@ -301,7 +301,7 @@ def count_nonzero(a, axis=None, keepdims=False):
 # --- mean / var / std -------------------------------------------------------------------------
 
 def _inexact_dtype(dt):
-    return dt if dt.kind in "fc" else dtypes.default_float()
+    return dtypes.to_inexact(dt)
 
 
 def _count(name, shape, axes, where, dt, keepdims):
@@ -544,7 +544,10 @@ def _cumulative(name, fn, a, axis, dtype, out):
         a = lax.reshape(a, (int(np.prod(shape_of(a), dtype=np.int64)),))
         axis = 0
     ax = canonical_axis(name, axis, len(shape_of(a)))
-    dt = _sum_dtype(dtype_of(a)) if dtype is None else user_dtype(dtype)
+    if dtype is not None:
+        dt = user_dtype(dtype)
+    else:  # as JAX: only bool widens (to the default int); narrow integers keep their dtype
+        dt = dtypes.default_int() if dtype_of(a).kind == "b" else dtype_of(a)
     return fn(convert(a, dt, a.weak_type), axis=ax)
 
 
@@ -565,6 +568,8 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     """Array-API cumulative sum (`axis` may be omitted only for 1-D input)."""
+    if dtype is None:  # the standard's (and JAX's) sum: narrow integers widen
+        dtype = _sum_dtype(dtype_of(asarray_operand("cumulative_sum", x)))
     return _cumulative_api("cumulative_sum", cumsum, x, axis, dtype, include_initial, 0)
 
 
