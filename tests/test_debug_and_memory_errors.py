@@ -84,7 +84,9 @@ def test_callback_must_be_callable():
     ("{:d}", (1.0,), {}, errors.FuncgradValueError, "format code 'd'"),
     ("{y}", (1.0,), {}, errors.FuncgradValueError, "KeyError"),
     (3, (1.0,), {}, errors.FuncgradTypeError, "must be a string"),
-    (None, (), {}, errors.FuncgradTypeError, "must be a string"),
+    (None, (1.0,), {}, errors.FuncgradTypeError, "must be a string"),
+    ("{}", (1.0, 2.0), {}, errors.FuncgradValueError, "unused arguments [1]"),
+    ("{x}", (), {"x": 1.0, "y": 2.0}, errors.FuncgradValueError, "unused arguments ['y']"),
 ])
 @pytest.mark.parametrize("under_jit", [False, True])
 def test_bad_print_formats_are_rejected_when_traced(fmt, args, kwargs, cls, fragment,
@@ -111,9 +113,9 @@ def test_good_print_formats_print_eagerly_and_under_jit_and_vmap(capsys):
         return v
     f(x, 2.0)
     fg.jit(f)(x, 2.0)
-    fg.vmap(lambda v: debug.print("{:.1f}", v) or v)(x)
+    fg.vmap(lambda v: debug.print("{:.1f}", v) or v)(x)  # once per example, as in JAX
     out = capsys.readouterr().out.splitlines()
-    assert out == ["v=[0. 1. 2.] n=2.00 'tag' [0.0 1.0 2.0]"] * 2 + ["[0.0 1.0 2.0]"]
+    assert out == ["v=[0. 1. 2.] n=2.00 'tag' [0.0 1.0 2.0]"] * 2 + ["0.0", "1.0", "2.0"]
 
 
 # --- out of memory ----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import math as pymath
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
-from funcgrad.core import Array, ArrayBase, is_concrete, to_array
+from funcgrad.core import Array, ArrayBase, get_aval, is_concrete, to_array
 from funcgrad.devices import own_buffer
 from funcgrad.lax.elementwise import float_to_int
 from funcgrad.numpy._util import (
@@ -257,7 +257,7 @@ def _arange(start, stop, step, dtype):
         raise errors.op_error("arange", "step must not be zero", cls=errors.FuncgradValueError)
     # JAX's: the promoted dtype of the arguments (Python numbers weak, NumPy scalars and arrays
     # keep theirs: arange(np.int16(3)) is int16)
-    dt = dtypes.result_type(*given) if dtype is None else dtypes.canonicalize(dtype)
+    dt = _range_dtype(given) if dtype is None else dtypes.canonicalize(dtype)
     if dt.kind == "b":
         dt = dtypes.default_int()
     n = max(pymath.ceil((stop - start) / step), 0)
@@ -271,6 +271,13 @@ def _arange(start, stop, step, dtype):
     out = lax.add(lax.mul(out, Array(np.asarray(step, out.dtype))),
                   Array(np.asarray(start, out.dtype)))
     return out if dtype_of(out) == dt else lax.convert_element_type(out, dt)
+
+
+def _range_dtype(args):
+    """The promoted dtype of arange's arguments (Python numbers weak, by type alone)."""
+    pairs = [dtypes.scalar_dtype(a) if type(a) in (bool, int, float) else
+             (get_aval(a).dtype, get_aval(a).weak_type) for a in args]
+    return dtypes.promote_types(*pairs)[0]
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
