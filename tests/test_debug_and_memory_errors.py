@@ -153,6 +153,20 @@ def test_memory_error_names_the_output_type():
         lax.iota(np.int32, 2**40)
 
 
+@pytest.mark.parametrize("native", ["off", "sync"])
+@pytest.mark.parametrize("case", [
+    lambda: fg.jit(fnp.tile, static_argnums=1)(fnp.ones(()), (2**40,)),  # eagerly a view
+    lambda: fg.jit(lambda v: fnp.zeros((2**40,)) + v[0])(fnp.ones(4)),
+], ids=["tile", "broadcast-output"])
+def test_out_of_memory_for_a_compiled_programs_output_is_a_memory_error(native, case):
+    # the output is materialized by a line of no IR equation (numpy and native backends)
+    fg.config.update("native", native)
+    with pytest.raises(errors.FuncgradMemoryError) as info:
+        case()
+    _check_memory_error(info, "jit", 4 * 2**40)
+    assert "float32[1099511627776]" in str(info.value)
+
+
 def test_out_of_memory_inside_a_compiled_program_names_the_operation():
     with pytest.raises(errors.FuncgradMemoryError, match="iota: out of memory") as info:
         fg.jit(lambda: lax.iota(np.int32, 2**40))()
