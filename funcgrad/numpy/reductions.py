@@ -374,6 +374,10 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     shape = shape_of(a)
     axes = canonical_axes("var", axis, len(shape))
     centered = lax.sub(a, broadcast_to_shape(mean(a, axes, keepdims=True, where=where), shape))
+    if where is None and _count("var", shape, axes, None, None, False) == 1:
+        # one element: a - mean(a) is 0 whatever a is, so no derivative reaches `a` (not
+        # 0 * inf = NaN through std's sqrt at 0: JAX's grad of std over a length-1 axis)
+        centered = lax.stop_gradient(centered)
     if comp.kind == "c":
         sq = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
