@@ -103,8 +103,9 @@ class _Holder:
     lambda a: fnp.asarray(a, fnp.int32), lambda a: fnp.array(a, ndmin=3),
     lambda a: fnp.full((2, 3), a), lambda a: fnp.full_like(a, a), lambda a: fnp.asarray(a[:, 1]),
     lambda a: fnp.asarray(_Holder(a)), lambda a: fg.device_put({"w": a})["w"],
+    lambda a: fnp.meshgrid(a[0], a[1], sparse=True)[1],
 ], ids=["asarray", "array", "copy", "device_put", "copy=True", "dtype", "ndmin", "full",
-        "full_like", "view", "__array__", "device_put-tree"])
+        "full_like", "view", "__array__", "device_put-tree", "meshgrid"])
 def test_conversions_do_not_share_the_callers_buffer(convert):
     src = np.arange(6, dtype=np.int32).reshape(2, 3)
     out = convert(src)

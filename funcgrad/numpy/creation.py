@@ -421,7 +421,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
                                           f"{errors.short_repr(indexing)}",
                               cls=errors.FuncgradValueError)
     from funcgrad.numpy.shape import ravel
-    xs = [ravel(asarray_operand("meshgrid", x)) for x in xi]
+    xs = [ravel(asarray(x)) for x in xi]  # (a sparse grid may be a view: not of a NumPy array)
     n = len(xs)
     sizes = [shape_of(x)[0] for x in xs]
     if indexing == "xy" and n >= 2:
