@@ -51,6 +51,7 @@ from funcgrad.core import (
 )
 from funcgrad.interpreters.partial_eval import closure_convert
 from funcgrad.tree_util import (
+    HashableNodes,
     PyTreeDef,
     SequenceKey,
     _flatten,
@@ -325,11 +326,12 @@ class Jitted:
         cache = self._cache
         try:
             entry = cache.entries.get(key)
-        except TypeError:  # an unhashable static argument
+        except TypeError:  # an unhashable static argument, or aux data that do not hash
             for static in self._split(args, kwargs)[1]:
                 if static is not _KWARGS:
                     _check_hashable(self._name, static[0], static[2])
-            raise
+            key = (HashableNodes(key[0]),) + key[1:]  # (a dict as aux data: JAX takes it)
+            entry = cache.entries.get(key)
         if entry is not None:
             entry.hits += 1
             return entry

@@ -20,6 +20,7 @@ from funcgrad import dtypes, errors
 from funcgrad.config import config
 from funcgrad.core.array import Array, ArrayBase, _device_types, to_array
 from funcgrad.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from funcgrad.core.nesting import nests
 from funcgrad.core.ops import ops
 
 _trace_ctx = contextvars.ContextVar("funcgrad_trace", default=None)
@@ -701,6 +702,7 @@ def new_builder(name, compute_known=False, parent=None):
         b.alive = False
 
 
+@nests
 def trace_to_jaxpr(fun, in_avals, name="make_jaxpr"):
     """Trace `fun(*tracers)` (flat lists in and out) abstractly into a ClosedJaxpr."""
     with new_builder(name) as b:
@@ -710,6 +712,7 @@ def trace_to_jaxpr(fun, in_avals, name="make_jaxpr"):
     return ClosedJaxpr(jaxpr, consts)
 
 
+@nests
 def eval_jaxpr(jaxpr, consts, *args):
     """Evaluate `jaxpr` by binding each equation in the current trace (re-traceable)."""
     env = {}

@@ -184,6 +184,8 @@ class Executable:
             avals = [v.aval for v in eqn.outvars] if eqn is not None else []
             if eqn is not None and errors.out_of_memory(e, avals):
                 raise errors.memory_error(eqn.prim.name, avals, eqn.source) from None
+            if isinstance(e, MemoryError):  # a line of no equation: an allocation, an output
+                raise errors.memory_error("jit", _allocation(e)) from None
             raise self._internal_error(e) from e
 
     def as_text(self):
@@ -266,6 +268,12 @@ class Executable:
         msg.append("This is a funcgrad bug (the program type-checked when it was traced); "
                    "please report it with this message.")
         return errors.FuncgradInternalError("\n".join(msg))
+
+
+def _allocation(exc):
+    """[(shape, dtype)] of the allocation that raised MemoryError `exc` (NumPy's says), or []."""
+    shape, dtype = getattr(exc, "shape", None), getattr(exc, "dtype", None)
+    return [(tuple(shape), np.dtype(dtype))] if shape is not None and dtype is not None else []
 
 
 def eqn_text(eqn):
