@@ -339,3 +339,30 @@ def test_pow_special_cases_follow_c99():
     for xi, wi in zip(x[:2], want[:2]):  # a rank-0 exponent: no NumPy sqrt fast path
         got = np.asarray(fnp.power(fnp.asarray(xi), 0.5))
         assert got == wi and np.signbit(got) == np.signbit(wi)
+
+
+def test_eager_results_never_share_a_numpy_operands_memory():
+    # a view op's eager result (reshape, transpose, ...) would otherwise be a view of the
+    # caller's NumPy array, and change when the caller writes to it (JAX copies its inputs)
+    ops = {"reshape": lambda a: fnp.reshape(a, (2, 3)), "ravel": fnp.ravel,
+           "transpose": fnp.transpose, "squeeze": lambda a: fnp.squeeze(a[None]),
+           "expand_dims": lambda a: fnp.expand_dims(a, 0), "astype": lambda a: fnp.astype(
+               a, np.float32), "broadcast_to": lambda a: fnp.broadcast_to(a, (2, 2, 3)),
+           "lax.reshape": lambda a: fg.lax.reshape(a, (3, 2)),
+           "lax.slice": lambda a: fg.lax.slice(a, (0, 0), (1, 3)),
+           "real": fnp.real, "atleast_3d": fnp.atleast_3d}
+    for name, op in ops.items():
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        out = op(a)
+        before = np.array(out)
+        a[...] = -1.0
+        np.testing.assert_array_equal(np.asarray(out), before, err_msg=name)
+
+
+def test_numpy_array_of_an_array_is_a_writable_copy():
+    x = fnp.arange(3.0)
+    b = np.array(x)  # NumPy 2 passes copy=True to __array__ and trusts it
+    assert b.flags.writeable and not np.shares_memory(b, np.asarray(x))
+    b[0] = 7.0
+    np.testing.assert_array_equal(x, [0.0, 1.0, 2.0])
+    assert not np.asarray(x).flags.writeable  # a read-only view, as of a JAX array

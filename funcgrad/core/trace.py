@@ -241,11 +241,13 @@ def eager_bind(prim, args, params):
         finally:
             _impl_known_for.reset(tokens[2]), _known_for.reset(tokens[1])
             _trace_ctx.reset(tokens[0])
-    vals, key = [], [prim]
+    vals, key, raw = [], [prim], None
     for a in args:
         if type(a) is not Array:
             if isinstance(a, Tracer):
                 _leaked(a, prim)
+            if type(a) is np.ndarray:
+                raw = [a] if raw is None else raw + [a]
             a = _operand(prim, a)
         v = a._value
         vals.append(v)
@@ -281,6 +283,8 @@ def eager_bind(prim, args, params):
                 f"{prim.name}: the eager implementation failed on inputs "
                 f"{[(v.shape, v.dtype) for v in vals]} ({type(e).__name__}: "
                 f"{e}); this is a funcgrad bug\n{errors.where(errors.user_frame(2))}") from e
+    if raw is not None:
+        out = _unaliased(out, raw, prim.multiple_results)
     if prim.multiple_results:
         res = [_wrap(o, a) for o, a in zip(out, out_aval)]
     else:
@@ -288,6 +292,17 @@ def eager_bind(prim, args, params):
     if config._values["debug_nans"] or config._values["debug_infs"]:
         _check_nans(prim, res)
     return res
+
+
+def _unaliased(out, raw, multiple):
+    """An eager result that shares no memory with the NumPy arrays `raw` the caller passed
+    (a view op's result would be a view of one): the caller may write to them later, and a
+    funcgrad array is immutable (JAX copies its inputs too)."""
+    def own(o):
+        if isinstance(o, np.ndarray) and any(np.may_share_memory(o, r) for r in raw):
+            return o.copy()
+        return o
+    return [own(o) for o in out] if multiple else own(out)
 
 
 def _cached_abstract_eval(prim, avals, params):

@@ -14,6 +14,7 @@ from funcgrad import dtypes, errors, lax
 from funcgrad.config import config
 from funcgrad.core import Array, ArrayBase, concrete_value, to_array
 from funcgrad.core.array import host_value
+from funcgrad.devices import own_buffer
 
 _PY_SCALARS = (bool, int, float, complex)
 _BCAST_CACHE = {}
@@ -33,11 +34,13 @@ def asarray_operand(name, x, dtype=None):
     funcgrad.numpy. Python scalars and array-likes become Arrays; a (nested) list or tuple
     holding traced values is stacked (`stack_sequence`), so derivatives flow through it. With
     `dtype`, an array-like is converted to `dtype` by NumPy (one rounding); an Array or tracer
-    is returned as it is."""
+    is returned as it is. A NumPy array is copied when the Array would share its memory: the
+    caller may write to it later, and a view op's result would change (JAX copies too)."""
     if isinstance(x, ArrayBase):
         return x
     try:
-        return to_array(x) if dtype is None else to_array(np.asarray(x, dtype))
+        out = to_array(x) if dtype is None else to_array(np.asarray(x, dtype))
+        return own_buffer(out, x) if type(x) is np.ndarray else out
     except errors.TracerArrayConversionError:  # raised by a tracer inside the list
         if not isinstance(x, (list, tuple)):
             raise
