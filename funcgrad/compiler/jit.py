@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from funcgrad import dtypes, errors
+from funcgrad import backends, dtypes, errors
 from funcgrad.compiler import call
 from funcgrad.compiler.jit_cache import (
     _KWARGS,
@@ -97,7 +97,8 @@ def jit(fun=None, static_argnums=(), static_argnames=(), donate_argnums=(), back
         backend: "cpu" (default: fused kernels in C when a C compiler is found, see
             `config.native`, else numpy), "numpy" (always the numpy code generator) or
             "cuda" (needs CuPy and a GPU to run; `.lower(...).compile().as_text()` shows its
-            CUDA source anywhere).
+            CUDA source anywhere), or a backend added with
+            `funcgrad.backends.register_backend`.
 
     Returns:
         A `Jitted` function with `.lower(*args)`, `.trace_count` and `.cache_info()`. It
@@ -142,6 +143,7 @@ class Jitted:
         self._fun = fun
         self._name = getattr(fun, "__name__", type(fun).__name__)
         self._backend = call.check_backend(backend)
+        self._takes_buffers = backends.capabilities(self._backend).takes_donated_buffers
         self._signature = _signature_of(fun)
         self._static_nums, self._static_names = _static_args(
             self._signature, _ints(static_argnums, "static_argnums"),
@@ -322,7 +324,8 @@ class Jitted:
             self._check_outputs(out, out_leaves)
             closed, consts = closure_convert(*b.to_jaxpr(out_leaves))
         donated = (False,) * len(consts) + self._donated_leaves(info, len(sig))
-        entry = _Entry(closed, consts, out_tree, donated, self._name, self._backend)
+        entry = _Entry(closed, consts, out_tree, donated, self._name, self._backend,
+                       self._takes_buffers)
         if entry.donate:
             warn_unusable_donations(closed, donated, [""] * len(consts) + names, self._name)
         return entry

@@ -30,5 +30,7 @@ from funcgrad.backends.native.build import NativeCompileError, compiler
 from funcgrad.backends.native.program import NativeExecutable, compile_native
 from funcgrad.backends.native.tiers import TieredExecutable, compile_program
 
+TAKES_DONATED_BUFFERS = True  # results may reuse donated inputs (`_own` guards them)
+
 __all__ = ["NativeCompileError", "NativeExecutable", "TieredExecutable", "compile_native",
            "compile_program", "compiler"]
