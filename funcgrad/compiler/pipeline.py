@@ -54,7 +54,8 @@ def compile_jaxpr(closed, backend="cpu", donate_argnums=(), optimize_ir=True):
 
     Args:
         closed: the program; its consts are bound into the compiled code once.
-        backend: "cpu" (numpy source).
+        backend: a registered backend's name ("cpu": C kernels or numpy source, "numpy",
+            "cuda", or one added with `funcgrad.backends.register_backend`).
         donate_argnums: positions of arguments whose buffers the program may reuse.
         optimize_ir: run `optimize` first (default True).
 

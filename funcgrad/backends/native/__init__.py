@@ -1,8 +1,10 @@
 """The native CPU backend: fused kernels as C compiled by the system C compiler, around the
 numpy backend's Python wrapper (library calls, control flow, shape operations).
 
-    ops.py       the tables: `cstyle.CODE_FOR_OP` plus C's few overrides, the C prelude
-    kernel.py    KernelSpec -> one C function (nested loops; blocks on the pool above a size)
+    ops.py       the C dialect `NativeC` (the one C base, `cstyle`, plus C's few overrides),
+                 the C prelude
+    kernel.py    KernelSpec -> one C function (`CKernel(NativeC)`: the layout's loops; blocks
+                 on the pool above a size)
     threads.py   the thread pool large kernels split their outermost loop over
     program.py   Program -> the Python wrapper calling one C module (NativeExecutable)
     loops.py     while/scan/fori loops whose bodies C can run as one C function
@@ -27,6 +29,8 @@ warning saying what to install. `jit(f, backend="cpu")` is this backend;
 from funcgrad.backends.native.build import NativeCompileError, compiler
 from funcgrad.backends.native.program import NativeExecutable, compile_native
 from funcgrad.backends.native.tiers import TieredExecutable, compile_program
+
+TAKES_DONATED_BUFFERS = True  # results may reuse donated inputs (`_own` guards them)
 
 __all__ = ["NativeCompileError", "NativeExecutable", "TieredExecutable", "compile_native",
            "compile_program", "compiler"]

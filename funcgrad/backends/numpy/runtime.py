@@ -14,6 +14,17 @@ from funcgrad import errors
 from funcgrad.core import Array, Jaxpr, Literal, pp_jaxpr, set_trace
 
 
+def compensated_add(total, comp, part):
+    """`total += part` in place, its rounding error added to `comp` (Neumaier's compensated
+    summation; the sum is `total + comp`): a chunked loop's float64 partial sums add up with
+    an error that does not grow with the number of chunks."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        t = total + part
+        err = np.where(np.abs(total) >= np.abs(part), (total - t) + part, (part - t) + total)
+        comp += np.where(np.isfinite(t), err, 0.0)
+    total[...] = t
+
+
 class LibCall:
     """A primitive's eager implementation with its params bound, called by generated code.
 
