@@ -318,12 +318,13 @@ def _untrusted_folder(e):
 
 
 def _from_disk_or_built(source, cc, key):
-    """The module from the cache folder when it passes the checks, else built there (a
-    cache folder that fails the checks or cannot be written: built in a private folder)."""
+    """The module from the cache folder when it passes the checks, else built there; built
+    in a private temporary folder when the cache folder fails the checks or cannot be
+    written (one warning), and `NativeUnavailableError` when that fails too."""
     try:
         folder = cache.open_folder()
     except cache.Unusable as e:
-        _untrusted_folder(e)
+        problem = e
     else:
         with folder:
             lib = folder.load_module(key)
@@ -331,28 +332,27 @@ def _from_disk_or_built(source, cc, key):
                 stats["disk_hits"] += 1
                 folder.touch(key + ".so")
                 return lib
-            if folder.path not in _unwritable:
+            problem = _unwritable.get(folder.path)
+            if problem is None:
                 try:
                     lib = _build(source, cc, key, folder, publish=True)
                 except _PlaceError as e:
-                    _cannot_write(folder, e)
+                    problem = _unwritable[folder.path] = cache.Unusable(
+                        folder.path, f"cannot be written ({e})")
                 else:
                     with contextlib.suppress(OSError):
                         folder.prune(config.native_cache_bytes, keep=key)
                     return lib
     try:
-        with cache.private_folder() as folder:
-            return _build(source, cc, key, folder, publish=False)
+        with cache.private_folder() as private:
+            lib = _build(source, cc, key, private, publish=False)
     except (_PlaceError, OSError) as e:
         raise NativeUnavailableError(
-            f"funcgrad: the native backend cannot build a C module here ({e}); programs "
-            "run on the numpy backend") from None
-
-
-def _cannot_write(folder, e):
-    _unwritable.add(folder.path)
-    cache.warn_once(folder.path, f"cannot be written ({e}); modules are built in a private "
-                                 "temporary folder and not kept")
+            f"funcgrad: the native backend cannot build a C module here: the cache folder "
+            f"{problem.path} {problem.reason}, and a private temporary folder failed too "
+            f"({e}); programs run on the numpy backend") from None
+    _untrusted_folder(problem)
+    return lib
 
 
 def _build(source, cc, key, folder, publish):
@@ -367,7 +367,9 @@ def _build(source, cc, key, folder, publish):
                     folder.publish(work_fd, key, source)
                     path = folder.loadable(key + ".so")
                 except OSError as e:  # still loaded, not kept
-                    _cannot_write(folder, e.strerror or e)
+                    problem = _unwritable[folder.path] = cache.Unusable(
+                        folder.path, f"cannot be written ({e.strerror or e})")
+                    _untrusted_folder(problem)
             lib = ctypes.CDLL(path)
     except OSError as e:
         raise _PlaceError(e.strerror or str(e)) from None
@@ -392,7 +394,8 @@ def _run_compiler(cc, source, out, work_fd):
         raise _PlaceError(f"the compiler was killed by signal {-done.returncode}")
     for text in _MACHINE_FAILURES:
         if text in done.stderr:
-            raise _PlaceError(f"the compiler says: {text}")
+            line = next(ln for ln in done.stderr.splitlines() if text in ln)
+            raise _PlaceError(f"the compiler says: {line.strip()[-200:]}")
     numbered = "\n".join(f"{i + 1:4d} {ln}" for i, ln in enumerate(source.splitlines()))
     raise NativeCompileError(
         f"native backend: the generated C module did not compile (a funcgrad bug, please "
@@ -404,14 +407,14 @@ def _run_compiler(cc, source, out, work_fd):
 _MACHINE_FAILURES = tuple(os.strerror(e) for e in (
     errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
     errno.EIO, errno.ENOMEM)) + ("cannot open output file", "virtual memory exhausted",
-                                 "signal terminated program")
+                                 "signal terminated program", "terminated with signal")
 
 
 class _PlaceError(Exception):
     """The folder or the machine could not hold a build (a full disk, a read-only folder)."""
 
 
-_unwritable = set()  # cache folders that failed a write in this process
+_unwritable = {}  # cache folder -> `cache.Unusable`: a write there failed in this process
 
 
 def prune(limit=None, keep=None):

@@ -61,11 +61,11 @@ class Unusable(Exception):
 
 
 def warn_once(path, message):
-    """One RuntimeWarning per path and message kind (its first words)."""
+    """One RuntimeWarning per path (`message` says what is wrong with it)."""
     with _lock:
-        if (path, message[:40]) in _warned:
+        if path in _warned:
             return
-        _warned.add((path, message[:40]))
+        _warned.add(path)
     warnings.warn(f"funcgrad: native cache {path}: {message}", RuntimeWarning, stacklevel=3)
 
 

@@ -73,7 +73,7 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
         try:
             exe = compile_native(program, donate_argnums, ir, compile_subprogram, cc)
         except build.NativeUnavailableError as e:
-            _warn_once(str(e))
+            _warn_once("unavailable", str(e))
             exe = None
         return exe or numpy_backend.compile_program(program, donate_argnums, ir,
                                                     compile_subprogram)
@@ -84,9 +84,9 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
     return tiered
 
 
-def _warn_once(message):
-    if message not in _warned:
-        _warned.add(message)
+def _warn_once(kind, message):
+    if kind not in _warned:
+        _warned.add(kind)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
@@ -111,7 +111,7 @@ def _work():
             if exe is not None and tiered is not None:
                 tiered._exe = exe
         except build.NativeUnavailableError as e:
-            _warn_once(str(e))
+            _warn_once("unavailable", str(e))
         except Exception as e:  # the numpy tier keeps running the program
             warnings.warn(f"funcgrad: the native build of a program failed; it keeps "
                           f"running on the numpy backend ({type(e).__name__}: {e})",
