@@ -506,30 +506,30 @@ print("next", [float(v) for v in h(one, 5000)] == [5000.0, float(fixed_point(500
 x = np.arange(1 << 20, dtype=np.float32)
 big = fg.jit(lambda x: fnp.sqrt(x) * 2.0 + 1.0)
 assert "fg_parallel(" in big.lower(x).compile().as_text()
+want_big, want_h = np.sqrt(x) * np.float32(2) + 1, [2000000.0, float(fixed_point(200000))]
 results, stop = [], []
 
-def work():
+def work():  # pool kernels and a C loop, over and over until the main thread was stopped
     while not stop:
-        results.append(bool(np.array_equal(np.asarray(big(x)), np.sqrt(x) * np.float32(2) + 1)))
-    results.append(h(one, 30000000))
+        results.append(bool(np.array_equal(np.asarray(big(x)), want_big)))
+        results.append([float(v) for v in h(one, 2000000)] == want_h)  # float32 stays there
 
 t = threading.Thread(target=work)
 t.start()
-time.sleep(0.3)
+while len(results) < 4:
+    time.sleep(0.01)
 print("ready", flush=True)
 try:
-    while t.is_alive():
+    while True:
         time.sleep(0.01)
-        if len(results) > 20:
-            stop.append(1)
-    print("not interrupted", flush=True)
 except KeyboardInterrupt:
     print("stopped in main", flush=True)
+n = len(results)
+while len(results) < n + 4:  # the thread goes on
+    time.sleep(0.01)
 stop.append(1)
 t.join()
-count, value = results.pop()
-print("thread", all(results), len(results) > 20, int(count) == 30000000,
-      float(value) == float(fixed_point(200000)), flush=True)  # float32 is still there
+print("thread", all(results), len(results), flush=True)
 """
 
 
@@ -554,7 +554,7 @@ def test_ctrl_c_stops_native_loops_and_kernels_and_the_program_stays_usable(tmp_
         p.kill()
     lines += [ln for ln in iter(lambda: _next(out, 1), None)]
     assert lines[:6] == ["stopped in program.py call"] * 4 + ["next True", "stopped in main"]
-    assert lines[6:] == ["thread True True True True"], lines
+    assert len(lines) == 7 and re.fullmatch(r"thread True \d+", lines[6]), lines
 
 
 def _next(lines, timeout):
