@@ -131,6 +131,8 @@ def _cache_lines(fixes):
     if info["ok"]:
         _line("  checks", f"pass (owned by this user, not writable by group or others); "
                           f"{info['modules']} modules, {info['bytes'] / 2**20:.1f} MiB")
+    elif info["ok"] is None:
+        _line("  checks", info["reason"])
     else:
         _line("  checks", f"FAIL: {info['reason']}")
         fixes.append(f"the native cache {info['path']} is not used ({info['reason']}): "

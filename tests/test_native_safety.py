@@ -294,6 +294,38 @@ def test_in_its_own_folder_funcgrad_also_prunes_its_older_modules_without_sideca
 
 # --- damage is repaired, never fatal ----------------------------------------------------------
 
+SAME_PROGRAM_CHILD = """
+import sys, warnings
+import numpy as np, funcgrad as fg, funcgrad.numpy as fnp
+from funcgrad import lax
+fg.config.update("native", "sync")
+fg.config.update("native_cache_dir", sys.argv[1])
+x = np.linspace(-1, 1, 9, dtype=np.float32)
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    f = fg.jit(lambda x: lax.fori_loop(0, 4, lambda i, c: fnp.tanh(c * 1.5) + x, x))
+    print(np.asarray(f(x)).tobytes().hex())
+"""
+
+
+def test_processes_building_the_same_program_at_once_agree_and_leave_one_module(tmp_path):
+    procs = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(SAME_PROGRAM_CHILD),
+                               str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, cwd=REPO) for _ in range(4)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    assert len({out for out, _ in outs}) == 1
+    names = sorted(p.name for p in tmp_path.iterdir())
+    modules = [n for n in names if n.endswith(".so")]
+    assert all(not n.startswith(cache.TEMP_PREFIX) for n in names), names
+    for so in modules:  # each module matches its sidecar
+        key = so[:-3]
+        record = json.loads((tmp_path / f"{key}.sum").read_text())
+        assert record["sha256"] == hashlib.sha256((tmp_path / so).read_bytes()).hexdigest()
+
+
+
+
 DAMAGE_CHILD = """
 import ctypes, json, sys, warnings
 import funcgrad as fg

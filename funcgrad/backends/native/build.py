@@ -14,11 +14,15 @@ program builds with them, and glibc's SIMD math library (libmvec:
 `-DFG_VECTOR_MATH ... -lmvec`, so loops calling exp/tanh/... vectorize) when a probe calling
 every function `ops.VECTOR_MATH` declares links and loads (both checked once).
 `config.native_sanitize` (e.g. "address,undefined") builds with `-fsanitize=...`, `-O1 -g`
-instead (the thread pool too).
-Cache: in memory by key, then on disk under `cache_dir()` (`config.native_cache_dir`, else
-`$XDG_CACHE_HOME/funcgrad/native`, else `~/.cache/funcgrad/native`) as `<key>.so` next to
-its `<key>.c`, key = sha256 of (source, compiler and version, flags, CPU features), written
-atomically (a temporary file renamed into place), so a second process pays no compile.
+instead (the thread pool too). The probe's answer is kept on disk as names of
+`PROBE_OPTIONS` only: a file never adds a flag.
+Cache: in memory by key, then on disk (`cache.py`: a folder only this user can write,
+`<key>.so` loaded only when it matches the sha256 its sidecar recorded), key = sha256 of
+(source, compiler and version, flags, CPU features), so a second process pays no compile.
+The compiler reads the source from its standard input and writes into a private workspace of
+the folder. A folder that fails the checks or cannot be written: the module is built in a
+private temporary folder (one warning); when nothing can be built, `NativeUnavailableError`
+(the program stays on numpy). Compile errors of the generated code are `NativeCompileError`.
 """
 
 import contextlib
@@ -43,6 +47,14 @@ from funcgrad.config import config
 stats = Counter()  # "compiles", "memory_hits", "disk_hits"
 _memory = {}
 _lock = threading.Lock()
+
+
+def _forked():
+    global _lock
+    _lock = threading.Lock()  # one held by another thread at the fork would stay held
+
+
+os.register_at_fork(after_in_child=_forked)
 BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
               "-fno-trapping-math")
 SANITIZERS = {"address", "undefined", "bounds"}

@@ -52,6 +52,14 @@ _warned = set()
 _lock = threading.Lock()
 
 
+def _forked():
+    global _lock
+    _lock = threading.Lock()  # one held by another thread at the fork would stay held
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class Unusable(Exception):
     """A cache folder or file funcgrad must not use: `path`, `reason`."""
 
@@ -400,23 +408,25 @@ def private_folder():
 
 
 def describe():
-    """What `python -m funcgrad doctor` reports: {path, owner, mode, marker, ok, reason,
-    modules, bytes}."""
+    """What `python -m funcgrad doctor` reports: {path, owner, mode, marker, ok (None: not
+    made yet), reason, modules, bytes}."""
     path = cache_dir()
     out = {"path": path, "owner": None, "mode": None, "marker": False, "ok": False,
            "reason": None, "modules": 0, "bytes": 0}
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        out["reason"] = f"not created yet ({e.strerror})"
+    if not os.path.lexists(path):
+        out.update(ok=None, reason="not made yet (funcgrad makes it 0700 on first use)")
         return out
-    out["owner"], out["mode"] = st.st_uid, stat.S_IMODE(st.st_mode)
     try:
         with open_folder(path) as folder:
-            modules, other, _ = folder.entries()
+            st, (modules, _, _) = os.fstat(folder.fd), folder.entries()
             out.update(marker=_exists(folder.fd, MARKER), ok=True, modules=sum(
                 "so" in parts for parts in modules.values()), bytes=sum(
                 s.st_size for parts in modules.values() for s in parts.values()))
     except Unusable as e:
         out["reason"] = e.reason
+        try:
+            st = os.stat(path)
+        except OSError:
+            return out
+    out["owner"], out["mode"] = st.st_uid, stat.S_IMODE(st.st_mode)
     return out

@@ -5,10 +5,11 @@ A tiny C runtime (one per process, built and cached like any module) installs a 
 handler with `sigaction` that calls the handler it replaced (CPython's, which sets Python's
 pending-signal flag) and then counts the signal. Every module with loops or pool kernels
 declares `HEADER` and gets the count's address through `fg_set_interrupt` when `build.load`
-loads it. A loop function reads the count on entry and polls it once per iteration (one
-load and compare), a parallel kernel once per block; when it changed, and this thread is
-Python's main thread (the one Python runs signal handlers in), the loop frees its
-temporaries and returns `FG_INTERRUPTED`; a kernel skips its remaining blocks. Back in
+loads it. A loop function takes the count on entry (`fg_sigint_count`: in a thread other
+than Python's main one, where Python runs signal handlers, a count that never changes) and
+polls it once per iteration (one load and compare, no call), a parallel kernel once per
+block; when it changed, the loop frees its temporaries and returns `FG_INTERRUPTED`, a
+kernel skips its remaining blocks. Back in
 Python, the pending signal runs Python's handler as the call returns, which raises
 KeyboardInterrupt; a loop's wrapper checks its status too (`checked_status`), so a handler
 that does not raise just runs the loop again from its unchanged inputs.
@@ -43,12 +44,13 @@ HEADER = r"""
 typedef struct { volatile sig_atomic_t count; volatile unsigned long main; } fg_sigint_state;
 static fg_sigint_state fg_sigint_none;
 static fg_sigint_state *fg_sigint = &fg_sigint_none;
+static volatile sig_atomic_t fg_sigint_never;
 void fg_set_interrupt(void *state) { if (state) fg_sigint = (fg_sigint_state *)state; }
-/* the SIGINTs so far: a loop reads this on entry and polls `fg_interrupted` */
-#define FG_SIGINT_SEEN() (fg_sigint->count)
-static inline int fg_interrupted(sig_atomic_t seen) {
-    return __builtin_expect(fg_sigint->count != seen, 0)
-           && (unsigned long)pthread_self() == fg_sigint->main;
+/* The count a loop reads on entry and polls (it stops when the count changes): in Python's
+   main thread the runtime's count of SIGINTs, elsewhere one that never changes */
+static inline volatile sig_atomic_t *fg_sigint_count(void) {
+    return (unsigned long)pthread_self() == fg_sigint->main ? &fg_sigint->count
+                                                            : &fg_sigint_never;
 }
 #endif
 """

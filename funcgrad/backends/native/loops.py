@@ -7,14 +7,15 @@ are printed again into the enclosing module (renamed) and called from a C loop:
 
     int fg_loop0(const float *restrict p_a0, const float *restrict p_a1, float *p_o0) {
         float t0[100];                                    /* body temporaries (large: malloc) */
-        const sig_atomic_t fg_seen = FG_SIGINT_SEEN();    /* Ctrl-C: see interrupt.py */
+        volatile sig_atomic_t *const fg_count = fg_sigint_count();  /* Ctrl-C: interrupt.py */
+        const sig_atomic_t fg_seen = *fg_count;
         int fg_status = 0;
         memcpy(p_o0, p_a1, 400);                          /* the carry lives in the output */
         for (long long _it = 0; _it < 100; ++_it) {
             const long long _i = _it;
             fg_loop0_b0(p_a0, p_o0, t0);                  /* the body's kernels */
             memcpy(p_o0, t0, 400);                        /* the new carry */
-            if (fg_interrupted(fg_seen)) { fg_status = FG_INTERRUPTED; goto fg_end; }
+            if (*fg_count != fg_seen) { fg_status = FG_INTERRUPTED; goto fg_end; }
         }
     fg_end:;                                              /* free the malloc'ed temporaries */
         return fg_status;                                 /* 1: out of memory (a nested loop) */
@@ -346,14 +347,15 @@ def _frame(temps, lines, exits=True):
     """A loop function's body: its temporaries, `lines`, then (at `fg_end`, where a nested
     loop's failure or a SIGINT jumps) the temporaries freed and the status returned: 0,
     1 (no memory) or `FG_INTERRUPTED`."""
-    start = ["const sig_atomic_t fg_seen = FG_SIGINT_SEEN();", "int fg_status = 0;"]
+    start = ["volatile sig_atomic_t *const fg_count = fg_sigint_count();",
+             "const sig_atomic_t fg_seen = *fg_count;", "int fg_status = 0;"]
     end = ["fg_end:;"] if exits else []
     end += [f"free({name});" for name, _, stack in _on_stack(temps) if not stack]
     return _alloc(temps) + start + lines + end + ["return fg_status;"]
 
 
 # The last statement of every loop iteration: Ctrl-C stops the loop (interrupt.py)
-_POLL = "if (fg_interrupted(fg_seen)) { fg_status = FG_INTERRUPTED; goto fg_end; }"
+_POLL = "if (*fg_count != fg_seen) { fg_status = FG_INTERRUPTED; goto fg_end; }"
 
 
 class CLoop:

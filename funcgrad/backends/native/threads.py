@@ -60,8 +60,9 @@ static fg_runner fg_parallel_run;
 void fg_set_parallel(void *f) { fg_parallel_run = (fg_runner)f; }
 static void fg_parallel(fg_task task, void *const *args, long long blocks) {
     if (fg_parallel_run) { fg_parallel_run(task, args, blocks); return; }
-    const sig_atomic_t seen = FG_SIGINT_SEEN();  /* Ctrl-C: the other blocks are skipped */
-    for (long long b = 0; b < blocks && !fg_interrupted(seen); ++b) task(args, b);
+    volatile sig_atomic_t *const count = fg_sigint_count();  /* Ctrl-C: no further block */
+    const sig_atomic_t seen = *count;
+    for (long long b = 0; b < blocks && *count == seen; ++b) task(args, b);
 }
 """
 
@@ -211,10 +212,11 @@ static void fg_start(void) {
 long long fg_pool_worker_blocks(void) { return atomic_load(&fg_worker_blocks); }
 
 void fg_parallel_run(fg_task task, void *const *args, long long blocks) {
-    const sig_atomic_t seen = FG_SIGINT_SEEN();
+    volatile sig_atomic_t *const count = fg_sigint_count();  /* Ctrl-C: see interrupt.py */
+    const sig_atomic_t seen = *count;
     if (blocks <= 1 || fg_threads <= 1 || blocks > 0xffff ||
         pthread_mutex_trylock(&fg_submit) != 0) {
-        for (long long b = 0; b < blocks && !fg_interrupted(seen); ++b) task(args, b);
+        for (long long b = 0; b < blocks && *count == seen; ++b) task(args, b);
         return;
     }
     if (!fg_started) fg_start();
@@ -230,7 +232,7 @@ void fg_parallel_run(fg_task task, void *const *args, long long blocks) {
         pthread_mutex_unlock(&fg_sleep_lock);
     }
     while (fg_run_one()) {
-        if (fg_interrupted(seen)) {
+        if (*count != seen) {
             fg_cancel();
             break;
         }
