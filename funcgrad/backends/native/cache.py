@@ -250,8 +250,10 @@ class Folder:
 
     # --- writing ----------------------------------------------------------------------------
 
-    def write(self, name, data, mode=0o600):
-        """File `name` := `data`, atomically and durably (temporary, fsync, rename)."""
+    def write(self, name, data, mode=0o600, durable=True):
+        """File `name` := `data`, atomically (temporary, rename) and, when `durable`, with
+        its bytes on disk before the rename (fsync): a crash leaves the old file or the new
+        one, never a part."""
         tmp = f"{TEMP_PREFIX}{secrets.token_hex(8)}-{name}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode,
                      dir_fd=self.fd)
@@ -261,7 +263,8 @@ class Folder:
                 view = memoryview(data)
                 while view:
                     view = view[os.write(fd, view):]
-                os.fsync(fd)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.rename(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
@@ -299,9 +302,7 @@ class Folder:
         self.write(key + ".sum", json.dumps(record).encode())
         os.rename(key + ".so", key + ".so", src_dir_fd=work_fd, dst_dir_fd=self.fd)
         with contextlib.suppress(OSError):  # the source is for people to read
-            self.write(key + ".c", source.encode())
-        with contextlib.suppress(OSError):
-            os.fsync(self.fd)
+            self.write(key + ".c", source.encode(), durable=False)
 
     def remove_module(self, key):
         for suffix in (".so", ".sum", ".c"):

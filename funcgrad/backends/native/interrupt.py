@@ -1,18 +1,19 @@
 """Ctrl-C inside native code: C loops and the blocks of pool kernels stop within
 microseconds of a SIGINT, and the KeyboardInterrupt reaches the user.
 
-A tiny C runtime (one per process, built and cached like any module) installs a SIGINT
-handler with `sigaction` that calls the handler it replaced (CPython's, which sets Python's
-pending-signal flag) and then counts the signal. Every module with loops or pool kernels
-declares `HEADER` and gets the count's address through `fg_set_interrupt` when `build.load`
-loads it. A loop function takes the count on entry (`fg_sigint_count`: in a thread other
-than Python's main one, where Python runs signal handlers, a count that never changes) and
-polls it once per iteration (one load and compare, no call), a parallel kernel once per
-block; when it changed, the loop frees its temporaries and returns `FG_INTERRUPTED`, a
-kernel skips its remaining blocks. Back in
-Python, the pending signal runs Python's handler as the call returns, which raises
-KeyboardInterrupt; a loop's wrapper checks its status too (`checked_status`), so a handler
-that does not raise just runs the loop again from its unchanged inputs.
+The first module loaded that holds `RUNTIME` (every module whose loops or kernels poll, and
+the thread pool's) becomes the process's runtime: it installs a SIGINT handler with
+`sigaction` that calls the handler it replaced (CPython's, which sets Python's
+pending-signal flag) and then counts the signal. Every module that polls declares `HEADER`
+and gets the count's address through `fg_set_interrupt` when `build.load` loads it. A loop
+function takes the count on entry (`fg_sigint_count`: in a thread other than Python's main
+one, where Python runs signal handlers, a count that never changes) and polls it once per
+iteration (one load and compare, no call), a parallel kernel once per block; when it
+changed, the loop frees its temporaries and returns `FG_INTERRUPTED`, a kernel skips its
+remaining blocks. Back in Python, the pending signal runs Python's handler as the call
+returns, which raises KeyboardInterrupt; a loop's wrapper checks its status too
+(`checked_status`), so a handler that does not raise just runs the loop again from its
+unchanged inputs.
 
 Only the main thread stops: code in other threads runs on to its right result (Python
 would raise nothing there). The handler is installed (again) whenever a module that polls
@@ -21,18 +22,17 @@ which always raises): a handler the user sets with `signal.signal` replaces it, 
 code then runs to its end as before. After `os.fork` the child's main thread is the forking
 one (`os.register_at_fork`).
 
-    lib.fg_set_interrupt(ctypes.c_void_p(interrupt.state_address(cc)))   # build.load
+    lib.fg_set_interrupt(ctypes.c_void_p(interrupt.state_address(lib)))   # build.load
 """
 
 import ctypes
-import dataclasses
 import os
 import signal
 import threading
 
-from funcgrad import errors
-
 FG_INTERRUPTED = 2  # what a C loop returns when a SIGINT stopped it (1: out of memory)
+# A module holding `RUNTIME` defines this before any #include (sigaction is POSIX, not C11)
+FEATURES = "#define _POSIX_C_SOURCE 200809L\n"
 
 # Declared by every module whose loops or pool kernels poll (`threads.MODULE_HEADER` holds it;
 # a second copy is skipped).
@@ -45,7 +45,9 @@ typedef struct { volatile sig_atomic_t count; volatile unsigned long main; } fg_
 static fg_sigint_state fg_sigint_none;
 static fg_sigint_state *fg_sigint = &fg_sigint_none;
 static volatile sig_atomic_t fg_sigint_never;
-void fg_set_interrupt(void *state) { if (state) fg_sigint = (fg_sigint_state *)state; }
+void fg_set_interrupt(void *state) {
+    fg_sigint = state ? (fg_sigint_state *)state : &fg_sigint_none;
+}
 /* The count a loop reads on entry and polls (it stops when the count changes): in Python's
    main thread the runtime's count of SIGINTs, elsewhere one that never changes */
 static inline volatile sig_atomic_t *fg_sigint_count(void) {
@@ -55,30 +57,29 @@ static inline volatile sig_atomic_t *fg_sigint_count(void) {
 #endif
 """
 
-RUNTIME_SOURCE = r"""
-#define _GNU_SOURCE
-#include <pthread.h>
-#include <signal.h>
+# The handler, in every module that polls (after `HEADER`); only the runtime's is installed.
+RUNTIME = r"""
+#ifndef FG_INTERRUPT_RUNTIME
+#define FG_INTERRUPT_RUNTIME
 #include <string.h>
-typedef struct { volatile sig_atomic_t count; volatile unsigned long main; } fg_sigint_state;
-static fg_sigint_state fg_state;
+static fg_sigint_state fg_sigint_counted;
 static struct sigaction fg_chained;  /* the handler ours replaced: CPython's */
 
 static void fg_on_sigint(int sig, siginfo_t *info, void *context) {
     if (fg_chained.sa_flags & SA_SIGINFO) fg_chained.sa_sigaction(sig, info, context);
     else if (fg_chained.sa_handler != SIG_DFL && fg_chained.sa_handler != SIG_IGN)
         fg_chained.sa_handler(sig);
-    fg_state.count = fg_state.count + 1;  /* after Python's flag: a loop that sees the count
-                                             returns to a pending KeyboardInterrupt */
+    fg_sigint_counted.count = fg_sigint_counted.count + 1;  /* after Python's flag: a loop
+        that sees the count returns to a pending KeyboardInterrupt */
 }
 
-void *fg_interrupt_state(void) { return &fg_state; }
-void fg_interrupt_set_main(unsigned long main_thread) { fg_state.main = main_thread; }
+void *fg_interrupt_state(void) { return &fg_sigint_counted; }
+void fg_interrupt_set_main(unsigned long main_thread) { fg_sigint_counted.main = main_thread; }
 
 /* 1 when ours is installed (now or already), 0 when SIGINT's handler is no function */
 int fg_interrupt_install(unsigned long main_thread) {
     struct sigaction now, ours;
-    fg_state.main = main_thread;
+    fg_sigint_counted.main = main_thread;
     if (sigaction(SIGINT, 0, &now) != 0) return 0;
     if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == fg_on_sigint) return 1;
     if (!(now.sa_flags & SA_SIGINFO) && (now.sa_handler == SIG_DFL || now.sa_handler == SIG_IGN))
@@ -86,48 +87,39 @@ int fg_interrupt_install(unsigned long main_thread) {
     sigset_t block, old;
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
+    sigprocmask(SIG_BLOCK, &block, &old);  /* this thread: no SIGINT half-way through */
     fg_chained = now;
     memset(&ours, 0, sizeof ours);
     ours.sa_sigaction = fg_on_sigint;
     ours.sa_mask = now.sa_mask;
     ours.sa_flags = SA_SIGINFO | (now.sa_flags & ~(SA_SIGINFO | SA_RESETHAND));
     const int ok = sigaction(SIGINT, &ours, 0) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, 0);
+    sigprocmask(SIG_SETMASK, &old, 0);
     return ok;
 }
+#endif
 """
 
-_lib = []  # the runtime, once loaded (an empty list: not yet; [None]: it did not build)
+_runtime = []  # the module whose handler is installed (the first loaded that has one)
 _lock = threading.Lock()
 
 
-def _runtime(cc):
-    from funcgrad.backends.native import build
+def state_address(lib):
+    """The address of the runtime's SIGINT count, for module `lib` (the runtime itself when
+    it is the first loaded with `RUNTIME`), or None while there is none; installs the
+    handler when Python's is the default one."""
     with _lock:
-        if not _lib:
-            rt_cc = dataclasses.replace(cc, flags=cc.flags + ("-pthread",), libs=("-pthread",))
-            try:
-                lib = build.load(RUNTIME_SOURCE, rt_cc)
-            except (build.NativeCompileError, errors.BackendUnavailableError, OSError):
-                lib = None  # loops then run to their end, as numpy code between checks would
-            if lib is not None:
-                lib.fg_interrupt_state.restype = ctypes.c_void_p
-                lib.fg_interrupt_install.argtypes = [ctypes.c_ulong]
-                lib.fg_interrupt_set_main.argtypes = [ctypes.c_ulong]
-            _lib.append(lib)
-        return _lib[0]
-
-
-def state_address(cc):
-    """The address of the runtime's SIGINT count (what `fg_set_interrupt` gets), or None;
-    installs the handler when Python's is the default one."""
-    lib = _runtime(cc)
-    if lib is None:
-        return None
+        if not _runtime and hasattr(lib, "fg_interrupt_install"):
+            lib.fg_interrupt_state.restype = ctypes.c_void_p
+            lib.fg_interrupt_install.argtypes = [ctypes.c_ulong]
+            lib.fg_interrupt_set_main.argtypes = [ctypes.c_ulong]
+            _runtime.append(lib)
+        if not _runtime:
+            return None
+        rt = _runtime[0]
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        lib.fg_interrupt_install(threading.main_thread().ident)
-    return lib.fg_interrupt_state()
+        rt.fg_interrupt_install(threading.main_thread().ident)
+    return rt.fg_interrupt_state()
 
 
 def checked_status():
@@ -139,8 +131,8 @@ def checked_status():
 def _forked():
     global _lock
     _lock = threading.Lock()
-    if _lib and _lib[0] is not None:
-        _lib[0].fg_interrupt_set_main(threading.get_ident())
+    if _runtime:
+        _runtime[0].fg_interrupt_set_main(threading.get_ident())
 
 
 os.register_at_fork(after_in_child=_forked)

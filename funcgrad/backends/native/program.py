@@ -154,6 +154,7 @@ class NativeRenderer(numpy_render.Renderer):
                          compile_subprogram=compile_subprogram)
         self.c_kernels = []
         self._segments = None  # `segments()`, once the blocks are filled
+        self.polls = False  # whether the module's loops or kernels poll for Ctrl-C
 
     def build(self):
         """The numpy renderer's build, with each bound constant that is a broadcast view (as
@@ -319,12 +320,17 @@ class NativeRenderer(numpy_render.Renderer):
         segments = [seg for _, _, seg in self.segments()]
         self.c_kernels += [seg for seg in segments if seg not in self.c_kernels]
         loops_here = any(isinstance(k, _Loop) for k in self.c_kernels)
-        head = ops.PRELUDE + ("#include <stdlib.h>\n" + interrupt.HEADER if loops_here else "")
         body = "".join("\n" + k.source() for k in self.c_kernels)
+        parallel = "fg_parallel(" in body  # kernels whose blocks run on the thread pool
+        self.polls = loops_here or parallel  # they stop on Ctrl-C (interrupt.py)
+        head = ((interrupt.FEATURES if self.polls else "") + ops.PRELUDE
+                + ("#include <stdlib.h>\n" if loops_here else ""))
         if "fg_sgemm(" in body or "fg_dgemm(" in body:  # loops that call BLAS (loops.SmallDot)
             head += loops.GEMM_HEADER
-        if "fg_parallel(" in body:  # kernels whose blocks run on the thread pool
+        if parallel:
             head += threads.MODULE_HEADER
+        if self.polls:
+            head += interrupt.HEADER + interrupt.RUNTIME
         return head + body
 
     def bind(self, lib):

@@ -78,7 +78,7 @@ POOL_SOURCE = r"""
 #include <stdatomic.h>
 #include <time.h>
 typedef void (*fg_task)(void *const *, long long);
-""" + interrupt.HEADER + r"""
+""" + interrupt.HEADER + interrupt.RUNTIME + r"""
 
 static int fg_threads = 1;
 static long long fg_spin_ns = 1000000;
