@@ -616,10 +616,10 @@ def test_pool_kernels_stop_between_blocks_only_in_the_main_thread():
     lib.fg_t_run.restype, lib.fg_t_run.argtypes = ctypes.c_longlong, [ctypes.c_longlong]
 
     class State(ctypes.Structure):
-        _fields_ = [("count", ctypes.c_int), ("main", ctypes.c_ulong)]
-    fake = State(0, threading.main_thread().ident)
+        _fields_ = [("count", ctypes.c_int), ("on_main", ctypes.c_void_p)]
+    real = ctypes.c_void_p(interrupt.state_address(cc))
+    fake = State(0, State.from_address(real.value).on_main)  # the runtime's thread check
     pool = threads._pool(cc)
-    real = ctypes.c_void_p(interrupt.state_address(lib))  # the pool is a runtime
     lib.fg_t_fake(ctypes.byref(fake))
     lib.fg_set_interrupt(ctypes.byref(fake))
     try:
@@ -701,7 +701,6 @@ def test_a_forked_child_builds_and_runs_native_code_and_never_hangs(tmp_path):
 # --- issue 25: a nested loop out of memory frees the outer loop's temporaries -------------------
 
 HARNESS = """
-#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 static long fg_live, fg_calls, fg_fail_at;
 static void *fg_test_malloc(size_t n) {

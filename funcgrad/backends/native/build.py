@@ -321,7 +321,7 @@ def _connect(lib, cc):
         lib.fg_set_parallel(ctypes.c_void_p(threads.address(cc)))
     if hasattr(lib, "fg_set_interrupt"):  # loops and pool kernels stop on Ctrl-C
         from funcgrad.backends.native import interrupt
-        lib.fg_set_interrupt(ctypes.c_void_p(interrupt.state_address(lib)))
+        lib.fg_set_interrupt(ctypes.c_void_p(interrupt.state_address(cc)))
 
 
 def _untrusted_folder(e):

@@ -22,6 +22,7 @@ Pruning counts and deletes only names funcgrad makes (`<64 hex>.so/.c/.sum`,
 the marker, only modules whose sidecar proves funcgrad built them.
 """
 
+import atexit
 import contextlib
 import ctypes
 import hashlib
@@ -135,7 +136,8 @@ def open_folder(path=None):
         st = os.fstat(fd)
         marked = made or default or _exists(fd, MARKER)
         if marked and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != 0o700:
-            os.fchmod(fd, 0o700)  # funcgrad's own folder, made by an older version: private now
+            with contextlib.suppress(OSError):  # funcgrad's own folder (an older version's)
+                os.fchmod(fd, 0o700)
             st = os.fstat(fd)
         reason = problem(st, "folder")
         if reason:
@@ -151,11 +153,13 @@ def open_folder(path=None):
 
 
 def _exists(dir_fd, name):
+    """Whether `name` is a file of this user's in the folder (a marker someone else put
+    there does not count)."""
     try:
-        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-        return True
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except OSError:
         return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
 
 
 def fd_path(fd):
@@ -399,12 +403,24 @@ def digest(fd):
 @contextlib.contextmanager
 def private_folder():
     """A fresh folder only this process uses (`tempfile.mkdtemp`, 0700), removed at the
-    end: where modules are built when the cache folder cannot be trusted or written."""
+    end (or when the process exits during a build in a daemon thread): where modules are
+    built when the cache folder cannot be trusted or written."""
     path = tempfile.mkdtemp(prefix="funcgrad-native-")
+    _private.add(path)
     try:
         with Folder(path, os.open(path, os.O_RDONLY | os.O_DIRECTORY), True) as folder:
             yield folder
     finally:
+        shutil.rmtree(path, ignore_errors=True)
+        _private.discard(path)
+
+
+_private = set()  # the private folders of builds under way
+
+
+@atexit.register
+def _remove_private():
+    for path in list(_private):
         shutil.rmtree(path, ignore_errors=True)
 
 

@@ -7,8 +7,8 @@ are printed again into the enclosing module (renamed) and called from a C loop:
 
     int fg_loop0(const float *restrict p_a0, const float *restrict p_a1, float *p_o0) {
         float t0[100];                                    /* body temporaries (large: malloc) */
-        volatile sig_atomic_t *const fg_count = fg_sigint_count();  /* Ctrl-C: interrupt.py */
-        const sig_atomic_t fg_seen = *fg_count;
+        volatile int *const fg_count = fg_sigint_count();  /* Ctrl-C: interrupt.py */
+        const int fg_seen = *fg_count;
         int fg_status = 0;
         memcpy(p_o0, p_a1, 400);                          /* the carry lives in the output */
         for (long long _it = 0; _it < 100; ++_it) {
@@ -347,8 +347,8 @@ def _frame(temps, lines, exits=True):
     """A loop function's body: its temporaries, `lines`, then (at `fg_end`, where a nested
     loop's failure or a SIGINT jumps) the temporaries freed and the status returned: 0,
     1 (no memory) or `FG_INTERRUPTED`."""
-    start = ["volatile sig_atomic_t *const fg_count = fg_sigint_count();",
-             "const sig_atomic_t fg_seen = *fg_count;", "int fg_status = 0;"]
+    start = ["volatile int *const fg_count = fg_sigint_count();",
+             "const int fg_seen = *fg_count;", "int fg_status = 0;"]
     end = ["fg_end:;"] if exits else []
     end += [f"free({name});" for name, _, stack in _on_stack(temps) if not stack]
     return _alloc(temps) + start + lines + end + ["return fg_status;"]

@@ -323,14 +323,11 @@ class NativeRenderer(numpy_render.Renderer):
         body = "".join("\n" + k.source() for k in self.c_kernels)
         parallel = "fg_parallel(" in body  # kernels whose blocks run on the thread pool
         self.polls = loops_here or parallel  # they stop on Ctrl-C (interrupt.py)
-        head = ((interrupt.FEATURES if self.polls else "") + ops.PRELUDE
-                + ("#include <stdlib.h>\n" if loops_here else ""))
+        head = ops.PRELUDE + ("#include <stdlib.h>\n" + interrupt.HEADER if loops_here else "")
         if "fg_sgemm(" in body or "fg_dgemm(" in body:  # loops that call BLAS (loops.SmallDot)
             head += loops.GEMM_HEADER
         if parallel:
             head += threads.MODULE_HEADER
-        if self.polls:
-            head += interrupt.HEADER + interrupt.RUNTIME
         return head + body
 
     def bind(self, lib):
@@ -413,6 +410,8 @@ def compile_native(program, donate_argnums=(), ir=None, compile_subprogram=None,
     if not r.c_kernels:
         return None
     c_src = r.c_source()
+    if r.polls:  # the Ctrl-C runtime builds beside the module (an empty cache: interrupt.py)
+        interrupt.prepare(cc)
     r.bind(build.load(c_src, cc))
     n = next(numpy_render._program_ids)
     functions = [k for k in r.c_kernels if not isinstance(k, _Segment)]

@@ -60,8 +60,8 @@ static fg_runner fg_parallel_run;
 void fg_set_parallel(void *f) { fg_parallel_run = (fg_runner)f; }
 static void fg_parallel(fg_task task, void *const *args, long long blocks) {
     if (fg_parallel_run) { fg_parallel_run(task, args, blocks); return; }
-    volatile sig_atomic_t *const count = fg_sigint_count();  /* Ctrl-C: no further block */
-    const sig_atomic_t seen = *count;
+    volatile int *const count = fg_sigint_count();  /* Ctrl-C: no further block */
+    const int seen = *count;
     for (long long b = 0; b < blocks && *count == seen; ++b) task(args, b);
 }
 """
@@ -78,7 +78,7 @@ POOL_SOURCE = r"""
 #include <stdatomic.h>
 #include <time.h>
 typedef void (*fg_task)(void *const *, long long);
-""" + interrupt.HEADER + interrupt.RUNTIME + r"""
+""" + interrupt.HEADER + r"""
 
 static int fg_threads = 1;
 static long long fg_spin_ns = 1000000;
@@ -212,8 +212,8 @@ static void fg_start(void) {
 long long fg_pool_worker_blocks(void) { return atomic_load(&fg_worker_blocks); }
 
 void fg_parallel_run(fg_task task, void *const *args, long long blocks) {
-    volatile sig_atomic_t *const count = fg_sigint_count();  /* Ctrl-C: see interrupt.py */
-    const sig_atomic_t seen = *count;
+    volatile int *const count = fg_sigint_count();  /* Ctrl-C: see interrupt.py */
+    const int seen = *count;
     if (blocks <= 1 || fg_threads <= 1 || blocks > 0xffff ||
         pthread_mutex_trylock(&fg_submit) != 0) {
         for (long long b = 0; b < blocks && *count == seen; ++b) task(args, b);
