@@ -1,19 +1,19 @@
 """Ctrl-C inside native code: C loops and the blocks of pool kernels stop within
 microseconds of a SIGINT, and the KeyboardInterrupt reaches the user.
 
-A tiny C runtime (one per process, built and cached like any module, its build started
-beside the first module that needs it: `prepare`) installs a SIGINT handler with `sigaction`
-that calls the handler it replaced (CPython's, which sets Python's pending-signal flag) and
-then counts the signal. Every module whose loops or pool kernels poll declares `HEADER` (no
-#include: it costs a module's compile nothing) and gets the runtime's state through
-`fg_set_interrupt` when `build.load` loads it. A loop function takes the count on entry
-(`fg_sigint_count`: in a thread other than Python's main one, where Python runs signal
-handlers, a count that never changes) and polls it once per iteration (one load and compare,
-no call), a parallel kernel once per block; when it changed, the loop frees its temporaries
-and returns `FG_INTERRUPTED`, a kernel skips its remaining blocks. Back in Python, the
-pending signal runs Python's handler as the call returns, which raises KeyboardInterrupt; a
-loop's wrapper checks its status too (`checked_status`), so a handler that does not raise
-just runs the loop again from its unchanged inputs.
+A tiny C runtime (one per process, built and cached like any module: when the compiler is
+probed, else beside the first module that needs it, `prepare`) installs a SIGINT handler
+with `sigaction` that calls the handler it replaced (CPython's, which sets Python's
+pending-signal flag) and then counts the signal. Every module whose loops or pool kernels
+poll declares `HEADER` (no #include: it costs a module's compile nothing) and gets the
+runtime's state through `fg_set_interrupt` when `build.load` loads it. A loop function
+takes the count on entry (`fg_sigint_count`: in a thread other than Python's main one, where
+Python runs signal handlers, a count that never changes) and polls it once per iteration
+(one load and compare, no call), a parallel kernel once per block; when it changed, the loop
+frees its temporaries and returns `FG_INTERRUPTED`, a kernel skips its remaining blocks.
+Back in Python, the pending signal runs Python's handler as the call returns, which raises
+KeyboardInterrupt; a loop's wrapper checks its status too (`checked_status`), so a handler
+that does not raise just runs the loop again from its unchanged inputs.
 
 Only the main thread stops: code in other threads runs on to its right result (Python
 would raise nothing there). The handler is installed (again) whenever a module that polls
@@ -107,7 +107,9 @@ _preparing = []  # whether `prepare` started its build
 _lock = threading.Lock()
 
 
-def _runtime(cc):
+def runtime(cc):
+    """The runtime's loaded module (built with compiler `cc` unless loaded already), or None
+    when it does not build."""
     from funcgrad.backends.native import build
     with _lock:
         if not _lib:
@@ -130,14 +132,14 @@ def prepare(cc):
     meanwhile waits for it, so no temporary folder of its build is left behind."""
     if not _lib and not _preparing:
         _preparing.append(True)
-        threading.Thread(target=_runtime, args=(cc,), name="funcgrad-native-interrupt",
+        threading.Thread(target=runtime, args=(cc,), name="funcgrad-native-interrupt",
                          daemon=False).start()  # (a thread started by a daemon is one)
 
 
 def state_address(cc):
     """The address of the runtime's state (what `fg_set_interrupt` gets), or None when it
     did not build; installs the handler when Python's is the default one."""
-    lib = _runtime(cc)
+    lib = runtime(cc)
     if lib is None:
         return None
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
