@@ -155,7 +155,7 @@ def _probe_on_disk(path, version, sanitize):
     """`_probe_options`'s answer, kept on disk beside the modules (up to five compiler runs,
     a few hundred ms, that a second process then skips). Only a compiler that builds is
     kept; the file is read under the cache's checks and may only name `PROBE_OPTIONS`."""
-    name, probed = probe_file(path, version, sanitize), True
+    name = probe_file(path, version, sanitize)
     try:
         folder = cache.open_folder()
     except cache.Unusable as e:
@@ -165,7 +165,6 @@ def _probe_on_disk(path, version, sanitize):
         with folder:
             try:
                 options = _valid_options(folder.read_json(name), sanitize)
-                probed = options is None
             except cache.Unusable as e:
                 cache.warn_once(e.path, f"{e.reason}; not read, the compiler is probed again")
                 options = None
@@ -174,11 +173,7 @@ def _probe_on_disk(path, version, sanitize):
                 if options is not None:
                     with contextlib.suppress(OSError):
                         folder.write(name, json.dumps({"options": options}).encode())
-    cc = None if options is None else _compiler(path, version, sanitize, options)
-    if cc is not None and probed:  # the Ctrl-C runtime too, once per cache (`interrupt.py`)
-        from funcgrad.backends.native import interrupt
-        interrupt.runtime(cc)
-    return cc
+    return None if options is None else _compiler(path, version, sanitize, options)
 
 
 def _valid_options(record, sanitize):

@@ -1,9 +1,9 @@
 """Ctrl-C inside native code: C loops and the blocks of pool kernels stop within
 microseconds of a SIGINT, and the KeyboardInterrupt reaches the user.
 
-A tiny C runtime (one per process, built and cached like any module: when the compiler is
-probed, else beside the first module that needs it, `prepare`) installs a SIGINT handler
-with `sigaction` that calls the handler it replaced (CPython's, which sets Python's
+A tiny C runtime (one per process, built and cached like any module, its build started
+beside the first module that needs it: `prepare`) installs a SIGINT handler with
+`sigaction` that calls the handler it replaced (CPython's, which sets Python's
 pending-signal flag) and then counts the signal. Every module whose loops or pool kernels
 poll declares `HEADER` (no #include: it costs a module's compile nothing) and gets the
 runtime's state through `fg_set_interrupt` when `build.load` loads it. A loop function
