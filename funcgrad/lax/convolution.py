@@ -17,7 +17,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, concrete_value, get_aval
 from funcgrad.interpreters import ad, batching
-from funcgrad.lax import pooling
+from funcgrad.lax import conv_plan, pooling
 from funcgrad.lax.precision import canonicalize_precision
 from funcgrad.lax.utils import quiet, static_ints
 
@@ -262,43 +262,10 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
                        lhs.weak_type and rhs.weak_type)
 
 
-def _conv_canonical(x, w, strides, padding, lhs_dilation, rhs_dilation, fgc, bgc):
-    """Conv of x (N, C, spatial...) and w (O, I, window...) into (N/bgc, O, out...)."""
-    nsp = x.ndim - 2
-    x = _dilate_pad(x, 0, ((0, 0), (0, 0)) + padding, (1, 1) + lhs_dilation)
-    n, c = x.shape[:2]
-    o, window = w.shape[0], w.shape[2:]
-    out_sp = tuple(_stride_dim(p, _dilate_dim(k, r), s)
-                   for p, k, r, s in zip(x.shape[2:], window, rhs_dilation, strides))
-    groups, nb, cg, og = fgc * bgc, n // bgc, c // fgc, o // (fgc * bgc)
-    out_shape = (nb, o) + out_sp
-    if 0 in out_shape:
-        return np.zeros(out_shape, x.dtype)
-    if cg == 0 or 0 in window:
-        return np.zeros(out_shape, x.dtype)
-    sp_axes = tuple(range(2, 2 + nsp))
-    patches = _windows(x, sp_axes, window, strides, rhs_dilation)  # (N, C, out..., win...)
-    patches = patches.reshape((bgc, nb, fgc, cg) + out_sp + window)
-    order = (0, 2, 1) + tuple(range(4, 4 + nsp)) + (3,) + tuple(range(4 + nsp, 4 + 2 * nsp))
-    n_out, n_win = int(np.prod(out_sp)), int(np.prod(window))
-    a = patches.transpose(order).reshape(groups, nb * n_out, cg * n_win)
-    b = w.reshape(groups, og, cg * n_win).transpose(0, 2, 1)
-    res = np.matmul(a, b).reshape((groups, nb) + out_sp + (og,))
-    res = res.transpose((1, 0, 2 + nsp) + tuple(range(2, 2 + nsp)))
-    return res.reshape(out_shape)
-
-
-def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-               dimension_numbers, feature_group_count, batch_group_count, precision,
-               preferred_element_type):
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    if preferred_element_type is not None:
-        lhs = lhs.astype(preferred_element_type, copy=False)
-        rhs = rhs.astype(preferred_element_type, copy=False)
-    out = _conv_canonical(lhs.transpose(lhs_spec), rhs.transpose(rhs_spec), window_strides,
-                          padding, lhs_dilation, rhs_dilation, feature_group_count,
-                          batch_group_count)
-    return out.transpose(np.argsort(out_spec))
+def _conv_impl(lhs, rhs, **params):
+    out = _conv_abstract(get_aval(lhs), get_aval(rhs), **params)
+    p = conv_plan.plan_of(lhs.shape, rhs.shape, rhs.dtype, out.shape, out.dtype, **params)
+    return conv_plan.run_numpy(p, lhs, rhs)
 
 
 def _spec_t(spec):

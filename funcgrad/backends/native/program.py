@@ -28,7 +28,7 @@ import re
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.backends.native import build, linalg, loops, ops, shapes, threads, windows
+from funcgrad.backends.native import build, conv, linalg, loops, ops, shapes, threads, windows
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.backends.numpy import emit
 from funcgrad.backends.numpy import render as numpy_render
@@ -40,7 +40,7 @@ from funcgrad.lax.control_flow import cond_p, scan_p, while_p
 NATIVE_LOOPS = (while_p, scan_p, cond_p)  # C loops, and C branches for cond/switch
 CONTIGUOUS_CONST_MAX = 1 << 24  # bytes: a broadcast constant up to this is made contiguous once
 ROUTINES = {**linalg.ROUTINES, **windows.ROUTINES,  # C routines called at top level
-            **shapes.AT_TOP_LEVEL}
+            **shapes.AT_TOP_LEVEL, **conv.ROUTINES}
 
 
 class _Kernel:
@@ -143,7 +143,7 @@ class _Routine:
 
     def bind(self, lib):
         return _caller(getattr(lib, self.c.cname), self.c.operands, self.c.n_in,
-                       self.c.eqn.prim.name)
+                       self.c.eqn.prim.name, status=getattr(self.c, "status", False))
 
 
 class NativeRenderer(numpy_render.Renderer):
