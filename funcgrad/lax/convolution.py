@@ -498,7 +498,29 @@ def _window_batch(prim):
     return rule
 
 
-def _reduce_window_prim(kind, reducer, kinds, ufunc=None):
+def fold_windows(x, ufunc, ident, *, window_dimensions, window_strides, padding,
+                 base_dilation, window_dilation):
+    """The windowed reduction of numpy `x` by `ufunc` (np.add, np.maximum, np.minimum), one
+    axis at a time from the last: along each axis, a window's taps fold left in order into
+    its first. The native tier's routine (`backends/native/windows.py`) folds in this order,
+    so both give the same bits."""
+    xp = _dilate_pad(x, ident, padding, base_dilation)
+    for d in reversed(range(x.ndim)):
+        w, s, r = window_dimensions[d], window_strides[d], window_dilation[d]
+        n = _stride_dim(xp.shape[d], _dilate_dim(w, r), s)
+        taps = [xp[(slice(None),) * d + (slice(j * r, j * r + (n - 1) * s + 1, s),)]
+                for j in range(w)]
+        if w == 1:
+            xp = taps[0]
+            continue
+        acc = np.array(taps[0])
+        for tap in taps[1:]:
+            ufunc(acc, tap, out=acc)
+        xp = acc
+    return np.ascontiguousarray(xp)
+
+
+def _reduce_window_prim(kind, ufunc, kinds):
     name = f"reduce_window_{kind}"
     p = Primitive(name)
 
@@ -512,11 +534,7 @@ def _reduce_window_prim(kind, reducer, kinds, ufunc=None):
         ident = _identity(kind, x.dtype)
         if 0 in out_shape or 0 in params["window_dimensions"]:
             return np.full(out_shape, ident, x.dtype)
-        layout = ufunc and pooling.blocked(x.shape, **params)
-        if layout:  # windows tiling the operand: one ufunc call per window offset
-            return pooling.reduce_blocks(x, ufunc, layout, out_shape)
-        v = _window_view(x, ident, **params)
-        return reducer(v, axis=tuple(range(x.ndim, 2 * x.ndim)))
+        return fold_windows(x, ufunc, ident, **params)
     p.def_impl(quiet(impl))
     p.def_abstract_eval(abstract)
     batching.batch_rules[p] = _window_batch(p)
@@ -550,8 +568,7 @@ def _reduce_window_sum_transpose(ct, operand, *, window_dimensions, window_strid
     return [out]
 
 
-reduce_window_sum_p = _reduce_window_prim(
-    "sum", lambda v, axis: np.sum(v, axis=axis, dtype=v.dtype), "iufc")
+reduce_window_sum_p = _reduce_window_prim("sum", np.add, "iufc")
 ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
 
 
@@ -587,17 +604,17 @@ def _chooser_jvp(kind):
     # sum when the windows tile the operand (pooling.py), else select_and_gather_add
     def rule(primals, out, tangents, **params):
         layout = pooling.blocked(get_aval(primals[0]).shape, **params)
-        if layout and pooling.unrolled(layout) and get_aval(primals[0]).dtype.kind == "f":
-            return pooling.chooser_jvp(tangents[0], primals[0], out, layout)
+        if layout and get_aval(primals[0]).dtype.kind == "f":
+            return pooling.chooser_jvp(tangents[0], primals[0], layout, kind)
         return select_and_gather_add_p.bind(tangents[0], primals[0], select_prim=kind,
                                             **params)
     return rule
 
 
-reduce_window_max_p = _reduce_window_prim("max", np.max, "biuf", np.maximum)
+reduce_window_max_p = _reduce_window_prim("max", np.maximum, "biuf")
 ad.jvp_rules[reduce_window_max_p] = _chooser_jvp("max")
 
-reduce_window_min_p = _reduce_window_prim("min", np.min, "biuf", np.minimum)
+reduce_window_min_p = _reduce_window_prim("min", np.minimum, "biuf")
 ad.jvp_rules[reduce_window_min_p] = _chooser_jvp("min")
 
 
