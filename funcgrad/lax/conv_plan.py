@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-PACK_BYTES = 1 << 21  # a packed A chunk at most this (below numpy's huge-page size for arrays)
+PACK_BYTES = 1 << 19  # a packed A chunk at most this, so that it stays in a core's L2 cache
 B_CHUNK_MIN_K = 64  # k rows per chunk at least, when chunking k to keep B a view
 NO_TRANS, TRANS = 111, 112  # CblasNoTrans, CblasTrans
 

@@ -2,9 +2,11 @@
 
 `conv_general_dilated` (XLA Conv: strides, padding, lhs/rhs dilation, feature and batch
 groups, any layout), `reduce_window_{sum,max,min}` and the `select_and_gather_add` /
-`select_and_scatter_add` pair behind max-pooling derivatives. Eager implementations pad
-and dilate with numpy, take a strided `sliding_window_view` and contract it with one
-(batched) matmul (im2col). This module imports only the core, the interpreters and other
+`select_and_scatter_add` pair behind max-pooling derivatives. A convolution's
+implementation is its `conv_plan.ConvPlan` (the input's windows packed into BLAS gemm calls,
+which the native tier's C routine repeats bit for bit); the windowed reductions fold one
+window axis at a time (`fold_windows`); the selections pad and dilate with numpy and take a
+strided `sliding_window_view`. This module imports only the core, the interpreters and other
 `funcgrad.lax` wrappers.
 """
 

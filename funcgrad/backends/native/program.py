@@ -16,9 +16,10 @@ elementwise output may take the buffer of an input it reads at the same index th
 there (donated optimizer states update in place), then its pointers lose `restrict`.
 Kernels C cannot print (complex numbers) stay numpy statements. A small `lu`,
 `triangular_solve` or `cholesky` (`linalg.SMALL_MAX`, `linalg.LARGE_MAX`) is a call of a C
-routine too (larger ones stay LAPACK through numpy), and so are `select_and_scatter_add`
-(`windows.py`, the gradient of overlapping max pooling) and `scatter`/`scatter-add`
-(`shapes.AT_TOP_LEVEL`: an embedding's gradient).
+routine too (larger ones stay LAPACK through numpy), and so are `conv_general_dilated`
+(`conv.py`: packing into numpy's BLAS gemm), the window operations (`windows.py`: pooling
+and its gradients) and `scatter`/`scatter-add` (`shapes.AT_TOP_LEVEL`: an embedding's
+gradient).
 """
 
 import ctypes
