@@ -37,6 +37,14 @@ from funcgrad.lax.convolution import (
 from funcgrad.lax.pooling import choice_mask_p, tiling
 
 RUN_MAX = 4096  # lanes of the innermost run held on the stack per accumulator
+# numpy's float16 maximum/minimum keep the first operand on a tie (+0.0 vs -0.0), its
+# float32/float64 ones (and fg_max/fg_min) the second
+HALF_MINMAX = """#ifndef FG_HALF_MINMAX
+#define FG_HALF_MINMAX
+static inline float fg_max_half(float a, float b) { return (a >= b || a != a) ? a : b; }
+static inline float fg_min_half(float a, float b) { return (a <= b || a != a) ? a : b; }
+#endif
+"""
 
 
 def _strides(shape):
@@ -170,7 +178,8 @@ class ReduceWindow(_Routine):
 
     def combine(self, a, b):
         if self.kind != "sum":
-            return f"fg_{self.kind}({a}, {b})"
+            half = "_half" if self.tx == "fg_half" else ""
+            return f"fg_{self.kind}{half}({a}, {b})"
         if self.tx == "fg_half":  # numpy rounds each float16 sum
             return f"fg_round_half({a} + {b})"
         if self.dx.kind in "iu":  # wrapping, as numpy's integers
@@ -198,7 +207,8 @@ class ReduceWindow(_Routine):
         head = (f"/* {self.eqn.prim.name} window {tuple(p['window_dimensions'])} strides "
                 f"{tuple(p['window_strides'])} */\nvoid {self.cname}(const {self.tx} "
                 f"*restrict x, {self.tx} *restrict o) {{")
-        return "\n".join([head] + ["    " + ln for ln in lines] + ["}"]) + "\n"
+        prelude = HALF_MINMAX if self.tx == "fg_half" and self.kind != "sum" else ""
+        return prelude + "\n".join([head] + ["    " + ln for ln in lines] + ["}"]) + "\n"
 
     def _fold(self, nest, ind, value):
         """The nested folds: the last window axis over the operand's taps (`value`), each
