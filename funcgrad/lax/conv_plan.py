@@ -32,8 +32,12 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-PACK_BYTES = 1 << 19  # a packed A chunk at most this, so that it stays in a core's L2 cache
+# A packed A chunk is at most PACK_BYTES: larger problems run in chunks (each a gemm call,
+# which multi-threaded OpenBLAS pays a synchronization for), a quarter of it when the GEMM
+# has at most 2 columns (it reads A once: an L2-sized chunk doubled an input gradient's speed)
+PACK_BYTES = 1 << 21
 B_CHUNK_MIN_K = 64  # k rows per chunk at least, when chunking k to keep B a view
+B_CHUNKS_MAX = 64  # and at most this many chunks (gemm calls)
 NO_TRANS, TRANS = 111, 112  # CblasNoTrans, CblasTrans
 
 
@@ -253,21 +257,23 @@ def plan(lhs_shape, rhs_shape, out_shape, dn, window_strides, padding, lhs_dilat
 
 def _chunking(p, itemsize):
     """(chunk, step): cut k one index at a time when that makes B a view of a large rhs
-    (a kernel gradient, whose rhs is the cotangent); else cut the longer of m and k when the
-    packed A exceeds `PACK_BYTES`."""
+    (a kernel gradient, whose rhs is the cotangent) in a few chunks; else cut the longer of
+    m and k when the packed A exceeds its budget."""
     m, k, g = p.m, p.k, p.groups
     first_k = p.k_axes[0].size
     one = ConvPlan(**{**p.__dict__, "chunk": "k", "step": 1})
     b_bytes = g * k * p.og * itemsize
-    if (first_k > 1 and p.b_rows(first_k) is None and b_bytes > PACK_BYTES // 4
-            and k // first_k >= B_CHUNK_MIN_K and one.b_rows(1) is not None):
+    budget = PACK_BYTES if p.n > 2 else PACK_BYTES // 4
+    if (1 < first_k <= B_CHUNKS_MAX and p.b_rows(first_k) is None
+            and b_bytes > PACK_BYTES // 4 and k // first_k >= B_CHUNK_MIN_K
+            and one.b_rows(1) is not None):
         return "k", 1
-    if g * m * k * itemsize <= PACK_BYTES:
+    if g * m * k * itemsize <= budget:
         return "", 0
     axis = "m" if m >= k else "k"
     size = (p.m_axes if axis == "m" else p.k_axes)[0].size
     inner = (m if axis == "m" else k) // size
-    per = max(1, PACK_BYTES // (g * (k if axis == "m" else m) * itemsize))
+    per = max(1, budget // (g * (k if axis == "m" else m) * itemsize))
     step = _chunk_step(size, inner, per // max(inner, 1))
     return ("", 0) if step >= size else (axis, step)
 
