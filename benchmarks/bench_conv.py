@@ -15,9 +15,11 @@ holding one convolution (the gradient programs as funcgrad's and JAX's transpose
 the input gradient convolves the cotangent with the flipped kernel, the kernel gradient the
 input with the cotangent). Rows: the best and the median ms of interleaved rounds (each
 round times enough calls for 2 ms) and the GFLOP/s of the best (2 * output elements * window
-* input features per group); ratios are of the best times, the steadiest statistic on a
-shared machine. "sgemm" is np.matmul of the plan's (m, k) @ (k, n) per group
-(`lax/conv_plan.py`) into a preallocated output, timed in the same rounds; "native / sgemm"
+* input features per group; for an input gradient of a strided convolution, whose
+cotangent is dilated, the products of its phases, without the dilation's zeros); ratios are
+of the best times, the steadiest statistic on a
+shared machine. "sgemm" is np.matmul of the plan's (m, k) @ (k, n) per group and
+phase (`lax/conv_plan.py`) into a preallocated output, timed in the same rounds; "native / sgemm"
 is the native tier's GFLOP/s over sgemm's (target >= 0.5).
 `--threads 1` re-executes with OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1, NPROC=1 and XLA's
 single-thread flags set before any import, and torch.set_num_threads(1); `all` leaves every
@@ -76,8 +78,9 @@ def passes(lax, vjp, name):
             "dw": (lambda x, w, ct: vjp(lambda v: conv(x, v), w)[1](ct)[0], (0, 1, 2))}
 
 
-def gemm_shape(name, which):
-    """(groups, m, k, n) of the plan of the pass's convolution."""
+def gemm_shapes(name, which):
+    """(groups, m, k, n) of each GEMM of the plan of the pass's convolution (one per phase
+    of an input dilation)."""
     import funcgrad as fg
     from funcgrad.lax import conv_plan
     ops = operands(name)
@@ -85,8 +88,8 @@ def gemm_shape(name, which):
     closed = fg.make_jaxpr(fn)(*[ops[i] for i in at])
     eqn = [e for e in closed.jaxpr.eqns if e.prim.name == "conv_general_dilated"][-1]
     (la, ra), out = (v.aval for v in eqn.invars), eqn.outvars[0].aval
-    p = conv_plan.plan_of(la.shape, ra.shape, ra.dtype, out.shape, out.dtype, **eqn.params)
-    return p.groups, p.m, p.k, p.og
+    return conv_plan.plan_of(la.shape, ra.shape, ra.dtype, out.shape, out.dtype,
+                             **eqn.params).gemms()
 
 
 def torch_passes(name):
@@ -124,13 +127,20 @@ def implementations(name, which):
         impls["JAX"] = lambda: jf(*jargs).block_until_ready()
     if have("torch"):
         impls["PyTorch"] = torch_passes(name)[which]
-    g, m, k, n = gemm_shape(name, which)
-    a = np.random.default_rng(0).standard_normal((g, m, k)).astype(np.float32)
-    b = np.random.default_rng(1).standard_normal((g, k, n)).astype(np.float32)
-    c = np.empty((g, m, n), np.float32)
-    impls["sgemm"] = lambda: np.matmul(a if g > 1 else a[0], b if g > 1 else b[0],
-                                       out=c if g > 1 else c[0])
-    return impls, 2 * g * m * k * n, (g, m, k, n)
+    gemms = gemm_shapes(name, which)
+    rng = np.random.default_rng(0)
+    mats = [(rng.standard_normal((g, m, k)).astype(np.float32),
+             rng.standard_normal((g, k, n)).astype(np.float32),
+             np.empty((g, m, n), np.float32)) for g, m, k, n in gemms]
+
+    def sgemm():
+        for a, b, c in mats:
+            if len(a) > 1:
+                np.matmul(a, b, out=c)
+            else:
+                np.matmul(a[0], b[0], out=c[0])
+    impls["sgemm"] = sgemm
+    return impls, sum(2 * g * m * k * n for g, m, k, n in gemms), gemms
 
 
 def _time(fn, min_s=2e-3):
@@ -167,7 +177,7 @@ COLUMNS = ("sgemm", "numpy backend", "native", "JAX", "PyTorch")
 
 def table(rows, threads):
     print(f"\nthreads: {threads}; {uptime()}; best ms / median ms, and GFLOP/s of the best\n")
-    print("| shape | pass | gemm (g x m x k x n) | " + " | ".join(COLUMNS)
+    print("| shape | pass | gemms (g x m x k x n) | " + " | ".join(COLUMNS)
           + " | native / sgemm | native / JAX | target |")
     print("| --- | --- | --- |" + " ---: |" * (len(COLUMNS) + 2) + " --- |")
     for r in rows:
@@ -180,8 +190,11 @@ def table(rows, threads):
             return f"{best:.3f} / {med:.3f} {flops / best * 1e-6:.1f}"
         ratio = ms["sgemm"][0] / ms["native"][0]
         jax = f"{ms['native'][0] / ms['JAX'][0]:.2f}" if "JAX" in ms else "-"
-        g, m, k, n = r["gemm"]
-        print(f"| {r['shape']} | {r['pass']} | {g} x {m} x {k} x {n} | "
+        shapes = {tuple(s) for s in r["gemm"]}
+        gemms = "; ".join(f"{g} x {m} x {k} x {n}" for g, m, k, n in sorted(shapes))
+        if len(r["gemm"]) > 1:
+            gemms = f"{len(r['gemm'])} phases: {gemms}"
+        print(f"| {r['shape']} | {r['pass']} | {gemms} | "
               + " | ".join(cell(c) for c in COLUMNS)
               + f" | {ratio:.2f} | {jax} | {'met' if ratio >= 0.5 else '**not met**'} |",
               flush=True)

@@ -239,8 +239,9 @@ def test_chunked_plans_give_the_same_numbers(case, tiny_chunks):
     for e in closed.jaxpr.eqns:
         if e.prim is lax.conv_general_dilated_p:
             (la, ra), o = (v.aval for v in e.invars), e.outvars[0].aval
-            chunks.add(conv_plan.plan_of(la.shape, ra.shape, ra.dtype, o.shape, o.dtype,
-                                         **e.params).chunk)
+            conv = conv_plan.plan_of(la.shape, ra.shape, ra.dtype, o.shape, o.dtype,
+                                     **e.params)
+            chunks.update(p.chunk for p in conv.phases)
     assert chunks & {"m", "k"}
     results = run(x, w, ct)
     conv_plan.plan.cache_clear()
@@ -251,6 +252,36 @@ def test_chunked_plans_give_the_same_numbers(case, tiny_chunks):
     conv_plan.plan.cache_clear()
     if build.find_compiler() is not None:
         _same_bits(run, (x, w, ct))
+
+
+@pytest.mark.parametrize("dn", [("NHWC", "HWIO", "NHWC"), ("NCHW", "OIHW", "NCHW")])
+def test_input_gradients_of_strided_convolutions_skip_the_dilation_holes(dn):
+    # the input gradient convolves the cotangent dilated by the strides: it runs as one
+    # dense convolution per phase (output position mod stride), a quarter of the products
+    rng = np.random.default_rng(8)
+    nhwc = dn[0] == "NHWC"
+    x = rng.standard_normal((2, 9, 8, 3) if nhwc else (2, 3, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((3, 3, 3, 5) if nhwc else (5, 3, 3, 3)).astype(np.float32)
+    f = lambda a, b: lax.conv_general_dilated(a, b, (2, 2), "SAME", dimension_numbers=dn)
+    out = f(x, w)
+    ct = rng.standard_normal(out.shape).astype(np.float32)
+    dx = lambda a, b, c: fg.vjp(lambda v: f(v, b), a)[1](c)
+    eqn = [e for e in fg.make_jaxpr(dx)(x, w, ct).jaxpr.eqns
+           if e.prim is lax.conv_general_dilated_p][-1]
+    (la, ra), o = (v.aval for v in eqn.invars), eqn.outvars[0].aval
+    conv = conv_plan.plan_of(la.shape, ra.shape, ra.dtype, o.shape, o.dtype, **eqn.params)
+    assert eqn.params["lhs_dilation"] == (2, 2) and len(conv.phases) == 4
+    dilated = x.size * 9 * 5  # products of one GEMM over the dilated cotangent: 3/4 zeros
+    assert 3 * sum(g * m * k * n for g, m, k, n in conv.gemms()) < dilated
+    pads = lax.padtype_to_pads((9, 8), (3, 3), (2, 2), "SAME")
+    want = conv_loops(np.moveaxis(x, 3, 1) if nhwc else x, np.transpose(
+        w, (3, 2, 0, 1)) if nhwc else w, np.moveaxis(ct, 3, 1) if nhwc else ct, (2, 2),
+        pads, (1, 1), (1, 1), 1, 1)[1]
+    got = np.asarray(dx(x, w, ct)[0])
+    np.testing.assert_allclose(np.moveaxis(got, 3, 1) if nhwc else got, want, rtol=1e-4,
+                               atol=1e-4)
+    if build.find_compiler() is not None:
+        _same_bits(lambda a, b, c: dx(a, b, c), (x, w, ct))
 
 
 def test_float16_computes_in_float32_and_rounds_once():

@@ -14,7 +14,11 @@ shapes, dtypes and parameters (cached) how A is stored (rows m or rows k: whiche
 longest contiguous run of the input innermost, so packing copies runs), whether B and C are
 views of the operands or packed/unpacked copies, and how large problems are cut into chunks
 of `PACK_BYTES` (along the first m axis: independent row blocks; along the first k axis:
-partial products added in chunk order).
+partial products added in chunk order). An input dilated by L (the input gradient of a
+strided convolution, `conv_transpose`) would make 1 - 1/L of A zeros: its outputs split
+into L phases per dilated axis (y = r + L u), each a dense convolution of the undilated
+input with every L-th tap of the kernel (those that meet input elements), written into
+every L-th output position; a `Conv` is the list of its phases' plans.
 
 A plan is executed twice over, with the same arithmetic: `run_numpy` (the primitive's
 implementation, so eager use and the numpy backend) packs with numpy and multiplies with
@@ -25,6 +29,7 @@ computes in float32 and rounds once at the end. Imports numpy only.
 """
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -83,6 +88,10 @@ class ConvPlan:
     step: int  # its indices per chunk
     compute: np.dtype
     out_dtype: np.dtype
+    rhs_st: tuple  # element strides of the kernel's axes (a phase reads a strided view)
+    rhs_off: int  # and the element offset of its first element
+    out_st: tuple  # the same for the output
+    out_off: int
 
     @property
     def m(self):
@@ -131,18 +140,18 @@ class ConvPlan:
         return spec[0] if kind == "n" else spec[1] if kind == "c" else spec[2 + dim]
 
     def rhs_stride(self, ax):
-        spec, st = self.dn[1], _cstrides(self.rhs_shape)
-        return st[spec[1]] if ax.kind == "c" else st[spec[2 + ax.dim]]
+        spec = self.dn[1]
+        return self.rhs_st[spec[1] if ax.kind == "c" else spec[2 + ax.dim]]
 
     def rhs_o_stride(self):
-        return _cstrides(self.rhs_shape)[self.dn[1][0]]
+        return self.rhs_st[self.dn[1][0]]
 
     def out_stride(self, ax):
-        spec, st = self.dn[2], _cstrides(self.out_shape)
-        return st[spec[0]] if ax.kind == "n" else st[spec[2 + ax.dim]]
+        spec = self.dn[2]
+        return self.out_st[spec[0] if ax.kind == "n" else spec[2 + ax.dim]]
 
     def out_o_stride(self):
-        return _cstrides(self.out_shape)[self.dn[2][1]]
+        return self.out_st[self.dn[2][1]]
 
     def lhs_group_offset(self, st):
         """The element offset of group 1 in an lhs with element strides `st`."""
@@ -158,11 +167,7 @@ class ConvPlan:
         axes = list(self.k_axes)
         if self.chunk == "k":
             axes[0] = axes[0]._replace(size=count)
-        axes = [a for a in axes if a.size != 1]
-        for outer, inner in zip(axes, axes[1:]):
-            if self.rhs_stride(outer) != self.rhs_stride(inner) * inner.size:
-                return None
-        return self.rhs_stride(axes[-1]) if axes else 1
+        return _flat_stride(axes, self.rhs_stride)
 
     def gemm_args(self, count):
         """(transa, transb, m, n, k, lda, ldb, ldc) of the row-major BLAS gemm of a chunk of
@@ -180,8 +185,18 @@ class ConvPlan:
         return (TRANS if self.a_trans else NO_TRANS), tb, m, self.n, k, lda, ldb, ldc
 
     def out_rows(self):
-        """The output's row stride for a direct C (its feature axis is innermost)."""
-        return self.out_shape[self.dn[2][1]]
+        """The output's row stride for a direct C (its m axes flatten to one stride)."""
+        return _flat_stride(self.m_axes, self.out_stride)
+
+
+def _flat_stride(axes, stride):
+    """The one stride of `axes` flattened (outer to inner), or None when they do not
+    flatten (axes of one element do not count)."""
+    axes = [a for a in axes if a.size != 1]
+    for outer, inner in zip(axes, axes[1:]):
+        if stride(outer) != stride(inner) * inner.size:
+            return None
+    return stride(axes[-1]) if axes else 1
 
 
 def _lhs_run(axes, lhs_stride):
@@ -206,14 +221,81 @@ def _chunk_step(size, inner, most):
     return q
 
 
+class Conv(NamedTuple):
+    """A convolution's plans: one `ConvPlan` per phase (see the module docstring); `zero`:
+    some outputs meet no kernel tap (they are 0)."""
+
+    out_shape: tuple
+    out_dtype: np.dtype
+    phases: tuple
+    zero: bool
+
+    @property
+    def blas(self):
+        return bool(self.phases) and all(p.blas for p in self.phases)
+
+    def gemms(self):
+        """(groups, m, k, n) of each phase's product (the equivalent GEMMs)."""
+        return [(p.groups, p.m, p.k, p.og) for p in self.phases]
+
+
 @functools.lru_cache(maxsize=512)
 def plan(lhs_shape, rhs_shape, out_shape, dn, window_strides, padding, lhs_dilation,
          rhs_dilation, feature_group_count, batch_group_count, rhs_dtype, out_dtype):
-    """The `ConvPlan` of a convolution (operand shapes and dtypes, the primitive's params)."""
+    """The `Conv` of a convolution (operand shapes and dtypes, the primitive's params)."""
+    phases, zero = [], False
+    for ph in _phases(lhs_shape, rhs_shape, out_shape, dn, window_strides, padding,
+                      lhs_dilation, rhs_dilation):
+        if 0 in ph["out_shape"]:
+            continue
+        if 0 in ph["rhs_shape"]:
+            zero = True
+            continue
+        phases.append(_plan_one(lhs_shape, dn, rhs_dilation, feature_group_count,
+                                batch_group_count, np.dtype(rhs_dtype), np.dtype(out_dtype),
+                                **ph))
+    return Conv(tuple(out_shape), np.dtype(out_dtype), tuple(phases), zero or not phases)
+
+
+def _phases(lhs_shape, rhs_shape, out_shape, dn, window_strides, padding, lhs_dilation,
+            rhs_dilation):
+    """Per phase: the kernel's and the output's views (shape, element strides, offset),
+    the low padding and the input dilation of the dense convolution it is."""
+    _, rhs_spec, out_spec = dn
+    per_dim = []
+    for d in range(len(lhs_shape) - 2):
+        big, s, rd, lo = lhs_dilation[d], window_strides[d], rhs_dilation[d], padding[d][0]
+        taps, outs = rhs_shape[rhs_spec[2 + d]], out_shape[out_spec[2 + d]]
+        if big == 1 or s != 1 or math.gcd(rd, big) != 1:
+            per_dim.append([(0, 1, taps, 0, 1, outs, lo, big)])
+            continue
+        inv = pow(rd, -1, big)
+        phases = []
+        for r in range(big):  # outputs r + L u meet the taps k0 + L t
+            k0 = (lo - r) * inv % big
+            phases.append((k0, big, max(0, -(-(taps - k0) // big)), r, big,
+                           max(0, -(-(outs - r) // big)), -((r + k0 * rd - lo) // big), 1))
+        per_dim.append(phases)
+    rst, ost = _cstrides(rhs_shape), _cstrides(out_shape)
+    for combo in itertools.product(*per_dim):
+        rs, rt, os_, ot = list(rhs_shape), list(rst), list(out_shape), list(ost)
+        r_off = o_off = 0
+        for d, (k0, kstep, taps, r, ystep, outs, _, _) in enumerate(combo):
+            a, b = rhs_spec[2 + d], out_spec[2 + d]
+            r_off, o_off = r_off + k0 * rst[a], o_off + r * ost[b]
+            rs[a], rt[a], os_[b], ot[b] = taps, rst[a] * kstep, outs, ost[b] * ystep
+        yield dict(rhs_shape=tuple(rs), rhs_st=tuple(rt), rhs_off=r_off, out_shape=tuple(os_),
+                   out_st=tuple(ot), out_off=o_off, window_strides=tuple(window_strides),
+                   lo=tuple(c[6] for c in combo), lhs_dilation=tuple(c[7] for c in combo))
+
+
+def _plan_one(lhs_shape, dn, rhs_dilation, feature_group_count, batch_group_count,
+              rhs_dtype, out_dtype, *, rhs_shape, rhs_st, rhs_off, out_shape, out_st, out_off,
+              window_strides, lo, lhs_dilation):
+    """The `ConvPlan` of one dense (phase of a) convolution."""
     lhs_spec, rhs_spec, out_spec = dn
     nsp = len(lhs_shape) - 2
     groups = feature_group_count * batch_group_count
-    out_dtype = np.dtype(out_dtype)
     compute = np.dtype("float32") if out_dtype.name == "float16" else out_dtype
     m_axes = [(out_spec[0], Axis("n", -1, out_shape[out_spec[0]]))]
     m_axes += [(out_spec[2 + d], Axis("y", d, out_shape[out_spec[2 + d]])) for d in range(nsp)]
@@ -221,12 +303,7 @@ def plan(lhs_shape, rhs_shape, out_shape, dn, window_strides, padding, lhs_dilat
     k_axes += [(rhs_spec[2 + d], Axis("k", d, rhs_shape[rhs_spec[2 + d]])) for d in range(nsp)]
     m_axes = tuple(a for _, a in sorted(m_axes))
     k_axes = tuple(a for _, a in sorted(k_axes))
-    o = rhs_shape[rhs_spec[0]]
-    base = dict(lhs_shape=lhs_shape, rhs_shape=rhs_shape, out_shape=out_shape, dn=dn,
-                window_strides=window_strides, lo=tuple(lo for lo, _ in padding),
-                lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation, groups=groups,
-                batch_groups=batch_group_count > 1, og=o // groups, m_axes=m_axes,
-                k_axes=k_axes, compute=compute, out_dtype=out_dtype)
+    og = rhs_shape[rhs_spec[0]] // groups
     lhs_st = _cstrides(lhs_shape)
 
     def lhs_stride(ax):
@@ -236,23 +313,25 @@ def plan(lhs_shape, rhs_shape, out_shape, dn, window_strides, padding, lhs_dilat
             return None
         coef = window_strides[ax.dim] if ax.kind == "y" else rhs_dilation[ax.dim]
         return coef * lhs_st[lhs_spec[2 + ax.dim]]
-    a_trans = _lhs_run(m_axes, lhs_stride) > _lhs_run(k_axes, lhs_stride)
-    c_direct = (out_dtype == compute and out_spec[1] == len(out_shape) - 1
-                and o // groups >= 2)
-    trial = ConvPlan(**base, a_trans=a_trans, b_mode="pack", c_direct=c_direct, chunk="",
-                     step=0)
-    chunk, step = _chunking(trial, np.dtype(compute).itemsize)
-    trial = ConvPlan(**base, a_trans=a_trans, b_mode="pack", c_direct=c_direct, chunk=chunk,
-                     step=step)
-    b_mode = "pack"
-    if np.dtype(rhs_dtype) == compute and o // groups >= 2:
-        rows = trial.b_rows(step if chunk == "k" else k_axes[0].size)
+    fields = dict(lhs_shape=lhs_shape, rhs_shape=rhs_shape, out_shape=out_shape, dn=dn,
+                  window_strides=window_strides, lo=lo, lhs_dilation=lhs_dilation,
+                  rhs_dilation=rhs_dilation, groups=groups, batch_groups=batch_group_count > 1,
+                  og=og, m_axes=m_axes, k_axes=k_axes, compute=compute, out_dtype=out_dtype,
+                  rhs_st=rhs_st, rhs_off=rhs_off, out_st=out_st, out_off=out_off,
+                  a_trans=_lhs_run(m_axes, lhs_stride) > _lhs_run(k_axes, lhs_stride),
+                  b_mode="pack", c_direct=False, chunk="", step=0)
+    trial = ConvPlan(**fields)
+    fields["c_direct"] = (out_dtype == compute and og >= 2 and trial.out_o_stride() == 1
+                          and trial.out_rows() is not None)
+    fields["chunk"], fields["step"] = _chunking(trial, compute.itemsize)
+    trial = ConvPlan(**fields)
+    if rhs_dtype == compute and og >= 2:
+        rows = trial.b_rows(trial.step if trial.chunk == "k" else k_axes[0].size)
         if rows is not None and trial.rhs_o_stride() == 1:
-            b_mode = "n"
+            fields["b_mode"] = "n"
         elif rows == 1:
-            b_mode = "t"
-    return ConvPlan(**base, a_trans=a_trans, b_mode=b_mode, c_direct=c_direct, chunk=chunk,
-                    step=step)
+            fields["b_mode"] = "t"
+    return ConvPlan(**fields)
 
 
 def _chunking(p, itemsize):
@@ -333,7 +412,7 @@ def _b_operand(p, rhs, first, count, itemsize):
     """B of a chunk, (groups, k, og): a view of the (C-contiguous) rhs or a packed copy."""
     _, k = p.chunk_dims(count)
     st_o = p.rhs_o_stride()
-    offset = first * p.rhs_stride(p.k_axes[0]) if p.chunk == "k" else 0
+    offset = p.rhs_off + (first * p.rhs_stride(p.k_axes[0]) if p.chunk == "k" else 0)
     if p.b_mode != "pack":
         rows = p.b_rows(count) if p.b_mode == "n" else 1
         flat = rhs.reshape(-1)[offset:]
@@ -355,7 +434,7 @@ def _b_operand(p, rhs, first, count, itemsize):
 def _c_view(p, out, first, count, m):
     """The output as C of a chunk, (groups, m, og) (a direct C only)."""
     isz = out.itemsize
-    offset = first * p.out_stride(p.m_axes[0]) if p.chunk == "m" else 0
+    offset = p.out_off + (first * p.out_stride(p.m_axes[0]) if p.chunk == "m" else 0)
     return as_strided(out.reshape(-1)[offset:], (p.groups, m, p.og),
                       (p.og * isz, p.out_rows() * isz, isz))
 
@@ -365,7 +444,7 @@ def _unpack(p, out, t, first, count):
     axes = p.m_axes if p.chunk != "m" else ((p.m_axes[0]._replace(size=count),)
                                             + p.m_axes[1:])
     isz = out.itemsize
-    offset = first * p.out_stride(p.m_axes[0]) if p.chunk == "m" else 0
+    offset = p.out_off + (first * p.out_stride(p.m_axes[0]) if p.chunk == "m" else 0)
     st_o = p.out_o_stride()
     view = as_strided(out.reshape(-1)[offset:],
                       (p.groups,) + tuple(a.size for a in axes) + (p.og,),
@@ -385,14 +464,22 @@ def _padding(p, lhs):
     return pads, dil
 
 
-def run_numpy(p, lhs, rhs):
-    """The convolution of numpy arrays `lhs`, `rhs` by plan `p` (see the module docstring).
-    Each buffer is allocated once per call (a fresh multi-MiB array costs its page faults)."""
-    out = np.zeros(p.out_shape, p.out_dtype)
-    if out.size == 0 or p.k == 0:
-        return out
-    a_full = _a_view(p, _dilate_pad(lhs, *_padding(p, lhs)))
+def run_numpy(conv, lhs, rhs):
+    """The convolution of numpy arrays `lhs`, `rhs` by the phases of `conv` (see the module
+    docstring)."""
+    out = np.zeros(conv.out_shape, conv.out_dtype)
     rhs = np.ascontiguousarray(rhs)
+    for p in conv.phases:
+        _run_phase(p, lhs, rhs, out)
+    return out
+
+
+def _run_phase(p, lhs, rhs, out):
+    """One phase into `out`. Each buffer is allocated once per call (a fresh multi-MiB array
+    costs its page faults)."""
+    if p.k == 0:
+        return
+    a_full = _a_view(p, _dilate_pad(lhs, *_padding(p, lhs)))
     axis = _chunk_axis(p)
     m0, k0 = p.chunk_dims(p.chunks()[0][1])
     a_buf = np.empty(p.groups * m0 * k0, p.compute)
@@ -421,4 +508,3 @@ def run_numpy(p, lhs, rhs):
             _unpack(p, out, c, first, count)
     if not p.c_direct and p.chunk == "k":
         _unpack(p, out, c, 0, 0)
-    return out

@@ -44,17 +44,17 @@ class Conv(ops.EqnRoutine):
         self.eqn, self.cname = eqn, cname
         lhs, rhs = (v.aval for v in eqn.invars)
         out = eqn.outvars[0].aval
-        p = conv_plan.plan_of(lhs.shape, rhs.shape, rhs.dtype, out.shape, out.dtype,
-                              **eqn.params)
-        if not p.blas or math.prod(out.shape) == 0 or p.k == 0:
+        self.conv = conv_plan.plan_of(lhs.shape, rhs.shape, rhs.dtype, out.shape, out.dtype,
+                                      **eqn.params)
+        if not self.conv.blas or math.prod(out.shape) == 0:
             raise ops.Unsupported("a convolution numpy does not run through BLAS gemm")
         if not build.blas_gemm():
             raise ops.Unsupported("no BLAS gemm in this process (numpy's OpenBLAS)")
-        self.p = p
+        self.p = self.conv.phases[0]  # the phase being printed
         self.t_in = [ops.storage(np.dtype(a.dtype).name) for a in (lhs, rhs)]
         self.t_out = ops.storage(np.dtype(out.dtype).name)
-        self.t = ops.storage(p.compute.name)
-        self.gemm = "fg_sgemm" if p.compute.name == "float32" else "fg_dgemm"
+        self.t = ops.storage(self.p.compute.name)
+        self.gemm = "fg_sgemm" if self.p.compute.name == "float32" else "fg_dgemm"
 
     # --- value conversions -------------------------------------------------------------
     def _load(self, t, expr):
@@ -71,16 +71,43 @@ class Conv(ops.EqnRoutine):
         return self.p.chunk == group and j == 0
 
     def source(self):
-        p = self.p
         lines = self._buffers()
+        if self.conv.zero:  # outputs no kernel tap meets
+            size = math.prod(self.conv.out_shape) * self.conv.out_dtype.itemsize
+            lines.append(f"memset(out, 0, {size});")
+        titles = []
+        for p in self.conv.phases:
+            self.p = p
+            titles.append(self._title(p))
+            lines += self._phase(p)
+        lines += self._frees() + ["return 0;"]
+        head = (f"int {self.cname}(const {self.t_in[0]} *restrict lhs, const {self.t_in[1]} "
+                f"*restrict rhs, {self.t_out} *restrict out) {{")
+        title = (f"/* conv_general_dilated {self.p.compute.name}: "
+                 + (f"{len(titles)} phases: " if len(titles) > 1 else "")
+                 + "; ".join(titles) + " */")
+        return "\n".join(["#include <stdlib.h>", title, head] + ["    " + ln for ln in lines]
+                         + ["}"]) + "\n"
+
+    @staticmethod
+    def _title(p):
         chunks = p.chunks()
+        m, k = p.chunk_dims(chunks[0][1])
+        return (f"{p.groups} group(s) of gemm {m}x{p.og}x{k}"
+                f"{f', {len(chunks)} chunks along {p.chunk}' if p.chunk else ''}, A packed "
+                f"{'(k, m)' if p.a_trans else '(m, k)'}, B "
+                f"{'packed' if p.b_mode == 'pack' else 'the rhs'}, C "
+                f"{'the output' if p.c_direct else 'unpacked'}")
+
+    def _phase(self, p):
+        """The loop over one phase's chunks: pack, multiply, unpack."""
         if p.chunk:
             size = (p.m_axes if p.chunk == "m" else p.k_axes)[0].size
-            lines += [f"for (long long c0 = 0; c0 < {size}; c0 += {p.step}) {{",
-                      f"    const long long cn = {size} - c0 < {p.step} ? {size} - c0 : "
-                      f"{p.step};"]
+            lines = [f"for (long long c0 = 0; c0 < {size}; c0 += {p.step}) {{",
+                     f"    const long long cn = {size} - c0 < {p.step} ? {size} - c0 : "
+                     f"{p.step};"]
         else:
-            lines += ["{", "    const long long c0 = 0, cn = 0;", "    (void)c0; (void)cn;"]
+            lines = ["{", "    const long long c0 = 0, cn = 0;", "    (void)c0; (void)cn;"]
         body = self._pack_a()
         if p.b_mode == "pack":
             body += self._pack_b()
@@ -89,31 +116,25 @@ class Conv(ops.EqnRoutine):
             body += self._unpack()
         lines += ["    " + ln for ln in body] + ["}"]
         if not p.c_direct and p.chunk != "m":
-            lines += self._unpack()
-        lines += self._frees() + ["return 0;"]
-        m, k = p.chunk_dims(chunks[0][1])
-        title = (f"/* conv_general_dilated {p.compute.name}: {p.groups} group(s) of gemm "
-                 f"{m}x{p.og}x{k}{f', {len(chunks)} chunks along {p.chunk}' if p.chunk else ''}"
-                 f", A packed {'(k, m)' if p.a_trans else '(m, k)'}, B "
-                 f"{'packed' if p.b_mode == 'pack' else 'the rhs'}, C "
-                 f"{'the output' if p.c_direct else 'unpacked'} */")
-        head = (f"int {self.cname}(const {self.t_in[0]} *restrict lhs, const {self.t_in[1]} "
-                f"*restrict rhs, {self.t_out} *restrict out) {{")
-        return "\n".join(["#include <stdlib.h>", title, head] + ["    " + ln for ln in lines]
-                         + ["}"]) + "\n"
+            lines += ["{"] + ["    " + ln for ln in self._unpack()] + ["}"]
+        return lines
 
     # --- buffers -----------------------------------------------------------------------
     def _buffers(self):
-        p, t = self.p, self.t
-        m, k = p.chunk_dims(p.chunks()[0][1])
-        self.bufs = [("a", p.groups * m * k)]
-        if p.b_mode == "pack":
-            self.bufs.append(("b", p.groups * k * p.n))
-        if not p.c_direct:
-            mc = p.m if p.chunk == "k" else m
-            self.bufs.append(("t", p.groups * mc * p.n))
-        if p.chunk == "k":
-            self.bufs.append(("t2", p.groups * m * p.n))
+        sizes = {}
+        for p in self.conv.phases:
+            m, k = p.chunk_dims(p.chunks()[0][1])
+            need = {"a": p.groups * m * k}
+            if p.b_mode == "pack":
+                need["b"] = p.groups * k * p.n
+            if not p.c_direct:
+                need["t"] = p.groups * (p.m if p.chunk == "k" else m) * p.n
+            if p.chunk == "k":
+                need["t2"] = p.groups * m * p.n
+            for name, size in need.items():
+                sizes[name] = max(sizes.get(name, 0), size)
+        self.bufs = list(sizes.items())
+        t = self.t
         lines = [f"{t} *{n} = malloc({size} * sizeof({t}));" for n, size in self.bufs]
         fail = " || ".join(f"!{n}" for n, _ in self.bufs)
         return lines + [f"if ({fail}) {{"] + ["    " + ln for ln in self._frees()] + [
@@ -228,7 +249,7 @@ class Conv(ops.EqnRoutine):
         axes = p.k_axes
         st_o = p.rhs_o_stride()
         lines = [f"for (long long g = 0; g < {p.groups}; ++g) {{"]
-        ind, src, dst = "    ", f"g * {p.og * st_o}", "g"
+        ind, src, dst = "    ", f"{p.rhs_off} + g * {p.og * st_o}", "g"
         for j, ax in enumerate(axes):
             size = "cn" if self._chunked("k", j) else str(ax.size)
             value = f"(c0 + j{j})" if self._chunked("k", j) else f"j{j}"
@@ -280,13 +301,13 @@ class Conv(ops.EqnRoutine):
         if p.b_mode == "pack":
             return f"b + g * ({self._dims()[1]}) * {p.n}"
         offset = f"c0 * {p.rhs_stride(p.k_axes[0])} + " if p.chunk == "k" else ""
-        return f"rhs + {offset}g * {p.og * p.rhs_o_stride()}"
+        return f"rhs + {p.rhs_off} + {offset}g * {p.og * p.rhs_o_stride()}"
 
     def _c_ptr(self):
         p = self.p
         if p.c_direct:
             offset = f"c0 * {p.out_stride(p.m_axes[0])} + " if p.chunk == "m" else ""
-            return f"out + {offset}g * {p.og}"
+            return f"out + {p.out_off} + {offset}g * {p.og}"
         m, _ = self._dims()
         rows = str(p.m) if p.chunk == "k" else m
         return f"t + g * ({rows}) * {p.n}"
@@ -296,7 +317,7 @@ class Conv(ops.EqnRoutine):
         p = self.p
         st_o = p.out_o_stride()
         lines = [f"for (long long g = 0; g < {p.groups}; ++g) {{"]
-        ind, dst, src = "    ", f"g * {p.og * st_o}", "g"
+        ind, dst, src = "    ", f"{p.out_off} + g * {p.og * st_o}", "g"
         for j, ax in enumerate(p.m_axes):
             size = "cn" if self._chunked("m", j) else str(ax.size)
             value = f"(c0 + j{j})" if self._chunked("m", j) else f"j{j}"
