@@ -284,6 +284,25 @@ def test_input_gradients_of_strided_convolutions_skip_the_dilation_holes(dn):
         _same_bits(lambda a, b, c: dx(a, b, c), (x, w, ct))
 
 
+@pytest.mark.parametrize("dn", [((0, 1), (0, 1), (0, 1)), ((1, 0), (1, 0), (1, 0)),
+                                ((0, 1), (1, 0), (1, 0))])
+def test_convolutions_without_spatial_axes_are_products(dn, monkeypatch):
+    monkeypatch.setattr(conv_plan, "PACK_BYTES", 200)  # chunks of the batch (10 rows)
+    conv_plan.plan.cache_clear()
+    rng = np.random.default_rng(9)
+    x, w = rng.standard_normal((37, 5)).astype(np.float32), rng.standard_normal(
+        (6, 5)).astype(np.float32)
+    xl, wl = (a if spec == (0, 1) else a.T.copy() for a, spec in zip((x, w), dn))
+    f = lambda a, b: lax.conv_general_dilated(a, b, (), (), dimension_numbers=dn)
+    got = np.asarray(f(xl, wl))
+    np.testing.assert_allclose(got if dn[2] == (0, 1) else got.T, x @ w.T, rtol=1e-5,
+                               atol=1e-5)
+    if build.find_compiler() is not None:
+        assert _routines(_same_bits(lambda a, b: [f(a, b)], (xl, wl))) == (
+            1 if build.blas_gemm() else 0)
+    conv_plan.plan.cache_clear()
+
+
 def test_float16_computes_in_float32_and_rounds_once():
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 9, 9)).astype(np.float16)

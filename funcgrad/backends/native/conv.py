@@ -164,7 +164,7 @@ class Conv(ops.EqnRoutine):
             value = f"(c0 + {var})" if j == chunk_at else var
             if j == len(axes) - 1:
                 lines += [ind + ln for ln in self._innermost(
-                    ax, var, known, src, f"({dst}) * {sizes[j]}", sizes[j])]
+                    ax, var, value, known, src, f"({dst}) * {sizes[j]}", sizes[j])]
                 break
             lines.append(ind + f"for (long long {var} = 0; {var} < {sizes[j]}; ++{var}) {{")
             ind += "    "
@@ -205,16 +205,18 @@ class Conv(ops.EqnRoutine):
         return [f"const long long q{d} = {fv} * {fc} + {value} * {coef} - ({p.lo[d]});",
                 f"const int v{d} = {check};"]
 
-    def _innermost(self, ax, var, known, src, row, size):
-        """The innermost storage axis: one run of A, starting at element `row` of the
-        group's A, copied from the input at `src` (the outer axes' offset)."""
+    def _innermost(self, ax, var, value, known, src, row, size):
+        """The innermost storage axis (loop variable `var`, index `value`): one run of A,
+        starting at element `row` of the group's A, copied from the input at `src` (the
+        outer axes' offset). Only an axis of batch or features can be the chunked one here
+        (when there are no spatial axes)."""
         p, t_l = self.p, self.t_in[0]
         lst = _cstrides(p.lhs_shape)
         lines = [f"{self.t} *const r = a_g + {row};"]
         if ax.kind in "nc":
             st = lst[p.lhs_axis(ax.kind)]
             return lines + [f"for (long long {var} = 0; {var} < {size}; ++{var}) "
-                            f"r[{var}] = {self._load(t_l, f'lhs[{src} + {var} * {st}]')};"]
+                            f"r[{var}] = {self._load(t_l, f'lhs[{src} + {value} * {st}]')};"]
         coef = self._coef(ax)
         fv, fc = known[ax.dim]
         n = p.lhs_shape[p.lhs_axis("k", ax.dim)]
@@ -229,7 +231,7 @@ class Conv(ops.EqnRoutine):
                 f"    r[{var}] = (q >= 0 && q <= {top} && q % {dil} == 0) ? "
                 f"{self._load(t_l, f'lhs[{src} + (q / {dil}) * {st}]')} : 0;", "}"]
         copy = (f"r[{var}] = {self._load(t_l, f'lhs[{src} + (b + {var} * {coef}) * {st}]')};")
-        last = f"b + {coef} * ({size} - 1)" if size != "cn" else f"b + {coef} * (cn - 1)"
+        last = f"b + {coef} * ({size} - 1)"
         return lines + [
             f"if (b >= 0 && {last} <= {n - 1}) {{  /* the whole run inside the input */",
             f"    for (long long {var} = 0; {var} < {size}; ++{var}) {copy}",
