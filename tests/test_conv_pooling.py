@@ -103,7 +103,7 @@ def _bits(a):
 
 
 @needs_cc
-@settings(max_examples=15)
+@settings(max_examples=8)  # each compiles a C module
 @given(window_problems(), st.sampled_from(["sum", "max", "min"]),
        st.sampled_from([np.float32, np.float64, np.float16, np.int32, np.int8]))
 def test_native_window_reductions_have_the_numpy_bits(problem, kind, dtype):
