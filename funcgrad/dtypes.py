@@ -92,12 +92,13 @@ def is_float(dtype):
     return kind(dtype) == "f"
 
 
-def iinfo(dtype):
-    """numpy's `iinfo` of an integer dtype, int4 & co. included (ml_dtypes')."""
+def _iinfo(dtype):
+    """numpy's `iinfo` of an integer dtype, int4 & co. included (ml_dtypes'); the public
+    `iinfo` is funcgrad.numpy's (`__getattr__`)."""
     return (ml_dtypes.iinfo if dtype.num >= 256 else np.iinfo)(dtype)
 
 
-def finfo(dtype):
+def _finfo(dtype):
     """numpy's `finfo` of a float dtype, bfloat16 and the float8s included (ml_dtypes')."""
     return (ml_dtypes.finfo if dtype.num >= 256 else np.finfo)(dtype)
 
@@ -109,8 +110,8 @@ def lowest(dtype):
     if k == "b":
         return False
     if k in "iu":
-        return int(iinfo(dtype).min)
-    return -np.inf if _has_inf(dtype) else float(finfo(dtype).min)
+        return int(_iinfo(dtype).min)
+    return -np.inf if _has_inf(dtype) else float(_finfo(dtype).min)
 
 
 def highest(dtype):
@@ -119,8 +120,8 @@ def highest(dtype):
     if k == "b":
         return True
     if k in "iu":
-        return int(iinfo(dtype).max)
-    return np.inf if _has_inf(dtype) else float(finfo(dtype).max)
+        return int(_iinfo(dtype).max)
+    return np.inf if _has_inf(dtype) else float(_finfo(dtype).max)
 
 
 def _has_inf(dtype):
@@ -155,6 +156,20 @@ def default_uint():
 
 def default_complex():
     return complex128 if config.enable_x64 else complex64
+
+
+def to_inexact(dtype):
+    """The inexact dtype an integer or bool `dtype` becomes in float arithmetic (JAX's rule:
+    float32 for bool and integers up to 32 bits, even with x64; the default float for 64-bit
+    integers); an inexact dtype is returned as it is.
+
+    Example:
+        >>> to_inexact(int8), to_inexact(float16)
+        (dtype('float32'), dtype('float16'))
+    """
+    if kind(dtype) in "fc":
+        return dtype
+    return default_float() if dtype.itemsize == 8 else float32
 
 
 def canonicalize(dtype):
@@ -274,7 +289,7 @@ def _no_promotion(nodes, which):
     return f"{head}. Try explicitly casting inputs to the desired output type."
 
 
-_NODE_NAME = {"i*": "int", "f*": "float", "c*": "complex"}
+_NODE_NAME = {"i*": "<class 'int'>", "f*": "<class 'float'>", "c*": "<class 'complex'>"}
 _WEAK_NODE = {"i": "i*", "u": "i*", "f": "f*", "c": "c*"}
 _NODE_DTYPE = {"i*": default_int, "f*": default_float, "c*": default_complex}
 
@@ -357,3 +372,135 @@ def result_type(*args, return_weak_type_flag=False):
         dt = {"i": default_int, "u": default_uint, "f": default_float,
               "c": default_complex}[kind(dt)]()
     return (dt, weak) if return_weak_type_flag else dt
+
+
+# --- jax.dtypes: the public names -----------------------------------------------------------
+# (`float0`, `result_type` and `TypePromotionError` are above; `finfo`/`iinfo` are
+# funcgrad.numpy's, reached through the module's `__getattr__`.)
+
+class extended(np.generic):  # noqa: N801  (JAX's name)
+    """The category of dtypes that are not NumPy's (typed PRNG keys): for `issubdtype`."""
+
+
+class prng_key(extended):  # noqa: N801  (JAX's name)
+    """The category of the dtypes of typed PRNG keys (`random.key`): for `issubdtype`.
+
+    Example:
+        >>> issubdtype(fnp.float32, prng_key)
+        False
+    """
+
+
+def is_extended(dtype):
+    """Whether `dtype` is an extended (non-NumPy) dtype, such as a typed key's."""
+    return category_of(dtype) is not None
+
+
+def category_of(dtype):
+    """The `extended` subclass an extended dtype belongs to (`prng_key` for a typed key's,
+    which names its generator in `.impl`), or None for anything else."""
+    if isinstance(dtype, (np.dtype, type, str)) or dtype is None:
+        return None
+    kind = getattr(dtype, "type", None)
+    if isinstance(kind, type) and issubclass(kind, extended):
+        return kind
+    return prng_key if isinstance(getattr(dtype, "impl", None), str) else None
+
+
+def _dtype_or_kind(x):
+    """A NumPy dtype or abstract kind (`np.floating`) for `issubdtype`: funcgrad's scalar
+    types (`fnp.float32`) by their dtype, arrays by theirs."""
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return x
+    dt = getattr(x, "dtype", None)
+    return dt if isinstance(dt, np.dtype) else np.dtype(x)
+
+
+def issubdtype(a, b):
+    """Whether dtype `a` is `b` or lies below it in NumPy's hierarchy of dtypes and kinds,
+    extended dtypes included (`issubdtype(key.dtype, prng_key)` is True).
+
+    Example:
+        >>> issubdtype(fnp.float32, fnp.floating), issubdtype(fnp.int8, fnp.floating)
+        (True, False)
+    """
+    cat_a, cat_b = category_of(a), category_of(b)
+    if cat_a is not None or cat_b is not None:
+        if cat_a is None:
+            return False
+        if cat_b is not None:  # two extended dtypes
+            return a == b
+        return isinstance(b, type) and issubclass(cat_a, b)
+    a, b = _dtype_or_kind(a), _dtype_or_kind(b)
+    if isinstance(a, np.dtype) and a.num >= 256:  # an ml_dtypes type, below its kind's
+        if isinstance(b, np.dtype) or b not in _ABSTRACT:
+            return a == b if isinstance(b, np.dtype) else b is a.type
+        return issubclass(STAND_IN[kind(a)], b)
+    return bool(np.issubdtype(a, b))
+
+
+# numpy's abstract kinds, and a numpy type standing in for an ml_dtypes type below them
+_ABSTRACT = (np.generic, np.number, np.inexact, np.floating, np.integer, np.signedinteger,
+             np.unsignedinteger)
+STAND_IN = {"f": np.float32, "i": np.int8, "u": np.uint8}
+
+
+def canonicalize_dtype(dtype, allow_extended_dtype=False):
+    """The dtype funcgrad gives arrays of `dtype`: 64-bit types narrowed to 32 bits unless
+    `enable_x64`, Python types to their defaults (`float` -> float32), as JAX's.
+
+    Raises:
+        ValueError: an extended dtype (a typed key's) without `allow_extended_dtype`.
+
+    Example:
+        >>> canonicalize_dtype(np.float64), canonicalize_dtype(int)
+        (dtype('float32'), dtype('int32'))
+    """
+    if is_extended(dtype):
+        if not allow_extended_dtype:
+            raise ValueError(f"Internal: canonicalize_dtype called on extended dtype {dtype} "
+                             "with allow_extended_dtype=False")
+        return dtype
+    if dtype is bool or dtype is int or dtype is float or dtype is complex:
+        return scalar_dtype(dtype())[0]
+    dt = np.dtype(dtype)
+    return _NARROW.get(dt, dt) if not config.enable_x64 else dt
+
+
+def scalar_type_of(x):
+    """The Python scalar type (bool, int, float or complex) of the values of `x`.
+
+    Example:
+        >>> scalar_type_of(fnp.ones(2)), scalar_type_of(np.int8(1))
+        (<class 'float'>, <class 'int'>)
+    """
+    dt = x.dtype if isinstance(getattr(x, "dtype", None), np.dtype) else None
+    if dt is None:
+        dt = scalar_dtype(x)[0] if type(x) in (bool, int, float, complex) else np.asarray(x).dtype
+    kinds = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+    if kind(dt) not in kinds:
+        raise TypeError(f"Value {errors.short_repr(x)} with dtype {dt} is not a valid funcgrad "
+                        "array type. Only arrays of numeric types are supported.")
+    return kinds[kind(dt)]
+
+
+def itemsize_bits(dtype):
+    """The bits one element of `dtype` occupies (8 for bool).
+
+    Example:
+        >>> itemsize_bits(float32), itemsize_bits(bool_), itemsize_bits(int4)
+        (32, 8, 4)
+    """
+    if is_extended(dtype):
+        raise ValueError(f"unexpected input: dtype={dtype}")
+    dt = np.dtype(_dtype_or_kind(dtype))
+    if dt.num >= 256:  # int4 is 4 bits, float4_e2m1fn 4, bfloat16 16
+        return int((_finfo if kind(dt) == "f" else _iinfo)(dt).bits)
+    return dt.itemsize * 8
+
+
+def __getattr__(name):
+    if name in ("finfo", "iinfo"):  # one home: funcgrad.numpy's (loaded on first use)
+        from funcgrad.numpy import dtype_api
+        return getattr(dtype_api, name)
+    raise AttributeError(f"module 'funcgrad.dtypes' has no attribute {name!r}")

@@ -9,6 +9,7 @@ import os
 import ml_dtypes
 import numpy as np
 import pytest
+import random_bfloat16_cases
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes
@@ -222,6 +223,28 @@ def test_random_samples_in_narrow_floats_are_jax_bits(dtype):
     for name, x in got.items():
         assert x.dtype == dt
         assert np.asarray(x).view(np.uint16).tolist() == GOLDEN[f"{name}/{dtype}"], name
+
+
+RANDOM = json.load(open(os.path.join(os.path.dirname(__file__), "golden", "jax",
+                                   "random_bfloat16.json")))["cases"]
+
+
+@pytest.mark.parametrize("name", sorted(random_bfloat16_cases.CASES))
+def test_every_sampler_in_bfloat16_gives_jax_bits(name):
+    # recorded with XLA rounding every bfloat16 operation (no excess precision): JAX's
+    # algorithm computed in float32 and rounded after each operation, as funcgrad computes
+    fn, want = random_bfloat16_cases.CASES[name], RANDOM[name]
+    x = np.asarray(fn(fg.random, fnp, fg.random.PRNGKey(3)))
+    assert x.dtype == BF16 and list(x.shape) == want["shape"]
+    assert x.view(np.uint16).ravel().tolist() == want["bits"]
+
+
+def test_jitted_bfloat16_samplers_give_eager_bits():
+    key = fg.random.PRNGKey(3)
+    for name in ("normal", "gamma", "truncated_normal"):
+        fn = random_bfloat16_cases.CASES[name]
+        jitted = fg.jit(lambda k, fn=fn: fn(fg.random, fnp, k))(key)
+        assert _bits(jitted).tolist() == _bits(fn(fg.random, fnp, key)).tolist(), name
 
 
 def test_checkpoints_round_trip_bfloat16_float8_and_int4(tmp_path):

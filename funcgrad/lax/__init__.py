@@ -10,6 +10,7 @@ import inspect as _inspect
 from funcgrad import errors as _errors
 from funcgrad.interpreters.ad import add_any_p
 from funcgrad.lax import (
+    barrier,
     control_flow,
     conv_shapes,
     convolution,
@@ -27,6 +28,7 @@ from funcgrad.lax import (
     special,
 )
 from funcgrad.lax import fft as _fft_family  # the module; `fft` is lax.fft, as in JAX
+from funcgrad.lax.barrier import *  # noqa: F403
 from funcgrad.lax.control_flow import *  # noqa: F403
 from funcgrad.lax.conv_shapes import *  # noqa: F403
 from funcgrad.lax.convolution import *  # noqa: F403
@@ -45,8 +47,8 @@ from funcgrad.lax.sorting import *  # noqa: F403
 from funcgrad.lax.special import *  # noqa: F403
 
 __all__ = sorted({"add_any_p"}.union(*(m.__all__ for m in (
-    control_flow, conv_shapes, convolution, elementwise, _fft_family, indexing, linalg, logic,
-    parallel, parallel_ops, precision, reductions, shape, slicing, sorting, special))))
+    barrier, control_flow, conv_shapes, convolution, elementwise, _fft_family, indexing, linalg,
+    logic, parallel, parallel_ops, precision, reductions, shape, slicing, sorting, special))))
 
 for _name in __all__:
     if _inspect.isfunction(globals()[_name]):

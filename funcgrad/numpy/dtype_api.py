@@ -155,17 +155,7 @@ def issubdtype(arg1, arg2):
         (True, False)
     """
     a, b = _dtype_or_kind("issubdtype", arg1), _dtype_or_kind("issubdtype", arg2)
-    if isinstance(a, np.dtype) and a.num >= 256:
-        if isinstance(b, np.dtype) or not _ABSTRACT.get(b):
-            return a == b if isinstance(b, np.dtype) else b is a.type
-        return issubclass(_STAND_IN[_dtypes.kind(a)], b)
-    return np.issubdtype(a, b)
-
-
-# numpy's abstract kinds, and a numpy type standing in for an ml_dtypes type below them
-_ABSTRACT = {t: True for t in (np.generic, np.number, np.inexact, np.floating, np.integer,
-                                np.signedinteger, np.unsignedinteger)}
-_STAND_IN = {"f": np.float32, "i": np.int8, "u": np.uint8}
+    return _dtypes.issubdtype(a, b)
 
 
 def isdtype(dtype, kind):
@@ -177,9 +167,9 @@ def isdtype(dtype, kind):
         kinds = kind if isinstance(kind, tuple) else (kind,)
         if any(isinstance(k, np.dtype) or isinstance(k, type) for k in kinds):
             return any(dt == np.dtype(k) for k in kinds if not isinstance(k, str)) or (
-                isdtype(_STAND_IN[_dtypes.kind(dt)], tuple(k for k in kinds
+                isdtype(_dtypes.STAND_IN[_dtypes.kind(dt)], tuple(k for k in kinds
                                                             if isinstance(k, str))))
-        dt = np.dtype(_STAND_IN[_dtypes.kind(dt)])
+        dt = np.dtype(_dtypes.STAND_IN[_dtypes.kind(dt)])
     try:
         return np.isdtype(dt, kind)
     except (TypeError, ValueError) as e:

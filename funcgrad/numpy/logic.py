@@ -259,7 +259,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """
     if type(condition) is Array and type(x) is Array and type(y) is Array:
         vc, vx, vy = condition._value, x._value, y._value
-        if (vc.dtype.kind == "b" and vx.dtype == vy.dtype
+        if (dtypes.kind(vc.dtype) == "b" and vx.dtype == vy.dtype
                 and vc.shape == vx.shape == vy.shape):
             return _select_bind(condition, y, x)
     if x is None and y is None:

@@ -370,14 +370,14 @@ def scale_by_zoom_linesearch(max_linesearch_steps, max_learning_rate=None, tol=0
     cfg = _ZoomConfig(max_linesearch_steps, max_learning_rate, tol, increase_factor,
                       slope_rtol, curv_rtol, approx_dec_rtol, stepsize_precision)
 
-    def init(params):
+    def init_fn(params):
         dtype = _value_dtype(params)
         inf = fnp.asarray(fnp.inf)
         return ScaleByZoomLinesearchState(fnp.asarray(1.0, dtype), fnp.asarray(fnp.inf, dtype),
                                           tu.tree_zeros_like(params),
                                           ZoomLinesearchInfo(fnp.asarray(0), inf, inf))
 
-    def update(updates, state, params=None, *, value, grad, value_fn, **extra_args):
+    def update_fn(updates, state, params=None, *, value, grad, value_fn, **extra_args):
         fn = functools.partial(value_fn, **_split_fn_kwargs("scale_by_zoom_linesearch",
                                                             value_fn, extra_args))
         guess = fnp.asarray(1.0) if initial_guess_strategy == "one" else state.learning_rate
@@ -389,7 +389,7 @@ def scale_by_zoom_linesearch(max_linesearch_steps, max_learning_rate=None, tol=0
         new_state = ScaleByZoomLinesearchState(final.stepsize, final.value, final.grad, info)
         return tu.tree_scale(final.stepsize, updates), tu.tree_cast_like(new_state, state)
 
-    return GradientTransformationExtraArgs(init, update)
+    return GradientTransformationExtraArgs(init_fn, update_fn)
 
 
 def value_and_grad_from_state(value_fn: Callable[..., Any]) -> Callable[..., tuple[Any, Any]]:

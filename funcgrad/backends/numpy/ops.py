@@ -20,7 +20,7 @@ import numpy as np
 
 from funcgrad import dtypes, lax
 from funcgrad.compiler import escape
-from funcgrad.core import Primitive
+from funcgrad.core import Primitive, ReduceOp
 
 
 def ufunc(fn):
@@ -244,22 +244,25 @@ def def_expression(prim, rule):
     ELEMENTWISE[prim] = rule
 
 
-REDUCE = {"sum": "np.sum", "max": "np.max", "min": "np.min"}
-_NATIVE_SUM = (np.dtype("float32"), np.dtype("float64"))
+_KEEPS_DTYPE = (np.dtype("float32"), np.dtype("float64"))  # else add/multiply widen
 
 
 def reduce_expr(op, arg, axes, dtype):
-    """`np.sum(x, axis=(1,), ...{out})` for a kernel's reduction output. A bfloat16 (float8,
-    int4...) one reduces the operand widened (`dtypes.compute_dtype`) and rounds the result
-    once: a new array (`np.sum(x.astype(np.float32), axis=1).astype(...)`), as numpy would
-    round a reduction into an `out=` of another dtype more than once (per buffered chunk)."""
+    """`np.add.reduce(x, axis=(1,), ...{out})` for a kernel's reduction output: the ufunc of
+    its `ReduceOp` (`op`, a name), in the output's dtype. A bfloat16 (float8, int4...) one
+    reduces the operand widened (`dtypes.compute_dtype`) and rounds the result once: a new
+    array (`np.add.reduce(x.astype(np.float32), axis=1).astype(...)`), as numpy would round a
+    reduction into an `out=` of another dtype more than once (per buffered chunk)."""
+    rec = ReduceOp.named(op)
     ax = str(axes[0]) if len(axes) == 1 else str(tuple(axes))
+    fold = f"np.{rec.ufunc.__name__}.reduce"
     wide = dtypes.compute_dtype(dtype)
     if wide != dtype:
-        return (f"np.asarray({REDUCE[op]}({arg}.astype({dtype_text(wide)}), axis={ax}))"
+        return (f"np.asarray({fold}({arg}.astype({dtype_text(wide)}), axis={ax}))"
                 f".astype({dtype_text(dtype)})")
-    dt = f", dtype={dtype_text(dtype)}" if op == "sum" and dtype not in _NATIVE_SUM else ""
-    return f"{REDUCE[op]}({arg}, axis={ax}{dt}{{out}})"
+    keep = rec.selects or dtype in _KEEPS_DTYPE
+    dt = "" if keep else f", dtype={dtype_text(dtype)}"
+    return f"{fold}({arg}, axis={ax}{dt}{{out}})"
 
 
 # --- calls ----------------------------------------------------------------------------------
