@@ -317,8 +317,9 @@ def test_float16_computes_in_float32_and_rounds_once():
 
 
 def test_bfloat16_computes_in_float32_and_rounds_once_on_every_tier():
-    # as float16: packed into float32, one gemm, one rounding (ml_dtypes', to nearest even);
-    # eager, the numpy backend and the native C routine give the same bits
+    # as float16: packed into float32, one gemm, one rounding (ml_dtypes', to nearest even;
+    # JAX's CPU convolution gives these bits too); eager, the numpy backend and the native C
+    # routine give the same bits
     bf16 = np.dtype(ml_dtypes.bfloat16)
     rng = np.random.default_rng(5)
     x = rng.standard_normal((2, 3, 9, 9)).astype(bf16)
