@@ -174,6 +174,29 @@ def test_weak_scalars_keep_bfloat16_and_promotion_follows_jax():
         x + fnp.ones(3, fnp.float8_e4m3fn)
 
 
+def test_jax_dtypes_names_know_the_narrow_types():
+    # JAX 0.10.2's answers (jax.dtypes.itemsize_bits, issubdtype, scalar_type_of)
+    d = fg.dtypes
+    assert [d.itemsize_bits(t) for t in (fnp.int4, fnp.float4_e2m1fn, fnp.bfloat16,
+                                         fnp.float8_e4m3fn)] == [4, 4, 16, 8]
+    assert d.issubdtype(fnp.bfloat16, np.floating) and d.issubdtype(fnp.int4, np.signedinteger)
+    assert d.issubdtype(fnp.bfloat16, fnp.bfloat16) and not d.issubdtype(fnp.bfloat16,
+                                                                         np.float16)
+    assert d.scalar_type_of(fnp.ones(2, fnp.bfloat16)) is float
+    assert d.scalar_type_of(fnp.ones(2, fnp.int4)) is int
+    assert d.canonicalize_dtype(fnp.bfloat16) == BF16 and d.finfo(fnp.bfloat16).eps == 2.0 ** -7
+    assert d.iinfo(fnp.int4).max == 7
+
+
+def test_eval_shape_and_shape_dtype_structs_take_bfloat16():
+    s = fg.ShapeDtypeStruct((2, 3), fnp.bfloat16)
+    out = fg.eval_shape(lambda x: (fnp.mean(x, 0), x @ x.T, x.astype(fnp.float32)), s)
+    assert [(o.shape, o.dtype) for o in out] == [((3,), BF16), ((2, 2), BF16), ((2, 3), F32)]
+    x = fnp.asarray(np.arange(6.0).reshape(2, 3), fnp.bfloat16)
+    compiled = fg.jit(lambda x: x * 1.5).lower(s).compile()
+    assert _bits(compiled(x)).tolist() == _bits(x * 1.5).tolist()
+
+
 def test_nextafter_steps_in_bfloat16():
     x = fnp.ones(2, fnp.bfloat16)
     got = lax.nextafter(x, fnp.asarray([2.0, 0.0], fnp.bfloat16))
