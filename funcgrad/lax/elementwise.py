@@ -740,8 +740,7 @@ def float_to_int(x, dtype):
 
 def _convert_impl(x, *, new_dtype, weak_type):
     x = np.asarray(x)
-    if dtypes.kind(x.dtype) == "c" and dtypes.kind(new_dtype) != "c":
-        x = x.real
+    x = x.real if dtypes.kind(x.dtype) == "c" and dtypes.kind(new_dtype) != "c" else x
     if dtypes.kind(x.dtype) == "f" and dtypes.kind(new_dtype) in "iu":
         return float_to_int(x, new_dtype)
     return x.astype(new_dtype)
