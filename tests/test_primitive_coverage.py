@@ -45,8 +45,8 @@ FUSIBLE_ELEMENTWISE = [p for p in PRIMITIVES if p.kind == "elementwise" and p.fu
 # backend -> (has an expression for prim, UNFUSED)
 FUSING_BACKENDS = {
     "numpy": (lambda p: numpy_ops.elementwise_rule(p.name) is not None, numpy_ops.UNFUSED),
-    "cuda": (lambda p: p in cuda_ops.EXPR, cuda_ops.UNFUSED),
-    "native": (lambda p: p in native_ops.EXPR, native_ops.UNFUSED),
+    "cuda": (lambda p: p in cuda_ops.CudaC.code_for_op, cuda_ops.CudaC.unfused),
+    "native": (lambda p: p in native_ops.NativeC.code_for_op, native_ops.NativeC.unfused),
 }
 
 # backend -> the reduction ops (`reduce_op`) its kernels compute
@@ -90,7 +90,8 @@ def test_every_fusible_reduction_is_computed_by_every_backend(backend):
 
 
 def test_tables_hold_only_primitives_of_their_kind():
-    for table in (numpy_ops.ELEMENTWISE, cuda_ops.EXPR, native_ops.EXPR):
+    for table in (numpy_ops.ELEMENTWISE, cuda_ops.CudaC.code_for_op,
+                  native_ops.NativeC.code_for_op):
         bad = [p for p in table if not (isinstance(p, Primitive) and p.kind == "elementwise"
                                         and p.fusible)]
         assert not bad, bad
@@ -195,7 +196,7 @@ def test_the_linear_part_of_each_derivative_transposes(p):
 
 # --- every fusible primitive rendered and run by the native backend --------------------------
 
-NATIVE_RUNS = [p for p in FUSIBLE_ELEMENTWISE if p not in native_ops.UNFUSED]
+NATIVE_RUNS = [p for p in FUSIBLE_ELEMENTWISE if p not in native_ops.NativeC.unfused]
 # Computed by libm (or our C helpers) on one side and numpy on the other: ulps apart.
 LIBM_ULPS = 8
 

@@ -21,7 +21,6 @@ This module must not import funcgrad.compiler.jit (the user-facing API sits on t
 
 import contextlib
 import gc
-import importlib.util
 import threading
 
 import numpy as np
@@ -71,20 +70,6 @@ def check_backend(backend):
     return backend
 
 
-def cupy_available():
-    return importlib.util.find_spec("cupy") is not None
-
-
-def require_backend(backend):
-    """Raise a clear error when `backend` cannot run here."""
-    if backend == "cuda" and not cupy_available():
-        raise BackendUnavailableError(
-            "jit: backend='cuda' needs CuPy, which is not installed.\n"
-            "  hint: install it with `pip install funcgrad[cuda13]` (CUDA 13) or "
-            "`pip install funcgrad[cuda12]` (CUDA 12), or use backend='cpu'.\n"
-            f"{errors.where()}")
-
-
 # --- compiling and running --------------------------------------------------------------------
 
 _gc_lock = threading.Lock()
@@ -122,7 +107,6 @@ def executable(closed, backend, donated, name):
 
 
 def _compile(closed, backend, donated, name):
-    require_backend(backend)
     from funcgrad.compiler import pipeline
     outs = {v for v in closed.jaxpr.outvars if type(v) is Var}
     # A donated input that is returned unchanged passes its buffer through as the output.
@@ -390,4 +374,4 @@ batching.batch_rules[jit_p] = _jit_batch
 pe.partial_eval_rules[jit_p] = _jit_partial_eval
 
 __all__ = ["BackendUnavailableError", "KNOWN_BACKENDS", "call_jaxpr", "check_backend",
-           "executable", "jit_p", "require_backend", "stats"]
+           "executable", "jit_p", "stats"]

@@ -104,7 +104,8 @@ def jit(fun=None, static_argnums=None, static_argnames=None, donate_argnums=None
             `donate_argnames`: the same by name (also for arguments passed by keyword).
         backend: "cpu" (default: fused kernels in C when a C compiler is found, see
             `config.native`, else numpy), "numpy" (always the numpy code generator) or
-            "cuda" (needs CuPy).
+            "cuda" (needs CuPy and a GPU to run; `.lower(...).compile().as_text()` shows its
+            CUDA source anywhere).
         in_shardings, out_shardings: how the arguments and results are laid out over
             devices (a `funcgrad.sharding` sharding, a `PartitionSpec` over the mesh of
             `set_mesh`, or a pytree prefix of them; None: as they come). Arguments are placed

@@ -1,8 +1,10 @@
 """The native CPU backend: fused kernels as C compiled by the system C compiler, around the
 numpy backend's Python wrapper (library calls, control flow, shape operations).
 
-    ops.py       the tables: `cstyle.CODE_FOR_OP` plus C's few overrides, the C prelude
-    kernel.py    KernelSpec -> one C function (nested loops; blocks on the pool above a size)
+    ops.py       the C dialect `NativeC` (the one C base, `cstyle`, plus C's few overrides),
+                 the C prelude
+    kernel.py    KernelSpec -> one C function (`CKernel(NativeC)`: the layout's loops; blocks
+                 on the pool above a size)
     threads.py   the thread pool large kernels split their outermost loop over
     program.py   Program -> the Python wrapper calling one C module (NativeExecutable)
     loops.py     while/scan/fori loops whose bodies C can run as one C function
