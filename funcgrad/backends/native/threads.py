@@ -43,6 +43,8 @@ import functools
 import os
 import threading
 
+from funcgrad.backends.native import cnode
+
 SPIN_US = 1000  # how long an idle worker looks for the next kernel's blocks before sleeping
 MAX_BLOCKS = 0xFFFF  # blocks one parallel call may have (the kernels make at most this many)
 
@@ -59,6 +61,7 @@ static void fg_parallel(fg_task task, void *const *args, long long blocks) {
     for (long long b = 0; b < blocks; ++b) task(args, b);
 }
 """
+POOL = cnode.Piece("pool", MODULE_HEADER)  # what a kernel in blocks needs (`kernel.CKernel`)
 
 # The pool. `fg_state` is the current call: generation << 32 | blocks << 16 | next block.
 # A block is claimed by a compare-and-swap of the whole word, so a claim can only succeed
