@@ -140,6 +140,8 @@ class MemoryPlan:
             argument's buffer starts with the argument).
         workspace: ids of the buffers kept across calls (with `persistent=True`); their
             first value is written into them ("reuse") and they are never released.
+        lifetimes: buffer id -> (first step, last step) it holds a value over (a donated
+            argument's buffer starts at -1, a result's ends at `len(steps)`).
     """
 
     slots: dict
@@ -150,6 +152,7 @@ class MemoryPlan:
     analysis: MemoryAnalysis
     holders: list
     workspace: list
+    lifetimes: list = None
 
 
 def _last_uses(steps, outputs):
@@ -222,8 +225,39 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=(), workspace_min_by
     donated_used = {h[0] for h in holders if h and h[0] in donated and len(h) > 1}
     analysis.alias_bytes = sum(values[k].nbytes for k in donated_used)
     analysis.workspace_bytes = sum(_nbytes(buffers[b]) for b in workspace)
+    end = len(steps)
+    lifetimes = [(born[b], end if hs and hs[-1] in out_set else last.get(hs[-1], born[b])
+                  if hs else born[b]) for b, hs in enumerate(holders)]
     return MemoryPlan(slots, buffers, releases, _copies(outputs, values, donated),
-                      donated_used, analysis, holders, workspace)
+                      donated_used, analysis, holders, workspace, lifetimes)
+
+
+def pack(sizes, lifetimes, align=64):
+    """Offsets of blocks of `sizes` bytes in one region such that two blocks whose
+    `lifetimes` ((first step, last step), inclusive) meet never overlap, and the region's
+    size: largest blocks first, each at the lowest offset free over its lifetime. A
+    backend lays a program's temporaries out in one workspace with it.
+
+    Example:
+        >>> pack([64, 64, 64], [(0, 1), (1, 2), (2, 3)])
+        ([0, 64, 0], 128)
+    """
+    order = sorted(range(len(sizes)), key=lambda k: (-sizes[k], k))
+    offsets, placed = [0] * len(sizes), []
+    for k in order:
+        size = -(-sizes[k] // align) * align
+        lo, hi = lifetimes[k]
+        taken = sorted((offsets[j], offsets[j] + s) for j, s in placed
+                       if lifetimes[j][0] <= hi and lo <= lifetimes[j][1])
+        at = 0
+        for a, b in taken:
+            if at + size <= a:
+                break
+            at = max(at, b)
+        offsets[k] = at
+        placed.append((k, size))
+    total = max((offsets[j] + s for j, s in placed), default=0)
+    return offsets, total
 
 
 def alias_reach(values, keys):

@@ -5,11 +5,12 @@
     compile_jaxpr(closed, backend="cpu", donate_argnums=())
                                            -> Executable: exe(*numpy_arrays) -> [np.ndarray]
 
-A backend gets the fused program and a `compile_subprogram` callback (this function, for
-the same backend) for the bodies of higher-order primitives; backends never import this
-module. `stats["compiles"]` counts compilations (tests read it to check caching);
-`stats["last_seconds"]` holds the time of each phase of the last compilation (a view of
-the one set of counters, `jit_cache.stats`).
+A backend gets the fused program and a `compile_subprogram` callback (a `Subprograms`: it
+compiles a body with this function, for the same backend, and `.fused(body)` hands it the
+body optimized and fused, for a backend that renders it inside its own code, as the native
+backend's C loops do); backends never import this module. `stats["compiles"]` counts
+compilations (tests read it to check caching); `stats["last_seconds"]` holds the time of
+each phase of the last compilation (a view of the one set of counters, `jit_cache.stats`).
 """
 
 import time
@@ -68,10 +69,25 @@ def compile_jaxpr(closed, backend="cpu", donate_argnums=(), optimize_ir=True):
     program = fuse(opt)
     t2 = time.perf_counter()
 
-    def subprogram(sub):  # bodies of cond/while/scan and calls, for the same backend
-        return compile_jaxpr(sub, backend)
     exe = get_backend(backend).compile_program(program, tuple(donate_argnums), opt,
-                                               compile_subprogram=subprogram)
+                                               compile_subprogram=Subprograms(backend))
     t3 = time.perf_counter()
     _counters.compiled(t3 - t0, {"optimize": t1 - t0, "fuse": t2 - t1, "render": t3 - t2})
     return exe
+
+
+class Subprograms:
+    """The callback a backend gets for the bodies of higher-order primitives (cond, while,
+    scan, calls): `subprograms(body)` compiles the `ClosedJaxpr` `body` into an executable of
+    the same backend; `subprograms.fused(body)` only optimizes and fuses it (a fusion
+    `Program`), for a backend that renders bodies inside its own code (the native
+    backend's C loops: the C compiler then runs once per program)."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def __call__(self, closed):
+        return compile_jaxpr(closed, self.backend)
+
+    def fused(self, closed):
+        return fuse(optimize(closed))
