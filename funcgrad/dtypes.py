@@ -62,6 +62,20 @@ def default_complex():
     return complex128 if config.enable_x64 else complex64
 
 
+def to_inexact(dtype):
+    """The inexact dtype an integer or bool `dtype` becomes in float arithmetic (JAX's rule:
+    float32 for bool and integers up to 32 bits, even with x64; the default float for 64-bit
+    integers); an inexact dtype is returned as it is.
+
+    Example:
+        >>> to_inexact(int8), to_inexact(float16)
+        (dtype('float32'), dtype('float16'))
+    """
+    if dtype.kind in "fc":
+        return dtype
+    return default_float() if dtype.itemsize == 8 else float32
+
+
 def canonicalize(dtype):
     """The dtype an array of `dtype` gets in funcgrad (64-bit narrowed unless x64)."""
     try:

@@ -19,6 +19,7 @@ from funcgrad._pytree import (  # noqa: F401  (some private names serve jit)
     DictKey,
     FlattenedIndexKey,
     GetAttrKey,
+    HashableNodes,
     PyTreeDef,
     SequenceKey,
     TreeStructureError,

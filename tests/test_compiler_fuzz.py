@@ -531,3 +531,36 @@ def test_float64_to_float16_rounds_once_everywhere():
     assert want[0][0] == np.float16(1.001) and want[0][1] == np.float16(5.96e-08)
     _all_equal(_every_backend(lambda x: (x.astype(np.float16), (x * 3).astype(np.float16)), x,
                               x64=True), want)
+
+
+@pytest.mark.parametrize("dtype, n", [("float32", 600_000), ("float64", 600_000),
+                                      ("float16", 30_000)])
+def test_compiled_sums_are_at_least_as_accurate_as_numpys(dtype, n):
+    # numpy sums along a row pairwise, so its error grows with the log of the length; a
+    # compiled sum that adds in order, in SIMD lanes, per thread or chunk by chunk must not
+    # lose to it (issue 25: fmod(v0, sum(v1)) over 600,000 float32 differed, eager to jit).
+    # Each backend's error against an exact sum (math.fsum) is at most eager's or one ulp
+    # of the result (two sums that are both good to about an ulp differ by luck; one that
+    # adds 600,000 float32s in order is thousands of ulps off).
+    import math
+    rng = np.random.default_rng(3)
+    scale = 1.0 if dtype == "float16" else 1e4
+    x = (rng.random((3, n)) * scale + rng.normal(size=(3, n)) * scale / 10).astype(dtype)
+    fn = lambda x: (x.sum(1), (x * 1.5).sum(1), fnp.sum(x[:, ::-1].T, axis=0))
+    fg.config.update("enable_x64", dtype == "float64")
+    rows = [r.astype(np.float64) for r in x]
+    exact = [np.array([math.fsum(r) for r in rows]),
+             np.array([math.fsum(r * 1.5) for r in rows]), np.array([math.fsum(r) for r in rows])]
+    eager = [np.asarray(o) for o in fn(fnp.asarray(x))]
+    results = _every_backend(fn, x, x64=dtype == "float64")
+    with tiny_chunks():  # the numpy backend's chunked loop, partial sums added across chunks
+        closed = fg.make_jaxpr(fn)(x)
+        results["numpy chunked"] = pipeline.compile_jaxpr(closed, backend="numpy")(x)
+    del results["eager"]
+    for name, got in results.items():
+        for k, (g, e, ref) in enumerate(zip(got, eager, exact)):
+            g = np.asarray(g)
+            assert g.dtype == e.dtype, (name, k)
+            ulp = np.spacing(np.abs(ref).astype(dtype)).astype(np.float64)
+            err, err_eager = np.abs(g - ref), np.abs(e.astype(np.float64) - ref)
+            assert np.all(err <= np.maximum(err_eager, ulp)), (name, k, err, err_eager)

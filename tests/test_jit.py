@@ -501,8 +501,8 @@ def test_debug_callback_inside_jit_and_vmap():
     jf(arr(1.0))
     jf(arr(2.0))
     assert [float(s[0]) for s in seen] == [1.0, 2.0]
-    fg.vmap(jf)(arr(1.0, 2.0))
-    assert np.asarray(seen[-1]).shape == (2,)
+    fg.vmap(jf)(arr(3.0, 4.0))  # once per example, as in JAX
+    assert [np.asarray(s).tolist() for s in seen[2:]] == [3.0, 4.0]
 
 
 def test_debug_nans_under_jit_names_the_primitive_and_the_line():

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from funcgrad import lax
-from funcgrad.core import Primitive
+from funcgrad.core import Primitive, ReduceOp
 
 TYPES = {
     "bool": ("bool", "bool"),
@@ -365,51 +365,6 @@ def expr(table, instr, args, arg_dtypes):
     return rule(args, list(arg_dtypes), instr.param_dict)
 
 
-# --- reductions -------------------------------------------------------------------------------
-
-def _sum(acc, value, acc_dtype, dtype):
-    if _kind(acc_dtype) == "i":
-        u = _UNSIGNED[acc_dtype]
-        return f"(({ctype(acc_dtype)})(({u}){acc} + ({u}){value}))"
-    return f"({acc} + {value})"
-
-
-def _extreme(dt, low):
-    """The lowest (or highest) value of numpy dtype `dt`: the identity of max (or min)."""
-    if dt.kind == "f":
-        return -np.inf if low else np.inf
-    if dt.kind == "b":
-        return 0 if low else 1
-    info = np.iinfo(dt)
-    return info.min if low else info.max
-
-
-def _fold(name):
-    """numpy's binary maximum/minimum folded left to right (`_minmax`): of equal values the
-    accumulator gives way to the later one (float16: keeps the first), NaN first."""
-    return lambda acc, v, t, dt: f"{name}{'h' if dt == 'float16' else ''}({acc}, {v})"
-
-
-# A kernel reduction's op (`KernelOutput.reduce`, a fusible reduction's `reduce_op`) ->
-# combining C expression `(acc, value, acc dtype, value dtype)`, and its identity
-# `(dtype, acc dtype)`.
-COMBINE = {"sum": _sum, "max": _fold("fg_max"), "min": _fold("fg_min")}
-IDENTITY = {"sum": lambda dt, acc: literal(0, acc),
-            "max": lambda dt, acc: literal(_extreme(dt, True), acc),
-            "min": lambda dt, acc: literal(_extreme(dt, False), acc)}
-
-
-def combine(op, acc, value, acc_dtype, dtype=None):
-    """C expression combining accumulator `acc` with `value` (of a reduction over `dtype`)
-    for reduction `op`."""
-    return COMBINE[op](acc, value, acc_dtype, dtype or acc_dtype)
-
-
-def identity(op, dtype, acc_dtype):
-    """The identity of reduction `op` over values of `dtype`, as a literal of `acc_dtype`."""
-    return IDENTITY[op](np.dtype(dtype), acc_dtype)
-
-
 # --- narrow floats ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -507,18 +462,27 @@ class CStyleLanguage:
             value = f"{NARROW[dtype].store}({value})"
         return f"p_{name}[{offset}] = {value};"
 
-    # --- reductions --------------------------------------------------------------------------
+    # --- reductions (derived from their `ReduceOp`) -----------------------------------------
 
     @staticmethod
     def identity(op, dtype, acc_dtype):
-        """The identity of reduction `op` over `dtype`, as a literal of `acc_dtype`."""
-        return identity(op, dtype, acc_dtype)
+        """The identity of reduction `op` (a `ReduceOp`'s name) over `dtype`, as a literal of
+        `acc_dtype`."""
+        return literal(ReduceOp.named(op).identity(np.dtype(dtype)), acc_dtype)
 
-    @staticmethod
-    def combine(op, acc, value, acc_dtype, dtype=None):
-        """C expression combining accumulator `acc` with `value` (of a reduction over
-        `dtype`) for reduction `op`."""
-        return combine(op, acc, value, acc_dtype, dtype)
+    def combine(self, op, acc, value, acc_dtype, dtype):
+        """C expression folding `value` into accumulator `acc` (of `acc_dtype`) for reduction
+        `op` over `dtype`: the dialect's expression of the op's `combine` primitive, in the
+        accumulator's dtype, or, for an op that selects (max, min) over floats, in the
+        value's dtype, whose tie rule numpy's fold follows (float16 keeps the first of equal
+        values). (Never a bool's `||`: it would skip a warp shuffle in its operand.)"""
+        rec = ReduceOp.named(op)
+        rule = self.code_for_op.get(rec.combine)
+        if rule is None:
+            raise Unsupported(f"reduction {op}: no C expression for its combine "
+                              f"{rec.combine.name}")
+        dt = dtype if rec.selects and np.dtype(dtype).kind == "f" else acc_dtype
+        return rule([acc, value], [dt, dt], {})
 
     def zero_sign(self, r, acc, loops, body):
         """Lines giving a float max/min reduction's zero result numpy's sign: numpy folds
@@ -529,7 +493,7 @@ class CStyleLanguage:
         again through `loops` (headers in `scan_backward(r)` order) and `body` (the
         statements computing `v_<r.value>`) and take the first zero they meet. [] for
         other reductions."""
-        if r.op not in ("max", "min") or np.dtype(r.dtype).kind != "f":
+        if not ReduceOp.named(r.op).selects or np.dtype(r.dtype).kind != "f":
             return []
         v, label = f"v_{r.value}", f"fg_zero_{acc}"
         lines, depth = [f"if ({acc} == 0) {{"], 1

@@ -4,8 +4,9 @@
 The layout moves the reduced axes last, drops unit axes, merges neighbouring axes of the same
 group (kept or reduced) where every operand allows it, and gives each operand its element
 strides over the result (0: broadcast along that axis). Reductions name their accumulator
-dtype. The native C renderer prints the layout as nested loops (`native/kernel.py`); the CUDA
-planner (`cuda/plan.py`) adds its launch decisions on top. This module imports no backend.
+dtype (their `ReduceOp`'s `accumulate`). The native C renderer prints the layout as nested
+loops (`native/kernel.py`); the CUDA planner (`cuda/plan.py`) adds its launch decisions on
+top. This module imports no backend.
 
     layout = layout_kernel(spec)     # outer (kept) dims, inner (reduced) dims, operands
 """
@@ -13,7 +14,7 @@ planner (`cuda/plan.py`) adds its launch decisions on top. This module imports n
 import math
 from dataclasses import dataclass
 
-import numpy as np
+from funcgrad.core import ReduceOp
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,8 @@ class Operand:
 
 @dataclass(frozen=True)
 class Reduction:
-    """Output `out` = reduction `op` of body value `value` over the inner dims, accumulated
-    in dtype `acc`."""
+    """Output `out` = reduction `op` (a `ReduceOp`'s name) of body value `value` over the
+    inner dims, accumulated in dtype `acc` (the op's `accumulate`)."""
 
     out: str
     value: str
@@ -97,19 +98,6 @@ def extent(dims, strides):
     return 1 + sum((d - 1) * abs(s) for d, s in zip(dims, strides))
 
 
-def accumulator_dtype(dtype):
-    """The dtype a reduction over `dtype` accumulates in: float16 in float32, small integers
-    and bools in 32-bit integers, everything else in itself."""
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return "float32" if dt.itemsize < 4 else dt.name
-    if dt.kind == "b":
-        return "int32"
-    if dt.itemsize < 4:
-        return "int32" if dt.kind == "i" else "uint32"
-    return dt.name
-
-
 def layout_kernel(spec):
     """The `KernelLayout` of `spec` (a fusion `KernelSpec`); see the module doc."""
     S = tuple(spec.iter_shape)
@@ -123,7 +111,8 @@ def layout_kernel(spec):
     dtypes = [inp.dtype for inp in spec.inputs] + [o.dtype for o in elem_outs]
     operands = [Operand(nm, dt, tuple(s)) for nm, dt, s in zip(names, dtypes, strides)]
     n_in = len(spec.inputs)
-    reductions = tuple(Reduction(o.name, o.value, o.reduce, o.dtype, accumulator_dtype(o.dtype))
+    reductions = tuple(Reduction(o.name, o.value, o.reduce, o.dtype,
+                                 ReduceOp.named(o.reduce).accumulate(o.dtype))
                        for o in spec.outputs if o.reduce is not None)
     return KernelLayout(spec, tuple(d for d, g in zip(dims, groups) if not g),
                         tuple(d for d, g in zip(dims, groups) if g), tuple(operands[:n_in]),

@@ -6,7 +6,7 @@
   name:    the function's name (`f`, `jvp(f)`, `transpose(jvp(f))`, ...),
   donated: one bool per input; all False in a bound equation (buffers are donated only by
            jit's own eager call, in compiler/jit_cache.py),
-  backend: "cpu" or "cuda".
+  backend: a registered backend's name ("cpu", "numpy", "cuda", ...).
 Eagerly it compiles the sub-program once (kept by the program cache of jit_cache.py, keyed
 on the jaxpr object, backend and donation) and runs it on numpy values. Transforms keep it
 a compiled call, with the interpreters' sub-program transforms: jvp binds `jit_p` of the
@@ -25,7 +25,7 @@ import threading
 
 import numpy as np
 
-from funcgrad import dtypes, errors
+from funcgrad import backends, dtypes, errors
 from funcgrad.compiler.jit_cache import log, programs, reraise, run
 from funcgrad.compiler.jit_cache import stats as _stats
 from funcgrad.config import config
@@ -49,7 +49,6 @@ from funcgrad.core.trace import NONFINITE, nonfinite
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters import partial_eval as pe
 
-KNOWN_BACKENDS = ("cpu", "cuda", "numpy")  # "cpu": native C kernels when a compiler is found
 _cfg = config._values
 stats = _stats.counts  # ("compile", name) and ("run", name): a view of jit_cache.stats
 
@@ -60,13 +59,15 @@ BackendUnavailableError = errors.BackendUnavailableError  # re-exported: its old
 # --- backends ---------------------------------------------------------------------------------
 
 def check_backend(backend):
-    """The canonical backend name for `backend` (None means "cpu"); unknown names raise."""
+    """The canonical backend name for `backend` (None means "cpu"); names not registered in
+    `funcgrad.backends` (`register_backend`) raise."""
     if backend is None:
         return "cpu"
-    if backend not in KNOWN_BACKENDS:
+    if backend not in backends.names():
         raise errors.FuncgradValueError(
             f"jit: unknown backend {backend!r}; known backends are "
-            f"{', '.join(repr(b) for b in KNOWN_BACKENDS)}\n{errors.where()}")
+            f"{', '.join(repr(b) for b in backends.names())} (add one with "
+            f"funcgrad.backends.register_backend)\n{errors.where()}")
     return backend
 
 
@@ -373,5 +374,5 @@ ad.transpose_rules[jit_p] = _jit_transpose
 batching.batch_rules[jit_p] = _jit_batch
 pe.partial_eval_rules[jit_p] = _jit_partial_eval
 
-__all__ = ["BackendUnavailableError", "KNOWN_BACKENDS", "call_jaxpr", "check_backend",
+__all__ = ["BackendUnavailableError", "call_jaxpr", "check_backend",
            "executable", "jit_p", "stats"]

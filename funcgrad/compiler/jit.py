@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from funcgrad import dtypes, errors
+from funcgrad import backends, dtypes, errors
 from funcgrad.abstract_eval import ShapeDtypeStruct
 from funcgrad.compiler import call
 from funcgrad.compiler.jit_cache import (
@@ -51,6 +51,7 @@ from funcgrad.core import (
 )
 from funcgrad.interpreters.partial_eval import closure_convert
 from funcgrad.tree_util import (
+    HashableNodes,
     PyTreeDef,
     SequenceKey,
     _flatten,
@@ -105,7 +106,8 @@ def jit(fun=None, static_argnums=None, static_argnames=None, donate_argnums=None
         backend: "cpu" (default: fused kernels in C when a C compiler is found, see
             `config.native`, else numpy), "numpy" (always the numpy code generator) or
             "cuda" (needs CuPy and a GPU to run; `.lower(...).compile().as_text()` shows its
-            CUDA source anywhere).
+            CUDA source anywhere), or a backend added with
+            `funcgrad.backends.register_backend`.
         in_shardings, out_shardings: how the arguments and results are laid out over
             devices (a `funcgrad.sharding` sharding, a `PartitionSpec` over the mesh of
             `set_mesh`, or a pytree prefix of them; None: as they come). Arguments are placed
@@ -174,6 +176,7 @@ class Jitted:
         self._backend = call.check_backend(backend)
         self._inline = bool(inline)
         _check_compiler_options(compiler_options, self._name)
+        self._takes_buffers = backends.capabilities(self._backend).takes_donated_buffers
         self._signature = _signature_of(fun)
         self._static_nums, self._static_names = _static_args(
             self._signature, _ints(static_argnums, "static_argnums"),
@@ -326,11 +329,12 @@ class Jitted:
         cache = self._cache
         try:
             entry = cache.entries.get(key)
-        except TypeError:  # an unhashable static argument
+        except TypeError:  # an unhashable static argument, or aux data that do not hash
             for static in self._split(args, kwargs)[1]:
                 if static is not _KWARGS:
                     _check_hashable(self._name, static[0], static[2])
-            raise
+            key = (HashableNodes(key[0]),) + key[1:]  # (a dict as aux data: JAX takes it)
+            entry = cache.entries.get(key)
         if entry is not None:
             entry.hits += 1
             return entry
@@ -378,7 +382,8 @@ class Jitted:
             self._check_outputs(out, out_leaves)
             closed, consts = closure_convert(*b.to_jaxpr(out_leaves))
         donated = (False,) * len(consts) + self._donated_leaves(info, len(sig))
-        entry = _Entry(closed, consts, out_tree, donated, self._name, self._backend)
+        entry = _Entry(closed, consts, out_tree, donated, self._name, self._backend,
+                       self._takes_buffers)
         if entry.donate:
             warn_unusable_donations(closed, donated, [""] * len(consts) + names, self._name)
         return entry

@@ -177,15 +177,15 @@ class _Entry:
 
     `donate`: positions (among the call's leaves) of donated arguments, checked on every
     call, `kept` the others; `donated`: one bool per program input, the donation the code is
-    compiled for, none unless `takes_buffers` (not on the CUDA backend: its pool reuses
-    memory).
+    compiled for, none unless the backend takes donated buffers (a capability it declares,
+    `funcgrad.backends.capabilities`: not CUDA, whose pool reuses memory).
     """
 
     __slots__ = ("jaxpr", "consts", "const_vals", "out_tree", "build_outputs", "name",
                  "bind_params", "donate", "kept", "takes_buffers", "donated", "exe",
                  "cacheable", "hits", "seen_hits")
 
-    def __init__(self, jaxpr, consts, out_tree, donated, name, backend):
+    def __init__(self, jaxpr, consts, out_tree, donated, name, backend, takes_buffers):
         self.jaxpr, self.consts, self.out_tree, self.name = jaxpr, consts, out_tree, name
         self.cacheable = not any(isinstance(c, Tracer) for c in consts)
         self.const_vals = [c._value for c in consts] if self.cacheable else None
@@ -194,7 +194,7 @@ class _Entry:
         self.donate = tuple(i for i, d in enumerate(mask) if d)
         self.kept = tuple(i for i, d in enumerate(mask) if not d)
         no_donation = (False,) * len(donated)
-        self.takes_buffers = bool(self.donate) and backend != "cuda"
+        self.takes_buffers = bool(self.donate) and takes_buffers
         self.donated = donated if self.takes_buffers else no_donation
         self.bind_params = dict(jaxpr=jaxpr, name=name, donated=no_donation, backend=backend)
         self.exe = None

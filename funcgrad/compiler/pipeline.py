@@ -22,6 +22,7 @@ from funcgrad.compiler.jit_cache import stats as _counters
 from funcgrad.compiler.passes import cse, dce, fold_constants, inline_calls, simplify
 from funcgrad.config import config
 from funcgrad.core import typecheck_jaxpr
+from funcgrad.core.nesting import nests
 
 stats = _counters.pipeline  # {"compiles", "compile_seconds", "last_seconds"}
 
@@ -54,7 +55,8 @@ def compile_jaxpr(closed, backend="cpu", donate_argnums=(), optimize_ir=True):
 
     Args:
         closed: the program; its consts are bound into the compiled code once.
-        backend: "cpu" (numpy source).
+        backend: a registered backend's name ("cpu": C kernels or numpy source, "numpy",
+            "cuda", or one added with `funcgrad.backends.register_backend`).
         donate_argnums: positions of arguments whose buffers the program may reuse.
         optimize_ir: run `optimize` first (default True).
 
@@ -63,14 +65,22 @@ def compile_jaxpr(closed, backend="cpu", donate_argnums=(), optimize_ir=True):
         generated source, `exe.ir_text()` the optimized IR, `exe.memory_analysis()` the
         predicted memory use, `exe.profile(*arrays)` per-statement timings.
     """
+    return _compile(closed, backend, tuple(donate_argnums), optimize_ir, {})
+
+
+@nests
+def _compile(closed, backend, donate_argnums, optimize_ir, compiled):
+    """`compile_jaxpr`; `compiled` holds the sub-programs compiled (or fused) so far for the
+    outermost program, by identity (`Subprograms`): a backend may ask for one twice, which
+    must not cost 2^depth compiles."""
     t0 = time.perf_counter()
     opt = optimize(closed) if optimize_ir else closed
     t1 = time.perf_counter()
     program = fuse(opt)
     t2 = time.perf_counter()
 
-    exe = get_backend(backend).compile_program(program, tuple(donate_argnums), opt,
-                                               compile_subprogram=Subprograms(backend))
+    exe = get_backend(backend).compile_program(program, donate_argnums, opt,
+                                               compile_subprogram=Subprograms(backend, compiled))
     t3 = time.perf_counter()
     _counters.compiled(t3 - t0, {"optimize": t1 - t0, "fuse": t2 - t1, "render": t3 - t2})
     return exe
@@ -81,13 +91,22 @@ class Subprograms:
     scan, calls): `subprograms(body)` compiles the `ClosedJaxpr` `body` into an executable of
     the same backend; `subprograms.fused(body)` only optimizes and fuses it (a fusion
     `Program`), for a backend that renders bodies inside its own code (the native
-    backend's C loops: the C compiler then runs once per program)."""
+    backend's C loops: the C compiler then runs once per program). Both are kept in
+    `compiled` (per outermost program, by identity: the entry keeps the body alive, so its
+    id stays its own), so a body asked for twice costs one compile."""
 
-    def __init__(self, backend):
-        self.backend = backend
+    def __init__(self, backend, compiled):
+        self.backend, self.compiled = backend, compiled
 
     def __call__(self, closed):
-        return compile_jaxpr(closed, self.backend)
+        hit = self.compiled.get(id(closed))
+        if hit is None:
+            hit = self.compiled[id(closed)] = (
+                closed, _compile(closed, self.backend, (), True, self.compiled))
+        return hit[1]
 
     def fused(self, closed):
-        return fuse(optimize(closed))
+        hit = self.compiled.get(("fused", id(closed)))
+        if hit is None:
+            hit = self.compiled[("fused", id(closed))] = (closed, fuse(optimize(closed)))
+        return hit[1]

@@ -20,6 +20,7 @@ from funcgrad import dtypes, errors
 from funcgrad.config import config
 from funcgrad.core.array import Array, ArrayBase, _device_types, to_array
 from funcgrad.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from funcgrad.core.nesting import nests
 from funcgrad.core.ops import ops
 
 _trace_ctx = contextvars.ContextVar("funcgrad_trace", default=None)
@@ -106,6 +107,59 @@ def eval_concrete():
         _eval_now.reset(token)
 
 
+class ReduceOp:
+    """What every backend needs to compute a fused reduction, declared once beside its
+    primitive (`p.declare("reduction", fusible=True, reduce_op=ReduceOp(...))`); the backends'
+    tables (numpy's reduce calls, the chunked loops' partial results, the C dialects'
+    accumulators and OpenMP clauses, CUDA's warp folds) are derived from it, and the coverage
+    test checks it on every fusing backend.
+
+    - `name`: the op a kernel names (`KernelOutput.reduce`), unique ("sum", "prod");
+    - `combine`: the fusible elementwise primitive folding two values (`add_p`): a C backend
+      prints it with its own expression for that primitive;
+    - `ufunc`: numpy's binary ufunc of the same op (`np.add`): `ufunc.reduce` reduces, and
+      the ufunc folds partial results;
+    - `identity(dtype)`: the value a fold starts from (a Python scalar);
+    - `accumulate(dtype)`: the dtype name it accumulates in (at least: a backend may widen);
+    - `openmp`: the operator an OpenMP `reduction(...)` clause names it by ("+", "max"), so
+      SIMD lanes may fold partial results, or None (the fold stays in order);
+    - `selects`: its result is one of its operands (max, min): exact in any order but for
+      the sign of zero, which follows numpy's fold (`combine` then takes the value dtype);
+    - `pairwise`: each fold rounds and numpy folds it pairwise (sums): a backend accumulates
+      it pairwise, compensated or in a wider type, to be at least as accurate.
+
+    Example:
+        >>> ReduceOp.named("sum").ufunc
+        <ufunc 'add'>
+    """
+
+    _named = {}  # name -> the ReduceOp of that name
+
+    def __init__(self, name, combine, ufunc, identity, accumulate, openmp=None,
+                 selects=False, pairwise=False):
+        other = ReduceOp._named.get(name)
+        if other is not None:
+            raise ValueError(f"a reduction op named {name!r} exists already; kernels name "
+                             "their reductions by op name")
+        self.name, self.combine, self.ufunc = name, combine, ufunc
+        self.identity, self.accumulate = identity, accumulate
+        self.openmp, self.selects, self.pairwise = openmp, bool(selects), bool(pairwise)
+        ReduceOp._named[name] = self
+
+    def __repr__(self):
+        return f"ReduceOp({self.name})"
+
+    @staticmethod
+    def named(name):
+        """The op a kernel reduction names (`KernelOutput.reduce`)."""
+        return ReduceOp._named[name]
+
+    @staticmethod
+    def all():
+        """Every declared reduction op, by name."""
+        return [op for _, op in sorted(ReduceOp._named.items())]
+
+
 class Primitive:
     """An operation of the IR with rules registered per transform.
 
@@ -120,7 +174,8 @@ class Primitive:
     - `dtype_kinds`: the numpy kind letters of the operands it accepts ("fc"), or None;
     - `fusible`: a kernel may compute it (elementwise, reduction) or read an operand
       through it (view);
-    - `reduce_op`: a fusible reduction's op in a kernel ("sum", "max", "min");
+    - `reduce_op`: a fusible reduction's op (a `ReduceOp`: what every backend needs to
+      compute it in a kernel);
     - `view_axes`: a fusible view's rule `(operand shape, out shape, **params)` -> operand
       axis -> output axis (-1: a dropped unit axis), or None where it is no such relabeling;
     - `rank0_operands`: each operand may be rank-0 and broadcasts (lax's binary ops);
@@ -165,8 +220,9 @@ class Primitive:
             raise ValueError(f"{self.name}: kind must be one of {self.KINDS}, got {kind!r}")
         if fusible and kind not in ("elementwise", "reduction", "view"):
             raise ValueError(f"{self.name}: a {kind} primitive cannot be fusible")
-        if fusible and kind == "reduction" and reduce_op is None:
-            raise ValueError(f"{self.name}: a fusible reduction declares its reduce_op")
+        if fusible and kind == "reduction" and not isinstance(reduce_op, ReduceOp):
+            raise ValueError(f"{self.name}: a fusible reduction declares its reduce_op (a "
+                             f"ReduceOp), got {reduce_op!r}")
         if fusible and kind == "view" and view_axes is None:
             raise ValueError(f"{self.name}: a fusible view declares its view_axes rule")
         if fusible:
@@ -240,11 +296,13 @@ def eager_bind(prim, args, params):
         finally:
             _impl_known_for.reset(tokens[2]), _known_for.reset(tokens[1])
             _trace_ctx.reset(tokens[0])
-    vals, key = [], [prim]
+    vals, key, raw = [], [prim], None
     for a in args:
         if type(a) is not Array:
             if isinstance(a, Tracer):
                 _leaked(a, prim)
+            if type(a) is np.ndarray:
+                raw = [a] if raw is None else raw + [a]
             a = _operand(prim, a)
         v = a._value
         vals.append(v)
@@ -280,6 +338,8 @@ def eager_bind(prim, args, params):
                 f"{prim.name}: the eager implementation failed on inputs "
                 f"{[(v.shape, v.dtype) for v in vals]} ({type(e).__name__}: "
                 f"{e}); this is a funcgrad bug\n{errors.where(errors.user_frame(2))}") from e
+    if raw is not None:
+        out = _unaliased(out, raw, prim.multiple_results)
     if prim.multiple_results:
         res = [_wrap(o, a) for o, a in zip(out, out_aval)]
     else:
@@ -287,6 +347,17 @@ def eager_bind(prim, args, params):
     if config._values["debug_nans"] or config._values["debug_infs"]:
         _check_nans(prim, res)
     return res
+
+
+def _unaliased(out, raw, multiple):
+    """An eager result that shares no memory with the NumPy arrays `raw` the caller passed
+    (a view op's result would be a view of one): the caller may write to them later, and a
+    funcgrad array is immutable (JAX copies its inputs too)."""
+    def own(o):
+        if isinstance(o, np.ndarray) and any(np.may_share_memory(o, r) for r in raw):
+            return o.copy()
+        return o
+    return [own(o) for o in out] if multiple else own(out)
 
 
 def _cached_abstract_eval(prim, avals, params):
@@ -701,6 +772,7 @@ def new_builder(name, compute_known=False, parent=None):
         b.alive = False
 
 
+@nests
 def trace_to_jaxpr(fun, in_avals, name="make_jaxpr"):
     """Trace `fun(*tracers)` (flat lists in and out) abstractly into a ClosedJaxpr."""
     with new_builder(name) as b:
@@ -710,6 +782,7 @@ def trace_to_jaxpr(fun, in_avals, name="make_jaxpr"):
     return ClosedJaxpr(jaxpr, consts)
 
 
+@nests
 def eval_jaxpr(jaxpr, consts, *args):
     """Evaluate `jaxpr` by binding each equation in the current trace (re-traceable)."""
     env = {}

@@ -20,6 +20,8 @@ from funcgrad.backends.cuda.plan import DeviceInfo, KernelPlan, plan_kernel
 from funcgrad.backends.cuda.program import CudaExecutable, compile_program
 from funcgrad.backends.cuda.renderer import render
 
+TAKES_DONATED_BUFFERS = False  # CuPy's memory pool reuses buffers; donation is only checked
+
 __all__ = ["CudaExecutable", "DeviceInfo", "KernelPlan", "compile_program", "plan_kernel",
            "render"]
 

@@ -293,7 +293,7 @@ class EmulatedRuntime:
         if dt.kind == "f":
             return np.full(shape, np.nan, dt)
         out = np.empty(shape, dt)
-        out.view(np.uint8)[...] = 0x5A
+        out.reshape(-1).view(np.uint8)[...] = 0x5A  # (a 0-d array has no byte view)
         return out
 
     @staticmethod

@@ -14,10 +14,12 @@ offsets, `acc`, `_`-names for loop variables), so no input name can shadow anoth
 import os
 
 import jinja2
+import numpy as np
 
 from funcgrad.backends.cuda import ops
 from funcgrad.backends.cuda.plan import WARP
 from funcgrad.compiler.fusion import CODEGEN_VERSION
+from funcgrad.core import ReduceOp
 
 TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
 ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
@@ -178,14 +180,16 @@ class _Renderer(ops.CudaC):
         elem += [self.store(o.name, o.dtype, offs[o.name], f"v_{v}")
                  for o, v in self.out_values()]
         pieces = {"row": row, "elem": elem, "vrows": p.rows * p.splits, "shuffle": [],
-                  "write": [], "smem": [], "smem_store": [], "smem_load": []}
+                  "write": [], "smem": [], "smem_store": [], "smem_load": [], "fold": []}
         nwarps = p.block // WARP
         for j, r in enumerate(p.reductions):
             acc, at = f"acc{j}", self.ctype(r.acc)
             ident = self.identity(r.op, r.dtype, r.acc)
             value = self.cast(f"v_{r.value}", self.dtypes[r.value], r.acc)
-            row.append(f"{at} {acc} = {ident};")
-            elem.append(f"{acc} = {self.combine(r.op, acc, value, r.acc, r.dtype)};")
+            decl, update, folded = self.fold(j, r, value)
+            row += decl
+            elem.append(update)
+            pieces["fold"] += folded
             shfl = f"__shfl_down_sync(0xffffffffu, {acc}, _s)"
             pieces["shuffle"].append(f"{acc} = {self.combine(r.op, acc, shfl, r.acc, r.dtype)};")
             pieces["smem"].append(f"__shared__ {at} sm_{acc}[{nwarps}];")
@@ -203,14 +207,30 @@ class _Renderer(ops.CudaC):
                                                   f"({self.ctype(r.dtype)}){acc}"))
         return pieces
 
+    def fold(self, j, r, value):
+        """(declarations, the statement folding `value` into `acc<j>`, statements after the
+        fold) of reduction `r`: its `ReduceOp`'s combine, or for a float sum (`pairwise`)
+        Kahan's compensated sum (the running error in `cmp<j>`, subtracted at the end), so a
+        thread's long run of additions, and the final pass over thousands of partial sums,
+        are as accurate as numpy's pairwise sum (float16 accumulates in float32)."""
+        acc, at = f"acc{j}", self.ctype(r.acc)
+        decl = [f"{at} {acc} = {self.identity(r.op, r.dtype, r.acc)};"]
+        if not (ReduceOp.named(r.op).pairwise and np.dtype(r.acc).kind == "f"):
+            return decl, f"{acc} = {self.combine(r.op, acc, value, r.acc, r.dtype)};", []
+        c = f"cmp{j}"
+        update = (f"{{ const {at} _y = {value} - {c}; const {at} _t = {acc} + _y; "
+                  f"{c} = (_t - {acc}) - _y; {acc} = _t; }}")
+        return decl + [f"{at} {c} = {self.literal(0, r.acc)};"], update, [f"{acc} -= {c};"]
+
     def final(self):
         p = self.plan
         init, combine, write = [], [], []
         for j, r in enumerate(p.reductions):
-            acc, at = f"acc{j}", self.ctype(r.acc)
-            init.append(f"{at} {acc} = {self.identity(r.op, r.dtype, r.acc)};")
-            part = f"p_part{j}[_s * {p.rows} + _row]"
-            combine.append(f"{acc} = {self.combine(r.op, acc, part, r.acc, r.dtype)};")
+            acc = f"acc{j}"
+            decl, update, folded = self.fold(j, r, f"p_part{j}[_s * {p.rows} + _row]")
+            init += decl
+            combine.append(update)
+            write += folded
             write.append(self.store(r.out, r.dtype, "_row", f"({self.ctype(r.dtype)}){acc}"))
         return {"init": init, "combine": combine, "write": write, "rows": p.rows,
                 "splits": p.splits}

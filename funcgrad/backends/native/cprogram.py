@@ -17,8 +17,10 @@ literals, loop constants), the workspace and an optional timing array:
     }
 
 With `fg_t` set (profiling), statement k writes its start and end times (seconds) to
-`fg_t[2k]`, `fg_t[2k + 1]`. A statement that can fail (a loop out of memory, Ctrl-C) stops
-the segment with its status. The workspace is one block of bytes per program, laid out by
+`fg_t[2k]`, `fg_t[2k + 1]`. A statement that can fail (a loop out of memory or stopped by
+Ctrl-C) stops the segment with its status and its index (`status | k << 4`); a call with
+`fg_from = k` resumes there (every earlier statement's results are in place, and a loop
+never writes its own operands). The workspace is one block of bytes per program, laid out by
 `compiler.memory.pack` over the memory plan's buffer lifetimes, allocated on first use and
 kept between calls (`Workspace`). Imports numpy, ctypes and the native C tree only.
 """
@@ -28,7 +30,7 @@ import ctypes
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.backends.native import cnode
+from funcgrad.backends.native import cnode, interrupt
 
 CLOCK = cnode.Piece("clock", r"""#include <time.h>
 static double fg_now(void) {  /* seconds (C11's timespec_get), for per-statement profiles */
@@ -68,17 +70,25 @@ class Segment:
         body = [cnode.Stmt("int fg_status = 0;")]
         body += [cnode.Stmt(f"{t} *const {name} = ({t} *)(fg_w + {off});")
                  for t, name, off in self.locals]
-        exits = False
+        resume, stmts = [], []
         for k, step in enumerate(self.steps):
-            stmts = step.statements()
+            if step.status:  # a statement that can fail is where a call may resume
+                resume.append(k)
+                stmts.append(cnode.Stmt(f"fg_at{k}:;"))
+            stmts += [cnode.Stmt(f"if (fg_t) fg_t[{2 * k}] = fg_now();"), *step.statements(),
+                      cnode.Stmt(f"if (fg_t) fg_t[{2 * k + 1}] = fg_now();")]
             if step.status:
-                exits = True
-            body += [cnode.Stmt(f"if (fg_t) fg_t[{2 * k}] = fg_now();"), *stmts,
-                     cnode.Stmt(f"if (fg_t) fg_t[{2 * k + 1}] = fg_now();")]
-        if exits:
+                stmts.append(cnode.Stmt(f"if (fg_status) {{ fg_status |= {k} << 4; "
+                                        "goto fg_end; }"))
+        if resume:  # resumed after Ctrl-C (`segment_caller`): from the statement it stopped
+            body.append(cnode.Stmt("switch (fg_from) { " + " ".join(
+                f"case {k}: goto fg_at{k};" for k in resume) + " default: break; }"))
+        body += stmts
+        if resume:
             body.append(cnode.Stmt("fg_end:;"))
         body.append(cnode.Stmt("return fg_status;"))
-        params = [p.declaration() for p in self.params] + ["char *fg_w", "double *fg_t"]
+        params = [p.declaration() for p in self.params] + [
+            "char *fg_w", "double *fg_t", "long long fg_from"]
         last = self.first + len(self.steps) - 1
         what = f"statement {self.first}" if last == self.first else \
             f"statements {self.first}-{last}"
@@ -97,9 +107,10 @@ def segment_caller(fn, params, what):
     per "array" parameter, in order: each checked for its dtype and size where `check`, and
     made C-contiguous), the bound arrays' addresses, the workspace address `ws` (an int, 0
     for none) and `times` (the address of a float64 array of two entries per statement, or
-    0). Returns the C function's status (0: done, 1: out of memory; others: see
-    `interrupt`)."""
-    fn.argtypes = [ctypes.c_void_p] * (len(params) + 2)
+    0). A statement stopped by Ctrl-C lets Python's handler run (which raises
+    KeyboardInterrupt; when a handler does not, the call resumes at that statement); one out
+    of memory raises MemoryError."""
+    fn.argtypes = [ctypes.c_void_p] * (len(params) + 2) + [ctypes.c_longlong]
     fn.restype = ctypes.c_int
     arrays = [p for p in params if p.source == "array"]
     order = [p.source == "array" for p in params]
@@ -117,7 +128,10 @@ def segment_caller(fn, params, what):
                     or not a.flags.c_contiguous):
                 keep.append(_contiguous(a, dt, size, what, k))  # alive until C returns
                 ptrs[k] = keep[-1].ctypes.data
-        status = fn(*ptrs, *bound, ws, times)
+        status = fn(*ptrs, *bound, ws, times, 0)
+        while status & 15 == interrupt.FG_INTERRUPTED:
+            interrupt.checked_status()  # Python's handler: KeyboardInterrupt, as a rule
+            status = fn(*ptrs, *bound, ws, times, status >> 4)
         if status:
             raise MemoryError(f"native {what}: could not allocate its temporaries")
     return call

@@ -21,14 +21,15 @@ prints them as nested `for` loops, innermost contiguous, so the C compiler vecto
         }
     }
 
-Reductions: the outer (kept) axes are loops, each row accumulates over the inner axes in
-order (float sums in double, so results are as accurate as numpy's pairwise sums or
-better). Large kernels run their outermost loop in blocks on the thread pool
-(`threads.py`): a task function per block, and the kernel function hands the blocks to the
-pool. Every identifier is
-generated (`p_`, `v_`, `i`/`k` loop counters, `acc`), user text appears only in comments
-through `compiler.escape`. Float16 values are rounded to float16 after every instruction,
-as numpy does (the base's narrow-float policy).
+Reductions: the outer (kept) axes are loops, each row accumulates over the inner axes as
+its `ReduceOp` says (`row_fold`): in SIMD lanes where it names an OpenMP operator, float16/32
+sums and products in double and float64 sums pairwise over blocks, so results are as
+accurate as numpy's pairwise sums or better. Large kernels run their outermost loop in
+blocks on the thread pool (`threads.py`): a task function per block, and the kernel function
+hands the blocks to the pool. Every identifier is generated (`p_`, `v_`, `i`/`k` loop
+counters, `acc`), user text appears only in comments through `compiler.escape`. Float16
+values are rounded to float16 after every instruction, as numpy does (the base's
+narrow-float policy).
 """
 
 import math
@@ -39,6 +40,7 @@ from funcgrad.backends.layout import layout_kernel, row_major
 from funcgrad.backends.native import cnode, ops, threads
 from funcgrad.backends.native.threads import MAX_BLOCKS
 from funcgrad.compiler import escape
+from funcgrad.core import ReduceOp
 
 # Kernels from this size on run on the thread pool. 64k elements gains alone (a tanh kernel
 # 31 -> 21 us on two cores) but loses in a GPT step (34-37 against 31-34 ms: workers kept
@@ -55,6 +57,9 @@ COLUMN_BLOCK = 256  # rows a column reduction accumulates side by side (on the s
 PREFETCH_MIN_BYTES = 1 << 20
 PREFETCH_BYTES = 2048
 PREFETCH_CHUNK = 64
+# float64 sums add blocks of this many elements (each in SIMD lanes) pairwise, as numpy's
+# pairwise sum adds blocks of 128 (in 8 lanes): errors grow with log2 of the length
+PAIRWISE_BLOCK = 128
 
 
 class Tasks(cnode.Node):
@@ -214,34 +219,59 @@ class CKernel(ops.NativeC):
         counters = outer + [f"k{d}" for d in range(ni)]
         row = _offset(outer, row_major(p.outer)) if no else "0"
         init, inner, write, fix = [], self.element(counters), [], []
-        clauses = []
-        for j, r in enumerate(p.reductions):
-            at, ident, update = self.accumulator(j, r, f"acc{j}")
-            init.append(cnode.Stmt(f"{at} acc{j} = {ident};"))
-            result = f"acc{j}"
-            kind = np.dtype(_acc_dtype(r)).kind
-            if r.op == "sum" and _acc_dtype(r) == "float64":
-                clauses.append(f"reduction(+:acc{j})")
-            elif r.op in ("max", "min") and kind == "f":
-                # NaN apart (a flag), so that the lanes combine with plain max/min
-                v, cmp = f"v_{r.value}", ">" if r.op == "max" else "<"
-                update = f"acc{j} = {v} {cmp} acc{j} ? {v} : acc{j}; nan{j} |= {v} != {v};"
-                init.append(cnode.Stmt(f"int nan{j} = 0;"))
-                result = f"(nan{j} ? {ops.literal(float('nan'), _acc_dtype(r))} : acc{j})"
-                clauses += [f"reduction({r.op}:acc{j})", f"reduction(|:nan{j})"]
-            elif r.op in ("max", "min") and kind in "iu":
-                clauses.append(f"reduction({r.op}:acc{j})")
-            else:
-                clauses.append(None)
-            inner.append(cnode.Stmt(update))
+        folds = [self.row_fold(j, r) for j, r in enumerate(p.reductions)]
+        for j, (r, f) in enumerate(zip(p.reductions, folds)):
+            init += [cnode.Stmt(x) for x in f["init"]]
+            inner.append(cnode.Stmt(f["update"]))
             fix += self.row_zero_sign(j, r, counters)
+            result = f["result"]
+            if r.dtype == "float16" and _acc_dtype(r) == "float64":  # one rounding
+                result = f"fg_round_half_d({result})"
             write.append(cnode.Stmt(
                 self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)}){result}")))
-        # partial results in SIMD lanes (deterministic)
-        pragma = f"omp simd {' '.join(clauses)}" if None not in clauses else None
-        rows_body = init + self.nest(p.inner, "k", inner, pragma=pragma) + fix + write
+        clauses = [c for f in folds for c in f["clauses"]]
+        lanes = bool(p.inner) and None not in clauses  # partial results in SIMD lanes (in order)
+        pragma = f"omp simd {' '.join(clauses)}" if lanes else None
+        blocks = [f["block"] for f in folds if f["block"]]
+        starts, ends = [cnode.Stmt(i) for i, _ in blocks], [cnode.Stmt(a) for _, a in blocks]
+        if blocks and p.inner:  # the innermost loop in blocks, whose sums add up pairwise
+            n, c, b = p.inner[-1], counters[-1], PAIRWISE_BLOCK
+            loop = cnode.For(c, "_kb", "_ke", inner, pragma)
+            block = cnode.For("_kb", 0, n, [
+                cnode.Stmt(f"const long long _ke = _kb + {b} < {n} ? _kb + {b} : {n};"),
+                *starts, loop, *ends], step=b)
+            nest = self.nest(p.inner[:-1], "k", [block])
+        else:
+            nest = starts + self.nest(p.inner, "k", inner, pragma=pragma) + ends
+        rows_body = init + nest + fix + write
         work = math.prod(p.outer[1:]) * math.prod(p.inner)
         return self.nest(p.outer, "i", rows_body, work=work if no else None)
+
+    def row_fold(self, j, r):
+        """How row reduction `j` (`r`) folds, from its `ReduceOp`: {"init": declarations per
+        row, "update": the statement per element, "clauses": its OpenMP clauses (None: the
+        fold stays in order), "result": its value after the row, "block": None, or (the
+        declaration starting a block, the statement ending it) for a float64 sum, summed
+        pairwise over blocks of `PAIRWISE_BLOCK` elements as numpy does (float16/32 sums and
+        products accumulate in double instead)."""
+        rec, dt = ReduceOp.named(r.op), _acc_dtype(r)
+        at, ident, update = self.accumulator(j, r, f"acc{j}")
+        kind = np.dtype(dt).kind
+        out = {"init": [f"{at} acc{j} = {ident};"], "update": update, "result": f"acc{j}",
+               "clauses": [f"reduction({rec.openmp}:acc{j})"], "block": None}
+        if rec.openmp is None or kind in "iu" and not rec.selects:
+            out["clauses"] = [None]  # integers wrap: lanes would combine in signed arithmetic
+        elif rec.selects and kind == "f":  # NaN apart (a flag): lanes combine with plain max
+            v, cmp = f"v_{r.value}", ">" if rec.openmp == "max" else "<"
+            out["update"] = f"acc{j} = {v} {cmp} acc{j} ? {v} : acc{j}; nan{j} |= {v} != {v};"
+            out["init"].append(f"int nan{j} = 0;")
+            out["result"] = f"(nan{j} ? {ops.literal(float('nan'), dt)} : acc{j})"
+            out["clauses"].append(f"reduction(|:nan{j})")
+        elif rec.pairwise and r.dtype == "float64":
+            out["init"] = [f"fg_pairwise pw{j}; pw{j}.top = 0; pw{j}.n = 0;"]
+            out["block"] = (f"{at} acc{j} = {ident};", f"fg_pairwise_add(&pw{j}, acc{j});")
+            out["result"] = f"fg_pairwise_total(&pw{j})"
+        return out
 
     def row_zero_sign(self, j, r, counters):
         """`zero_sign`'s lines for reduction `j` of a row folded in SIMD lanes: the row's
@@ -311,8 +341,9 @@ class CKernel(ops.NativeC):
 
 
 def _acc_dtype(r):
-    """The accumulator: the planner's, except float sums, which accumulate in double."""
-    if r.op == "sum" and r.acc in ("float16", "float32"):
+    """The accumulator: the layout's (the `ReduceOp`'s `accumulate`), except that float
+    folds which round (sums, products) accumulate in double."""
+    if not ReduceOp.named(r.op).selects and r.acc in ("float16", "float32"):
         return "float64"
     return r.acc
 

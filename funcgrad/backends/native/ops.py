@@ -155,6 +155,19 @@ PRELUDE = r"""// funcgrad native C module
 #endif
 """ + NativeC.half_source() + NativeC.special_values_source() + _minmax() + r"""
 """ + NativeC.helpers_source().rstrip() + r"""
+/* Pairwise summation of block sums (kernel.PAIRWISE_BLOCK): a binary counter, where the n-th
+   block's sum adds the sums of the blocks it completes a power of two with, so each
+   element passes through about log2(blocks) additions, as in numpy's pairwise sum. */
+typedef struct { double s[64]; int top; long long n; } fg_pairwise;
+static inline void fg_pairwise_add(fg_pairwise *p, double block) {
+    for (long long c = ++p->n; !(c & 1); c >>= 1) block += p->s[--p->top];
+    p->s[p->top++] = block;
+}
+static inline double fg_pairwise_total(const fg_pairwise *p) {
+    double t = 0.0;
+    for (int i = p->top - 1; i >= 0; --i) t += p->s[i];  /* the smallest sums first */
+    return t;
+}
 /* e^x = e^r * 2^n: Cody-Waite reduction by ln 2 (r in [-ln2/2, ln2/2], `*n` the integer n
    as a float), Cephes' degree-6 polynomial; returns e^r. Inline, so loops calling it
    vectorize without libmvec's call and its special-case paths. */

@@ -32,6 +32,7 @@ from funcgrad.backends.native import (
     build,
     cnode,
     coverage,
+    interrupt,
     loops,
     ops,
     steps,
@@ -380,13 +381,13 @@ class NativeRenderer(numpy_render.Renderer):
                         for k in step.outs)
                 functions += step.functions()
             functions.append(seg.function())
-        return cnode.Module(functions, ops.PRELUDE).source()
+        module = cnode.Module(functions, ops.PRELUDE)
+        self.polls = interrupt.INTERRUPT in module.pieces()  # loops, pool kernels: Ctrl-C
+        return module.source()
 
     def bind(self, lib):
-        """Bind each segment's caller (and the profile's helpers) into the wrapper's globals,
-        and hand the module the BLAS routines and the thread pool."""
-        if hasattr(lib, "fg_set_blas"):
-            blas.bind(lib)
+        """Bind each segment's caller (and the profile's helpers) into the wrapper's
+        globals (`build.load` handed the module its BLAS, pool and Ctrl-C count)."""
         for seg in self.segments:
             self.ns[seg.pyname] = seg.caller(lib)
         self.ns["_cacc"], self.ns["_crec"] = wrapper.c_accumulate, wrapper.c_record
@@ -418,6 +419,8 @@ def compile_native(program, donate_argnums=(), ir=None, compile_subprogram=None,
     if not any(getattr(b, "cstep", None) for b in r.blocks):
         return None
     c_src = r.c_source()
+    if r.polls:  # the Ctrl-C runtime builds beside the module (an empty cache: interrupt.py)
+        interrupt.prepare(cc)
     r.bind(build.load(c_src, cc))
     n = next(numpy_render._program_ids)
     header = (f"# funcgrad jit program {n} (native): {len(program.jaxpr.invars)} inputs, "

@@ -46,10 +46,12 @@ fg_k0_sum_83bfdbb9(const fg_half* __restrict__ p_in0, fg_half* __restrict__ p_ou
         const int _k0 = 0, _k1 = 300;
         const int ob_in0 = _row * 300;
         float acc0 = 0.0f;
+        float cmp0 = 0.0f;
         for (int _k = _k0 + _lane; _k < _k1; _k += 32) {
             const float v_in0 = fg_h2f(p_in0[ob_in0 + _k]);
-            acc0 = (acc0 + v_in0);
+            { const float _y = v_in0 - cmp0; const float _t = acc0 + _y; cmp0 = (_t - acc0) - _y; acc0 = _t; }
         }
+        acc0 -= cmp0;
         for (int _s = 16; _s > 0; _s >>= 1) {
             acc0 = (acc0 + __shfl_down_sync(0xffffffffu, acc0, _s));
         }

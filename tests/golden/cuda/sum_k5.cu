@@ -45,11 +45,13 @@ fg_k0_mul_f788cfb0(const float* __restrict__ p_in0, float* __restrict__ p_out0)
         const int _k0 = 0, _k1 = 5;
         const int ob_in0 = _row * 5;
         float acc0 = 0.0f;
+        float cmp0 = 0.0f;
         for (int _k = _k0; _k < _k1; ++_k) {
             const float v_in0 = p_in0[ob_in0 + _k];
             const float v_t0 = (v_in0 * 2.0f);
-            acc0 = (acc0 + v_t0);
+            { const float _y = v_t0 - cmp0; const float _t = acc0 + _y; cmp0 = (_t - acc0) - _y; acc0 = _t; }
         }
+        acc0 -= cmp0;
         p_out0[_vrow] = (float)acc0;
     }
 }

@@ -49,10 +49,12 @@ fg_k0_sum_dbe0b6ae(const float* __restrict__ p_in0, float* __restrict__ p_out0, 
         const int _k1 = _k0 + 5000 < 20000 ? _k0 + 5000 : 20000;
         const int ob_in0 = _row * 20000;
         float acc0 = 0.0f;
+        float cmp0 = 0.0f;
         for (int _k = _k0 + (int)threadIdx.x; _k < _k1; _k += 256) {
             const float v_in0 = p_in0[ob_in0 + _k];
-            acc0 = (acc0 + v_in0);
+            { const float _y = v_in0 - cmp0; const float _t = acc0 + _y; cmp0 = (_t - acc0) - _y; acc0 = _t; }
         }
+        acc0 -= cmp0;
         for (int _s = 16; _s > 0; _s >>= 1) {
             acc0 = (acc0 + __shfl_down_sync(0xffffffffu, acc0, _s));
         }
@@ -78,9 +80,11 @@ fg_k0_sum_dbe0b6ae_final(const float* __restrict__ p_part0, float* __restrict__ 
 {
     for (int _row = (int)blockIdx.x * 256 + (int)threadIdx.x; _row < 4; _row += (int)gridDim.x * 256) {
         float acc0 = 0.0f;
+        float cmp0 = 0.0f;
         for (int _s = 0; _s < 4; ++_s) {
-            acc0 = (acc0 + p_part0[_s * 4 + _row]);
+            { const float _y = p_part0[_s * 4 + _row] - cmp0; const float _t = acc0 + _y; cmp0 = (_t - acc0) - _y; acc0 = _t; }
         }
+        acc0 -= cmp0;
         p_out0[_row] = (float)acc0;
     }
 }
