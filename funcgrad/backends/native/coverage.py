@@ -9,8 +9,8 @@ reductions print inside kernels, except what `ops.NativeC.unfused` lists), which
   numpy backend's view does;
 - `MATMUL`: `np.matmul`'s own BLAS calls or loops, in C (`matmul.Matmul`);
 - `ROUTINE`: a C routine of the equation (`linalg.py`, `shapes.py`, `along_axis.py`,
-  `windows.py`), with the limits each states (sizes, dtypes; beyond them the equation runs
-  in Python);
+  `windows.py`, `conv.py`), with the limits each states (sizes, dtypes; beyond them the
+  equation runs in Python);
 - `LOOP`: a C loop or branch whose bodies print in C (`loops.CLoop`);
 - `PYTHON`: no C form yet, with the reason.
 
@@ -21,7 +21,7 @@ and the native tables only.
 """
 
 from funcgrad import lax
-from funcgrad.backends.native import along_axis, linalg, shapes, windows
+from funcgrad.backends.native import along_axis, conv, linalg, shapes, windows
 from funcgrad.lax import control_flow
 
 VIEW, MATMUL, ROUTINE, LOOP, PYTHON = "view", "matmul", "routine", "loop", "python"
@@ -33,7 +33,7 @@ def _view_forms():
 
 
 def _routines():
-    return {**linalg.ROUTINES, **windows.ROUTINES, **along_axis.ROUTINES,
+    return {**linalg.ROUTINES, **windows.ROUTINES, **along_axis.ROUTINES, **conv.ROUTINES,
             **{p: c for p, c in shapes.IN_LOOPS.items() if p not in _view_forms()}}
 
 
@@ -50,9 +50,7 @@ PYTHON_REASONS = {
     "cumlogsumexp": "no C routine yet (numpy's logaddexp.accumulate)",
     "qr": _NOT_YET, "qr_pivots": _NOT_YET, "eigh": _NOT_YET, "svd": _NOT_YET, "eig": _NOT_YET,
     "fft": "no C routine yet (numpy's pocketfft)",
-    "conv_general_dilated": "no C routine yet (numpy's matmul over windows)",
-    "reduce_window_sum": "no C routine yet", "reduce_window_max": "no C routine yet",
-    "reduce_window_min": "no C routine yet", "select_and_gather_add": "no C routine yet",
+    "select_and_gather_add": "no C routine yet",
     "scatter-mul": "no C routine yet", "scatter-min": "no C routine yet",
     "scatter-max": "no C routine yet",
     "iota": "no C routine yet (a constant: folded when the program is optimized)",
