@@ -57,6 +57,12 @@ PYTHON_REASONS = {
     "complex": "complex numbers have no C type in the native backend",
     "polygamma": "no C form yet (scipy's polygamma)",
     "optimization_barrier": "kept as a call by design (the compiler does not look through it)",
+    **{n: "a call of a body: inlined by the compiler before the native tier sees it; one "
+          "that stays runs its body compiled apart" for n in (
+              "jit", "checkpoint", "checkpoint_lin", "custom_jvp_call", "custom_known_call",
+              "custom_vjp_call", "custom_vjp_lin")},
+    "name": "an identity (checkpoint_name) the optimizer drops",
+    "stop_gradient": "an identity the optimizer drops",
     **{n: _COLLECTIVE for n in ("psum", "pmax", "pmin", "pvary", "all_gather", "psum_scatter",
                                 "axis_index", "shard_map_check")},
     **{n: _CALLBACK for n in ("pure_callback", "debug_callback", "debug_print", "debug_log",

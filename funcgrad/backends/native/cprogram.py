@@ -121,7 +121,12 @@ def segment_caller(fn, params, what):
 
     def call(*args):
         *arrs, ws, times = args
-        ptrs, keep = [_address(a) for a in arrs], []
+        ptrs, keep = [], []
+        for a in arrs:  # no Python call per array (4x faster than a.ctypes.data)
+            try:
+                ptrs.append(_addressof(_from_buffer(a)))
+            except (TypeError, ValueError):  # read-only, empty or not an array
+                ptrs.append(a.ctypes.data if type(a) is np.ndarray else 0)
         for k, dt, size in checks:
             a = arrs[k]
             if (type(a) is not np.ndarray or a.dtype is not dt or a.size != size
@@ -138,14 +143,6 @@ def segment_caller(fn, params, what):
 
 
 _addressof, _from_buffer = ctypes.addressof, ctypes.c_char.from_buffer
-
-
-def _address(a):
-    """The data address of array `a` (0 for anything else: the caller's check replaces it)."""
-    try:  # 4x faster than a.ctypes.data, for writable non-empty arrays
-        return _addressof(_from_buffer(a))
-    except (TypeError, ValueError):  # read-only, empty or not an array
-        return a.ctypes.data if type(a) is np.ndarray else 0
 
 
 def _contiguous(a, dt, size, what, k):

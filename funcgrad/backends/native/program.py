@@ -76,7 +76,8 @@ class NativeRenderer(numpy_render.Renderer):
     """The numpy renderer's plan and Python statements, with every operation that has a C
     form as a C statement (see the module docstring)."""
 
-    workspace_min_bytes = 0  # every temporary of C lives in the workspace
+    workspace_min_bytes = 0  # every temporary of C lives in the workspace,
+    pack_workspace = True  # one block laid out by the buffers' lifetimes
 
     def __init__(self, program, donate_argnums=(), compile_subprogram=None):
         super().__init__(program, donate_argnums, chunking=False,
@@ -196,16 +197,16 @@ class NativeRenderer(numpy_render.Renderer):
 
     def _view(self, eqn, kind):
         x, out = eqn.invars[0], eqn.outvars[0]
-        root, view = self.layout(Bound(np.asarray(x.val, x.aval.dtype))
-                                 if type(x) is Literal else x)
+        src = Bound(np.asarray(x.val, x.aval.dtype)) if type(x) is Literal else x
+        root, view = self.layout(src)
         new = self._viewed(eqn, kind, view)
         if new is None:  # numpy copies here (a reshape of a strided view): so does C
-            root = self.copy_view(root, view, [x], eqn)
+            src = root = self.copy_view(root, view, [x], eqn)
             view = View.contiguous(view.shape, view.dtype)
             new = self._viewed(eqn, kind, view)
-        uses = [] if type(x) is Literal else [x]
+        uses = [] if isinstance(src, Bound) else [src]
         d = self.value(out, out.aval.shape, out.aval.dtype, memory.VIEW, uses)
-        self.cviews[out] = (root, new, eqn)
+        self.cviews[out] = (root, new, (eqn, src))
         self.add_step([d], uses, lambda: [], eqn.prim.name, eqn)
         self.blocks[-1].view = True
         return True
@@ -235,9 +236,10 @@ class NativeRenderer(numpy_render.Renderer):
         return view.broadcast(out.shape)
 
     def _view_text(self, key):
-        """The numpy expression of C view `key` for a Python statement or a result."""
-        _, _, eqn = self.cviews[key]
-        x = self.read(eqn.invars[0])
+        """The numpy expression of C view `key` for a Python statement or a result: the
+        numpy backend's view of the operand (or of its contiguous copy, where C made one)."""
+        _, _, (eqn, src) = self.cviews[key]
+        x = self.name_of(src) if isinstance(src, Temp) else self.read(eqn.invars[0])
         p = eqn.params
         if eqn.prim is coverage.lax.slice_p:
             st = p["strides"] or (1,) * len(p["start_indices"])
@@ -274,31 +276,32 @@ class NativeRenderer(numpy_render.Renderer):
         rf = [i for i in range(y.aval.ndim) if i not in rc and i not in rb]
         if len(lb) > 1:
             raise ops.Unsupported("dot_general with several batch axes")
-        a_root, a = self._matmul_operand(x, lb, lf, lc, eqn)
-        b_root, b = self._matmul_operand(y, rb, rc, rf, eqn)
+        a_root, a, a_use = self._matmul_operand(x, lb, lf, lc, eqn)
+        b_root, b, b_use = self._matmul_operand(y, rb, rc, rf, eqn)
         mm = Matmul(a, b, dt, self.cname("fg_mm"))
         d = self.value(out, out.aval.shape, dt, memory.FREE_BUFFER)
         step = steps.MatmulStep(mm, (a_root, a.offset), (b_root, b.offset), out)
-        self.c_step(step, [d], [x, y], "dot_general", eqn)
+        self.c_step(step, [d], [a_use, b_use], "dot_general", eqn)
         return True
 
     def _matmul_operand(self, x, batch, first, second, eqn):
-        """(root key, View) of operand `x` as `numpy/ops._matmul_operand` hands it to
-        np.matmul: transposed to (batch, first, second), then reshaped to 2 or 3 axes."""
-        root, view = self.layout(Bound(np.asarray(x.val, x.aval.dtype))
-                                 if type(x) is Literal else x)
+        """(root key, View, the key the product reads) of operand `x` as
+        `numpy/ops._matmul_operand` hands it to np.matmul: transposed to (batch, first,
+        second), then reshaped to 2 or 3 axes (a copy where numpy copies)."""
+        use = Bound(np.asarray(x.val, x.aval.dtype)) if type(x) is Literal else x
+        root, view = self.layout(use)
         perm = tuple(batch) + tuple(first) + tuple(second)
         if perm != tuple(range(len(perm))):
             view = view.transpose(perm)
         if len(batch) <= 1 and len(first) == 1 and len(second) == 1:
-            return root, view
+            return root, view, use
         size = lambda axes: math.prod(x.aval.shape[a] for a in axes)  # noqa: E731
         flat = ((size(batch),) if batch else ()) + (size(first), size(second))
         new = view.reshape(flat)
         if new is None:  # numpy copies the transposed operand
-            root = self.copy_view(root, view, [x], eqn)
+            use = root = self.copy_view(root, view, [use], eqn)
             new = View.contiguous(view.shape, view.dtype).reshape(flat)
-        return root, new
+        return root, new, use
 
     def _routine(self, eqn, cls):
         routine = cls(eqn, self.cname("fg_la"))

@@ -52,26 +52,29 @@ class Layout:
         self.ws_buffers = set(plan.workspace)
         self.c_defined = {d.key for b in r.blocks if getattr(b, "cstep", None)
                           for d in b.step.defs}
-        end = len(r.blocks)
-        keys, sizes, lifetimes, self.regions = [], [], [], []
-        for b in plan.workspace:
-            shape, dt = plan.buffers[b]
+        keys, self.regions, offsets = [], [], []
+        for b in plan.workspace:  # laid out by the plan (memory.pack)
             keys.append(("buffer", b))
-            sizes.append(max(int(np.prod(shape)), 1) * dt.itemsize)
-            lifetimes.append(plan.lifetimes[b])
-            self.regions.append((tuple(shape), dt))
-        for i, blk in enumerate(r.blocks):  # 0-d temporaries that C writes
+            self.regions.append(plan.buffers[b])
+            offsets.append(plan.offsets[b])
+        at = plan.analysis.workspace_bytes
+        for blk in r.blocks:  # then the 0-d temporaries that C writes, one slot each
             for d in blk.step.defs:
                 if d.kind == memory.SCALAR and d.key in self.c_defined \
                         and d.key not in self.escaping:
                     keys.append(("scalar", d.key))
-                    sizes.append(d.dtype.itemsize)
-                    lifetimes.append((i, end))
                     self.regions.append(((), d.dtype))
-        offsets, self.nbytes = memory.pack(sizes, lifetimes, cprogram.ALIGN)
+                    offsets.append(at)
+                    at += 8  # (every dtype fits, aligned)
+        self.nbytes = at  # (0-d values are not counted in the analysis, as on every tier)
         self.offset = dict(zip(keys, offsets))
         self.region = {k: j for j, k in enumerate(keys)}
         self.views = {}  # region index -> the wrapper's name of its view
+
+    def used(self):
+        """Whether the program has a workspace (regions of 0 bytes included: an empty
+        temporary still has its view)."""
+        return bool(self.regions)
 
     def workspace(self):
         regions = [(self.offset[k], shape, dt)
@@ -186,7 +189,7 @@ def source(r, fn_name, profile=False):
     lay = r.ws_layout
     lines = r.head(fn_name)
     spans, line_eqns, r.site_nodes = [], {}, []
-    if lay.nbytes:
+    if lay.used():
         lines.append("    _w = _ws.take()  # the temporaries (one block, kept between calls)")
         for name, j in sorted(_python_views(r, lay).items()):
             lines.append(f"    {name} = _w.views[{j}]")
@@ -204,7 +207,7 @@ def source(r, fn_name, profile=False):
             continue
         seg = seg_of[idx[0]]
         _segment_lines(r, seg, idx, profile, lines, spans, line_eqns)
-    if lay.nbytes:
+    if lay.used():
         lines.append("    _ws.give(_w)")
     lines.append(f"    return [{', '.join(r._results())}]")
     return "\n".join(lines) + "\n", spans, line_eqns
@@ -232,7 +235,7 @@ def _segment_lines(r, seg, idx, profile, lines, spans, line_eqns):
     cblocks = [b for b in blocks if getattr(b, "cstep", None)]
     eqn = next((b.eqn for b in cblocks if b.eqn is not None), None)
     args = [p.expr for p in seg.params if p.source == "array"]
-    ws = "_w.ptr" if r.ws_layout.nbytes else "0"
+    ws = "_w.ptr" if r.ws_layout.used() else "0"
     body = [(ln, None) for ln in seg.allocations]
     times = "0"
     if profile:

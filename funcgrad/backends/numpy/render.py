@@ -88,6 +88,7 @@ class Renderer:
     """Renders one `Program` into Python source plus the namespace it runs in."""
 
     workspace_min_bytes = WORKSPACE_MIN_BYTES  # temporaries from this size on are kept
+    pack_workspace = False  # the kept temporaries as separate arrays (memory.pack: one block)
 
     def __init__(self, program, donate_argnums=(), chunking=True, workspace=True,
                  compile_subprogram=None):
@@ -208,7 +209,8 @@ class Renderer:
         self.used = set(outs).union(*[b.step.uses for b in self.blocks])
         self.plan = memory.plan_memory([b.step for b in self.blocks], args, consts, outs,
                                        self.donated,
-                                       self.workspace_min_bytes if self.persistent else None)
+                                       self.workspace_min_bytes if self.persistent else None,
+                                       self.pack_workspace)
         self.buffer_names = [f"b{i}" for i in range(len(self.plan.buffers))]
         arg_index = {id(v): i for i, v in enumerate(j.invars)}  # one pass: many inputs
         for b, holders in enumerate(self.plan.holders):
