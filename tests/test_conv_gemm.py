@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import funcgrad as fg
 from funcgrad import lax
-from funcgrad.backends.native import build
+from funcgrad.backends.native import blas, build
 from funcgrad.compiler import pipeline
 from funcgrad.lax import conv_plan
 from funcgrad.test_util import check_grads
@@ -200,7 +200,7 @@ def _blas_plans(fn, args):
             (la, ra), o = (v.aval for v in e.invars), e.outvars[0].aval
             p = conv_plan.plan_of(la.shape, ra.shape, ra.dtype, o.shape, o.dtype, **e.params)
             count += p.blas and o.size > 0
-    return count if build.blas_gemm() else 0
+    return count if blas.functions() else 0
 
 
 # Cases with large problems cut into chunks (PACK_BYTES made tiny): along m (output rows),
@@ -300,7 +300,7 @@ def test_convolutions_without_spatial_axes_are_products(dn, monkeypatch):
                                atol=1e-5)
     if build.find_compiler() is not None:
         assert _routines(_same_bits(lambda a, b: [f(a, b)], (xl, wl))) == (
-            1 if build.blas_gemm() else 0)
+            1 if blas.functions() else 0)
     conv_plan.plan.cache_clear()
 
 
@@ -335,7 +335,7 @@ def test_bfloat16_computes_in_float32_and_rounds_once_on_every_tier():
         ct = rng.standard_normal(got.shape).astype(bf16)
         params = {"window_strides": (1, 1), "padding": "SAME"}
         text = _same_bits(_all_three(("NCHW", "OIHW", "NCHW"), params), (x, w, ct))
-        assert _routines(text) == (3 if build.blas_gemm() else 0)
+        assert _routines(text) == (3 if blas.functions() else 0)
 
 
 def test_integer_convolutions_are_exact():
@@ -397,4 +397,4 @@ def test_the_cnn_convolutions_are_c_routines_calling_gemm():
         return value, g1, g2
     text = _same_bits(step, (w1, w2, x))
     # the two forward convolutions, the input gradient of the second, both kernel gradients
-    assert _routines(text) == (5 if build.blas_gemm() else 0)
+    assert _routines(text) == (5 if blas.functions() else 0)
