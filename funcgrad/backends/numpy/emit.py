@@ -42,11 +42,13 @@ def instruction_rule(instr, dtypes):
 
 def call_rule(r, eqn):
     """(expression with an `{out}` slot, memory kind) of an equation outside kernels from
-    `ops.CALLS`, or None (a library call)."""
+    `ops.CALLS`, or None (a library call; also one computing on a narrow dtype: views,
+    which only move data, are exact on them)."""
     table = ops.CALLS.get(eqn.prim)
+    computes = eqn.prim.kind != "view" and narrow(
+        [v.aval.dtype for v in list(eqn.invars) + list(eqn.outvars)])
     found = (table(r, eqn, [f"{{{k}}}" for k in range(len(eqn.invars))])
-             if table is not None and not narrow(
-                 [v.aval.dtype for v in list(eqn.invars) + list(eqn.outvars)]) else None)
+             if table is not None and not computes else None)
     return None if found is None else (found[0], MEMORY_KIND[found[1]])
 
 
