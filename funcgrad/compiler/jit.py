@@ -49,6 +49,7 @@ from funcgrad.core import (
     placement,
     to_array,
 )
+from funcgrad.core.trace import _trace_ctx
 from funcgrad.interpreters.partial_eval import closure_convert
 from funcgrad.tree_util import (
     HashableNodes,
@@ -63,6 +64,7 @@ from funcgrad.tree_util import (
 __all__ = ["CacheInfo", "Compiled", "Jitted", "Lowered", "RetraceWarning", "jit"]
 
 _cfg = config._values
+_trace_now = _trace_ctx.get  # `current_trace` without its Python call (the hot path's)
 _FAST = True  # no option forces the slow path (disable_jit, debug_nans)
 _X64 = False
 _SCALARS = (bool, int, float, complex)
@@ -182,6 +184,7 @@ class Jitted:
             self._signature, _ints(static_argnums, "static_argnums"),
             _strs(static_argnames), self._name)
         self._static_labels = {i: self._arg_label(i) for i in self._static_nums if i >= 0}
+        self._static_label_list = tuple(self._static_labels.get(i) for i in self._static_nums)
         self._donate, self._donate_names = _donated_args(
             self._signature, _ints(donate_argnums, "donate_argnums"), _strs(donate_argnames),
             self._name)
@@ -197,6 +200,9 @@ class Jitted:
                 f"{errors.where()}")
         self._cache = _cache_for(fun, (self._static_nums, self._static_names, self._donate,
                                        self._donate_names, self._backend))
+        # no option that takes `__call__` off its hot path (a device, inline)
+        self._plain = self._device is None and not self._inline
+        self._dyn_positions = {}  # number of positional arguments -> the non-static ones
 
     def __repr__(self):
         return f"<jitted function {self._name}>"
@@ -206,6 +212,25 @@ class Jitted:
 
     # --- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if self._plain and _FAST:  # the hot path: `_call`'s, without two Python calls
+            key, leaves, vals = self._key(args, kwargs)
+            if vals is None or _trace_now() is not None:
+                return self._bind(key, leaves, args, kwargs)
+            try:
+                entry = self._cache.entries[key]
+            except (KeyError, TypeError):
+                return self._call(key, leaves, vals, args, kwargs)
+            entry.hits += 1
+            exe = entry.exe
+            if exe is None or entry.tiered is not None or watchers:
+                return self._run(entry, leaves, vals, args, kwargs)
+            if entry.donate:
+                return call_donating(entry, leaves, vals, lambda: self._names_of(args, kwargs))
+            try:  # the executable reports its own failures; anything else is wrapped
+                outs = exe(*entry.const_vals, *vals)
+            except Exception as e:
+                reraise(e, exe, self._name)
+            return entry.build_outputs(outs)
         if not _FAST and _cfg["disable_jit"]:
             return self._fun(*args, **kwargs)
         if self._inline and current_trace() is not None and not current_trace().compute_known:
@@ -221,7 +246,8 @@ class Jitted:
 
     def _call(self, key, leaves, vals, args, kwargs):
         """The one path of a call, hit or miss: run the cached trace for `key` eagerly, or
-        record it as one `jit` equation under another trace (or debug_nans)."""
+        record it as one `jit` equation under another trace (or debug_nans). (`__call__`
+        inlines its hit.)"""
         if vals is None or not _FAST or current_trace() is not None:
             return self._bind(key, leaves, args, kwargs)
         try:
@@ -232,10 +258,16 @@ class Jitted:
                 return self._bind_entry(entry, leaves, args, kwargs)
         else:
             entry.hits += 1
+        return self._run(entry, leaves, vals, args, kwargs)
+
+    def _run(self, entry, leaves, vals, args, kwargs):
+        """Run the cached trace `entry` eagerly on `vals` (the values of `leaves`)."""
         exe = entry.exe
         if exe is None:
-            exe = entry.exe = call.executable(entry.jaxpr, self._backend, entry.donated,
-                                              self._name)
+            exe = entry.keep(call.executable(entry.jaxpr, self._backend, entry.donated,
+                                             self._name))
+        elif entry.tiered is not None:
+            exe = entry.settle()
         if entry.donate:
             return call_donating(entry, leaves, vals, lambda: self._names_of(args, kwargs))
         try:  # the executable reports its own failures; anything else is wrapped
@@ -320,9 +352,13 @@ class Jitted:
     def _split_positional(self, args):
         """(dynamic arguments, statics) of a call passing every static argument by position
         (the common case, on the hot path)."""
-        nums, labels = self._static_nums, self._static_labels
-        return (tuple([a for i, a in enumerate(args) if i not in nums]),
-                tuple([(labels[i], type(args[i]), args[i]) for i in nums]))
+        nums, n = self._static_nums, len(args)
+        dyn = self._dyn_positions.get(n)
+        if dyn is None:
+            dyn = self._dyn_positions[n] = tuple(i for i in range(n) if i not in nums)
+        values = tuple(map(args.__getitem__, nums))  # (no comprehension: one Python call less)
+        return (tuple(map(args.__getitem__, dyn)),
+                tuple(zip(self._static_label_list, map(type, values), values)))
 
     def _lookup(self, key, args, kwargs):
         """The cache entry for `key`, tracing the function on a miss."""
