@@ -16,10 +16,10 @@ from funcgrad.core.ir import (
     typecheck_jaxpr,
 )
 from funcgrad.core.ops import ops, register_op
+from funcgrad.core.reduce_op import ReduceOp
 from funcgrad.core.trace import (
     Builder,
     Primitive,
-    ReduceOp,
     Tracer,
     bind_at,
     computing_known_for,

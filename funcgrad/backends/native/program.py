@@ -16,9 +16,10 @@ elementwise output may take the buffer of an input it reads at the same index th
 there (donated optimizer states update in place), then its pointers lose `restrict`.
 Kernels C cannot print (complex numbers) stay numpy statements. A small `lu`,
 `triangular_solve` or `cholesky` (`linalg.SMALL_MAX`, `linalg.LARGE_MAX`) is a call of a C
-routine too (larger ones stay LAPACK through numpy), and so are `select_and_scatter_add`
-(`windows.py`, the gradient of overlapping max pooling) and `scatter`/`scatter-add`
-(`shapes.AT_TOP_LEVEL`: an embedding's gradient).
+routine too (larger ones stay LAPACK through numpy), and so are `conv_general_dilated`
+(`conv.py`: packing into numpy's BLAS gemm), the window operations (`windows.py`: pooling
+and its gradients) and `scatter`/`scatter-add` (`shapes.AT_TOP_LEVEL`: an embedding's
+gradient).
 """
 
 import ctypes
@@ -28,7 +29,17 @@ import re
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.backends.native import build, interrupt, linalg, loops, ops, shapes, threads, windows
+from funcgrad.backends.native import (
+    build,
+    conv,
+    interrupt,
+    linalg,
+    loops,
+    ops,
+    shapes,
+    threads,
+    windows,
+)
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.backends.numpy import emit
 from funcgrad.backends.numpy import render as numpy_render
@@ -40,7 +51,7 @@ from funcgrad.lax.control_flow import cond_p, scan_p, while_p
 NATIVE_LOOPS = (while_p, scan_p, cond_p)  # C loops, and C branches for cond/switch
 CONTIGUOUS_CONST_MAX = 1 << 24  # bytes: a broadcast constant up to this is made contiguous once
 ROUTINES = {**linalg.ROUTINES, **windows.ROUTINES,  # C routines called at top level
-            **shapes.AT_TOP_LEVEL}
+            **shapes.AT_TOP_LEVEL, **conv.ROUTINES}
 
 
 class _Kernel:
@@ -143,7 +154,7 @@ class _Routine:
 
     def bind(self, lib):
         return _caller(getattr(lib, self.c.cname), self.c.operands, self.c.n_in,
-                       self.c.eqn.prim.name)
+                       self.c.eqn.prim.name, status=getattr(self.c, "status", False))
 
 
 class NativeRenderer(numpy_render.Renderer):
