@@ -413,9 +413,9 @@ def call_donating(entry, leaves, vals, names_of):
         return entry.build_outputs(outs)
     for i in entry.donate:  # (checked inline: a training step passes here on every call)
         v = vals[i]  # taken over when only its Array holds it and it owns writeable memory
-        f = v.flags if type(v) is np.ndarray else None
-        if not (f is not None and type(leaves[i]) is Array and f.owndata and f.writeable
-                and f.c_contiguous and _getrefcount(v) <= _SOLE_OWNER_REFS):
+        # (counted before `v.flags` is read: a flags object holds its array)
+        if not (type(v) is np.ndarray and type(leaves[i]) is Array
+                and _getrefcount(v) <= _SOLE_OWNER_REFS and _private_layout(v.flags)):
             vals[i] = np.array(v)
         del v
     try:  # the donated buffers are private now: the program need not check them again
@@ -479,6 +479,10 @@ def warn_unusable_donations(closed, donated, names, name):
 
 
 _getrefcount = sys.getrefcount
+
+
+def _private_layout(flags):
+    return flags.owndata and flags.writeable and flags.c_contiguous
 
 
 def _calibrate():
