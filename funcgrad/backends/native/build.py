@@ -4,8 +4,8 @@
     lib = load(source)         # ctypes.CDLL, compiled once per (source, compiler, flags)
 
 The compiler is `$CC` when set (a missing `$CC` means no compiler: it is never silently
-replaced), else the first of `cc`, `gcc`, `clang` on PATH. Flags: `-O3`, the host's vector
-ISA (`-march=native` when the compiler takes it), `-std=c11 -fPIC -shared`, and
+replaced), else the first of `cc`, `gcc`, `clang` on PATH. Flags: `OPT_LEVEL` (`-O2`), the
+host's vector ISA (`-march=native` when the compiler takes it), `-std=c11 -fPIC -shared`, and
 `-ffp-contract=off -fno-math-errno -fno-trapping-math` (never `-ffast-math`: values stay IEEE,
 as numpy's; only FP exception flags, which nothing reads, may differ);
 `-fopenmp-simd` (the `omp simd` pragmas; threads are `threads.py`'s pool, not OpenMP's) and
@@ -57,6 +57,10 @@ def _forked():
 
 
 os.register_at_fork(after_in_child=_forked)
+# -O2, not -O3: the modules compile in about half the time (the GPT step's 6.7 s -> 3.5 s) and
+# ran as fast on the benchmark programs (issue 27 item 7; benchmarks/RESULTS.md "Issue 27:
+# time to native"); the values are the same (no flag that reorders floating point)
+OPT_LEVEL = "-O2"
 BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
               "-fno-trapping-math")
 SANITIZERS = {"address", "undefined", "bounds"}
@@ -196,7 +200,7 @@ def _compiler(path, version, sanitize, options):
     if sanitize:
         flags += _sanitizer_flags(sanitize)
         return Compiler(path, version, tuple(flags))
-    flags.insert(0, "-O3")
+    flags.insert(0, OPT_LEVEL)
     for o in options:
         flags += PROBE_OPTIONS[o]
     libs = ("-lmvec",) if "vector_math" in options else ()
@@ -219,7 +223,7 @@ def _probe_options(path, version, sanitize):
         tries = [flags, flags + _sanitizer_flags(sanitize)]
         ok = _at_once([(path, f) for f in tries])
         return [] if all(ok) else _cannot_build(path, tries[ok.index(False)])
-    optimized = ["-O3", *flags]
+    optimized = [OPT_LEVEL, *flags]
     singles = {o: optimized + list(PROBE_OPTIONS[o]) for o in _OPTION_ORDER}
     singles["prefer_vector_width_512"] = singles["march_native"] + list(
         PROBE_OPTIONS["prefer_vector_width_512"])
