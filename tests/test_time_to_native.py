@@ -168,6 +168,7 @@ def test_the_probe_in_one_round_answers_as_one_option_after_another(monkeypatch,
         runs.append(threading.current_thread().name)
         return not set(fails) & {*flags, *libs}
     monkeypatch.setattr(build, "_builds", fake_builds)
+    monkeypatch.setattr(build, "_why_not", {})
     assert build._probe_options("/x/cc", "cc 1", None) == want
     assert runs.count("funcgrad-probe") == 7  # the first round, each in a thread of its own
 
@@ -207,4 +208,26 @@ def test_a_native_program_is_called_directly_once_its_last_tier_is_in_place():
     tiered.final_tier = final = object()
     assert entry.settle() is final and entry.exe is final and entry.tiered is None
     plain = object()  # an executable of one tier is kept as it is
-    assert entry.keep(plain) is plain and entry.tiered is None
+    assert entry.keep(plain) is plain and entry.tiered is None and entry.exe is plain
+    built = Tiered()  # one whose last tier is in place already: that tier is kept
+    built.final_tier = final
+    assert entry.keep(built) is built and entry.tiered is None and entry.exe is final
+
+
+def test_a_compiler_that_cannot_build_is_found_out_by_the_worker(monkeypatch):
+    """In the background a first call only looks the compiler up on PATH; the worker's probe
+    finds it cannot build: one warning, and the program keeps its numpy tier, called
+    directly from then on."""
+    monkeypatch.setattr(build, "find_compiler", lambda: "/x/cc")
+    monkeypatch.setattr(build, "compiler", lambda: None)
+    monkeypatch.setattr(build, "_why_not", {"/x/cc": "it did not build a test program"})
+    monkeypatch.setattr(tiers, "_warned", set())
+    f = fg.jit(lambda x: x * 3.0 + 0.25)
+    tiers.drain()
+    with options(native="background"), pytest.warns(RuntimeWarning, match="cc cannot build here"):
+        first = np.asarray(f(fnp.ones(3)))
+        tiers.drain()
+    (entry,) = f._cache.entries.values()
+    np.testing.assert_array_equal(f(fnp.ones(3)), first)
+    assert entry.tiered is None and not isinstance(entry.exe, tiers.TieredExecutable)
+    assert "np.multiply" in entry.exe.as_text()  # the numpy tier, called directly

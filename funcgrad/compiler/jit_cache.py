@@ -206,8 +206,9 @@ class _Entry:
         to a faster tier later (`final_tier`: None until its last tier is in place, as the
         native backend's `TieredExecutable`) is called through until then, and its last
         tier directly from then on (`settle`): a call then costs one Python call less."""
-        self.exe = exe
-        self.tiered = exe if getattr(exe, "final_tier", False) is None else None
+        final = getattr(exe, "final_tier", False)  # (False: an executable of one tier)
+        self.tiered = exe if final is None else None
+        self.exe = exe if final is None or final is False else final
         return exe
 
     def settle(self):
