@@ -4,7 +4,9 @@ probed in one round of compiler runs, and the jit hot path builds its outputs as
 does (`jit_cache._output_builder`)."""
 
 import contextlib
+import functools
 import threading
+import types
 import uuid
 
 import numpy as np
@@ -147,6 +149,35 @@ def test_the_compiler_is_looked_up_once_per_cc_and_path(monkeypatch):
     build.find_compiler()
     monkeypatch.setenv("CC", "clang")  # $CC too
     assert build.find_compiler() == "/x/clang" and len(asked) == 3
+
+
+def test_workers_asking_for_the_compiler_at_once_probe_it_once(monkeypatch):
+    """Build workers start together; the first probes, the others wait for its answer (a
+    probe is seven compiler runs: four workers probing at once would be 28)."""
+    probes, second = [], threading.Event()
+
+    def probe_on_disk(path, version, sanitize):
+        probes.append(path)
+        if len(probes) > 1:
+            second.set()
+        second.wait(0.5)  # (without the lock, another worker arrives meanwhile)
+        return build.Compiler(path, version, ("-O2",))
+    monkeypatch.setattr(build, "find_compiler", lambda: "/x/cc")
+    monkeypatch.setattr(build, "_probe", functools.cache(build._probe.__wrapped__))
+    monkeypatch.setattr(build, "_probe_on_disk", probe_on_disk)
+    monkeypatch.setattr(build.subprocess, "run", lambda *a, **k: types.SimpleNamespace(
+        stdout="cc 1.0\n"))
+    start, got = threading.Barrier(4), []
+
+    def worker():
+        start.wait()
+        got.append(build.compiler())
+    workers = [threading.Thread(target=worker) for _ in range(4)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    assert probes == ["/x/cc"] and len(got) == 4 and len({id(c) for c in got}) == 1
 
 
 @pytest.mark.parametrize("fails, want", [

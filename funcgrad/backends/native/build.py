@@ -51,8 +51,9 @@ _loading = {}  # key -> a lock its first loader holds while it builds or reads t
 
 
 def _forked():
-    global _lock
+    global _lock, _probe_lock
     _lock = threading.Lock()  # one held by another thread at the fork would stay held
+    _probe_lock = threading.Lock()
     _loading.clear()  # (so would theirs)
 
 
@@ -319,9 +320,16 @@ def sanitize_option():
 
 
 def compiler():
-    """The `Compiler` for the current configuration, or None when there is none."""
+    """The `Compiler` for the current configuration, or None when there is none. Probed
+    once: build workers asking at once wait for the first one's probe (`_probe_lock`)."""
     path = find_compiler()
-    return None if path is None else _probe(path, sanitize_option())
+    if path is None:
+        return None
+    with _probe_lock:
+        return _probe(path, sanitize_option())
+
+
+_probe_lock = threading.Lock()
 
 
 @functools.cache
