@@ -249,9 +249,13 @@ def test_a_compiler_that_cannot_build_is_found_out_by_the_worker(monkeypatch):
     """In the background a first call only looks the compiler up on PATH; the worker's probe
     finds it cannot build: one warning, and the program keeps its numpy tier, called
     directly from then on."""
+    def probe():  # as `compiler()` finds a compiler that builds nothing
+        build._why_not["/x/cc"] = "it did not build a test program"
     monkeypatch.setattr(build, "find_compiler", lambda: "/x/cc")
-    monkeypatch.setattr(build, "compiler", lambda: None)
-    monkeypatch.setattr(build, "_why_not", {"/x/cc": "it did not build a test program"})
+    monkeypatch.setattr(build, "compiler", probe)
+    monkeypatch.setattr(build, "_why_not", {})
+    submitted, real = [], tiers._submit
+    monkeypatch.setattr(tiers, "_submit", lambda *a: submitted.append(1) or real(*a))
     monkeypatch.setattr(tiers, "_warned", set())
     f = fg.jit(lambda x: x * 3.0 + 0.25)
     tiers.drain()
@@ -262,3 +266,8 @@ def test_a_compiler_that_cannot_build_is_found_out_by_the_worker(monkeypatch):
     np.testing.assert_array_equal(f(fnp.ones(3)), first)
     assert entry.tiered is None and not isinstance(entry.exe, tiers.TieredExecutable)
     assert "np.multiply" in entry.exe.as_text()  # the numpy tier, called directly
+    with options(native="background"):  # known now: later programs are not submitted
+        g = fg.jit(lambda x: x - 1.0)
+        g(fnp.ones(3))
+    assert not isinstance(next(iter(g._cache.entries.values())).exe, tiers.TieredExecutable)
+    assert submitted == [1]  # the first program's build, in a worker

@@ -79,8 +79,10 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
     `config.native` is not "off", else the numpy backend (see the package docstring)."""
     mode = _mode()
     # In the background the compiler is probed by a worker (`_native`): a first call never
-    # waits for the probe's compiler runs. Finding it on PATH is cached and costs nothing.
-    found = mode == "background" and build.find_compiler() is not None
+    # waits for the probe's compiler runs. Finding it on PATH is cached and costs nothing;
+    # one that a probe found unable to build (`why_not`) is not tried again.
+    path = build.find_compiler() if mode == "background" else None
+    found = path is not None and build.why_not(path) is None
     cc = build.compiler() if mode == "sync" else None
     if cc is None and not found:
         if mode != "off":
