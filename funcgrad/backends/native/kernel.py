@@ -184,7 +184,7 @@ class CKernel(ops.NativeC):
         def fetch(start):
             lines = []
             for o in streams:
-                size = np.dtype(o.dtype).itemsize
+                size = 2 if o.dtype == "float16" else np.dtype(o.dtype).itemsize
                 at = _offset(counters[:-1] + [start], o.strides)
                 ahead = PREFETCH_BYTES // size
                 for k in range(max(1, PREFETCH_CHUNK * size // 64)):
@@ -219,10 +219,7 @@ class CKernel(ops.NativeC):
         counters = outer + [f"k{d}" for d in range(ni)]
         row = _offset(outer, row_major(p.outer)) if no else "0"
         init, inner, write, fix = [], self.element(counters), [], []
-        # a kernel that also writes elementwise outputs cannot read its rows again for a
-        # zero's sign (`row_zero_sign`): its float max/min fold in order instead
-        folds = [self.row_fold(j, r, in_order=bool(p.outputs))
-                 for j, r in enumerate(p.reductions)]
+        folds = [self.row_fold(j, r) for j, r in enumerate(p.reductions)]
         for j, (r, f) in enumerate(zip(p.reductions, folds)):
             init += [cnode.Stmt(x) for x in f["init"]]
             inner.append(cnode.Stmt(f["update"]))
@@ -250,14 +247,13 @@ class CKernel(ops.NativeC):
         work = math.prod(p.outer[1:]) * math.prod(p.inner)
         return self.nest(p.outer, "i", rows_body, work=work if no else None)
 
-    def row_fold(self, j, r, in_order=False):
+    def row_fold(self, j, r):
         """How row reduction `j` (`r`) folds, from its `ReduceOp`: {"init": declarations per
         row, "update": the statement per element, "clauses": its OpenMP clauses (None: the
         fold stays in order), "result": its value after the row, "block": None, or (the
         declaration starting a block, the statement ending it) for a float64 sum, summed
         pairwise over blocks of `PAIRWISE_BLOCK` elements as numpy does (float16/32 sums and
-        products accumulate in double instead). `in_order`: a float max/min folds in order,
-        keeping numpy's equal value (the later; float16's loops: the first)."""
+        products accumulate in double instead)."""
         rec, dt = ReduceOp.named(r.op), _acc_dtype(r)
         at, ident, update = self.accumulator(j, r, f"acc{j}")
         kind = np.dtype(dt).kind
@@ -269,12 +265,10 @@ class CKernel(ops.NativeC):
             out["clauses"] = [None]  # in order, numpy's tie rule: no second reading of the row
         elif rec.selects and kind == "f":  # NaN apart (a flag): lanes combine with plain max
             v, cmp = f"v_{r.value}", ">" if rec.openmp == "max" else "<"
-            if in_order:
-                cmp += "=" if self.scan_backward(r) else ""
             out["update"] = f"acc{j} = {v} {cmp} acc{j} ? {v} : acc{j}; nan{j} |= {v} != {v};"
             out["init"].append(f"int nan{j} = 0;")
             out["result"] = f"(nan{j} ? {ops.literal(float('nan'), dt)} : acc{j})"
-            out["clauses"] = [None] if in_order else out["clauses"] + [f"reduction(|:nan{j})"]
+            out["clauses"].append(f"reduction(|:nan{j})")
         elif rec.pairwise and r.dtype == "float64":
             out["init"] = [f"fg_pairwise pw{j}; pw{j}.top = 0; pw{j}.n = 0;"]
             out["block"] = (f"{at} acc{j} = {ident};", f"fg_pairwise_add(&pw{j}, acc{j});")
