@@ -164,6 +164,10 @@ CALLS = {
     "nn.one_hot": ((I([[0, 2, 1], [1, 1, 0]]), 3), {}),
     "nn.smooth_labels": ((M23, 0.2), {}), "nn.glu": ((F(2, 4),), {}),
     "nn.softmax_cross_entropy_with_integer_labels": ((M23, I([2, 0])), {}),
+    # the long tail (issue 28, item 8)
+    "convolve": ((F(4), F(3)), {}), "correlate": ((F(4), F(3)), {}),
+    "interp": ((F(3, lo=0.3, hi=1.7), F(4, lo=0.0, hi=2.0, sort=True), F(4)), {}),
+    "gradient": ((M23, F(3, sort=True)), {"axis": 1}),
 }
 
 # Public functions that take no array-like (nothing a list of traced values could be given to).

@@ -26,6 +26,8 @@ from funcgrad.lax import (
     sorting,
     special,
 )
+from funcgrad.lax import associative_scan as _associative_scan_family
+from funcgrad.lax import bit_ops, composites
 from funcgrad.lax import fft as _fft_family  # the module; `fft` is lax.fft, as in JAX
 from funcgrad.lax.control_flow import *  # noqa: F403
 from funcgrad.lax.conv_shapes import *  # noqa: F403
@@ -43,10 +45,14 @@ from funcgrad.lax.shape import *  # noqa: F403
 from funcgrad.lax.slicing import *  # noqa: F403
 from funcgrad.lax.sorting import *  # noqa: F403
 from funcgrad.lax.special import *  # noqa: F403
+from funcgrad.lax.composites import *  # noqa: F403
+from funcgrad.lax.associative_scan import *  # noqa: F403
+from funcgrad.lax.bit_ops import *  # noqa: F403
 
 __all__ = sorted({"add_any_p"}.union(*(m.__all__ for m in (
     control_flow, conv_shapes, convolution, elementwise, _fft_family, indexing, linalg, logic,
-    parallel, parallel_ops, precision, reductions, shape, slicing, sorting, special))))
+    parallel, parallel_ops, precision, reductions, shape, slicing, sorting, special,
+    composites, _associative_scan_family, bit_ops))))
 
 for _name in __all__:
     if _inspect.isfunction(globals()[_name]):

@@ -25,6 +25,7 @@ from funcgrad.numpy.reductions import *
 from funcgrad.numpy.searching import *
 from funcgrad.numpy.setops import *
 from funcgrad.numpy.shape import *
+from funcgrad.numpy.calculus import *
 
 astype, clip = _array_api.astype, _array_api.clip  # the Array API's signatures, not NumPy's
 pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
