@@ -9,7 +9,10 @@ import inspect as _inspect
 
 from funcgrad import errors as _errors
 from funcgrad.interpreters.ad import add_any_p
+from funcgrad.lax import associative_scan as _associative_scan_family
 from funcgrad.lax import (
+    bit_ops,
+    composites,
     control_flow,
     conv_shapes,
     convolution,
@@ -26,9 +29,10 @@ from funcgrad.lax import (
     sorting,
     special,
 )
-from funcgrad.lax import associative_scan as _associative_scan_family
-from funcgrad.lax import bit_ops, composites
 from funcgrad.lax import fft as _fft_family  # the module; `fft` is lax.fft, as in JAX
+from funcgrad.lax.associative_scan import *  # noqa: F403
+from funcgrad.lax.bit_ops import *  # noqa: F403
+from funcgrad.lax.composites import *  # noqa: F403
 from funcgrad.lax.control_flow import *  # noqa: F403
 from funcgrad.lax.conv_shapes import *  # noqa: F403
 from funcgrad.lax.convolution import *  # noqa: F403
@@ -45,9 +49,6 @@ from funcgrad.lax.shape import *  # noqa: F403
 from funcgrad.lax.slicing import *  # noqa: F403
 from funcgrad.lax.sorting import *  # noqa: F403
 from funcgrad.lax.special import *  # noqa: F403
-from funcgrad.lax.composites import *  # noqa: F403
-from funcgrad.lax.associative_scan import *  # noqa: F403
-from funcgrad.lax.bit_ops import *  # noqa: F403
 
 __all__ = sorted({"add_any_p"}.union(*(m.__all__ for m in (
     control_flow, conv_shapes, convolution, elementwise, _fft_family, indexing, linalg, logic,

@@ -9,7 +9,7 @@ bit patterns, and kernels call them (not fusible). Imports core, interpreters an
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.interpreters.ad import deflinear, defjvp_zero
+from funcgrad.interpreters.ad import defjvp_zero, deflinear
 from funcgrad.lax.utils import binop, static_int, unop
 
 __all__ = ["clz", "clz_p", "mulhi", "mulhi_p", "reduce_precision", "reduce_precision_p"]
