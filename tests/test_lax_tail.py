@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from transform_checks import check_all, close
 
 import funcgrad as fg
 import funcgrad.lax as lax
 import funcgrad.numpy as fnp
-from transform_checks import check_all, close
 
 R = np.random.default_rng(1)
 M34 = R.normal(size=(3, 4)).astype(np.float32)
