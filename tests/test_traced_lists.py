@@ -168,6 +168,13 @@ CALLS = {
     "convolve": ((F(4), F(3)), {}), "correlate": ((F(4), F(3)), {}),
     "interp": ((F(3, lo=0.3, hi=1.7), F(4, lo=0.0, hi=2.0, sort=True), F(4)), {}),
     "gradient": ((M23, F(3, sort=True)), {"axis": 1}),
+    **{name: ((M23, F(2)), {}) for name in ("quantile", "nanquantile")},
+    **{name: ((M23, F(2, lo=10.0, hi=90.0)), {}) for name in ("percentile", "nanpercentile")},
+    "bincount": ((I([1, 0, 3]),), {"weights": F(3), "length": 5}),
+    "digitize": ((M23, F(4, sort=True)), {}),
+    "histogram2d": ((F(5), F(5)), {"bins": 2, "density": True}),
+    # the second set holds the first's values, so the intersection moves with the first
+    "intersect1d": ((M23, F(2, 3, post=lambda a: fnp.asarray(F(2, 3).base(0)))), {}),
 }
 
 # Public functions that take no array-like (nothing a list of traced values could be given to).
@@ -204,6 +211,7 @@ ZERO_DERIVATIVE = {
     *("empty_like", "ones_like", "zeros_like", "nn.count_params",
       "nn.make_causal_mask"),  # shapes only
     *("nn.make_attention_mask", "nn.one_hot"),  # bool or integer operands
+    *("isin", "digitize"),  # the long tail: bool or integer results
 }
 
 _STATIC = {"axis": 0, "shape": (3, 2), "indices_or_sections": 2, "n": 2, "repeats": 2,

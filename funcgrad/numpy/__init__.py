@@ -15,6 +15,8 @@ from funcgrad.numpy import fft, linalg, methods  # noqa: F401  (methods installs
 from funcgrad.numpy._util import broadcast_shapes as _broadcast_shapes
 from funcgrad.numpy.array_api import *
 from funcgrad.numpy.calculus import *
+from funcgrad.numpy.statistics import *
+from funcgrad.numpy.histograms import *
 from funcgrad.numpy.creation import *
 from funcgrad.numpy.dtype_api import *
 from funcgrad.numpy.indexing import *
