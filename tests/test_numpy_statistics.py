@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from transform_checks import check_all, close
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from transform_checks import check_all, close
 
 R = np.random.default_rng(3)
 A = R.normal(size=(3, 4, 5)).astype(np.float32)

@@ -15,10 +15,9 @@ from funcgrad.numpy import fft, linalg, methods  # noqa: F401  (methods installs
 from funcgrad.numpy._util import broadcast_shapes as _broadcast_shapes
 from funcgrad.numpy.array_api import *
 from funcgrad.numpy.calculus import *
-from funcgrad.numpy.statistics import *
-from funcgrad.numpy.histograms import *
 from funcgrad.numpy.creation import *
 from funcgrad.numpy.dtype_api import *
+from funcgrad.numpy.histograms import *
 from funcgrad.numpy.indexing import *
 from funcgrad.numpy.logic import *
 from funcgrad.numpy.math import *
@@ -28,6 +27,7 @@ from funcgrad.numpy.reductions import *
 from funcgrad.numpy.searching import *
 from funcgrad.numpy.setops import *
 from funcgrad.numpy.shape import *
+from funcgrad.numpy.statistics import *
 
 astype, clip = _array_api.astype, _array_api.clip  # the Array API's signatures, not NumPy's
 pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
