@@ -175,6 +175,24 @@ CALLS = {
     "histogram2d": ((F(5), F(5)), {"bins": 2, "density": True}),
     # the second set holds the first's values, so the intersection moves with the first
     "intersect1d": ((M23, F(2, 3, post=lambda a: fnp.asarray(F(2, 3).base(0)))), {}),
+    "apply_along_axis": ((lambda v: v * fnp.sum(v), 1, M23), {}),
+    "apply_over_axes": ((fnp.sum, M23, [0]), {}),
+    "partition": ((M23, 1), {}), "argpartition": ((M23, 1), {}),
+    "choose": ((I([[0, 1, 0], [1, 1, 0]]), [M23, F(2, 3)]), {}),
+    "fill_diagonal": ((M23, F(2)), {"inplace": False}),
+    "insert": ((M23, 1, F(3)), {"axis": 0}),
+    "piecewise": ((M23, [B([[1, 0, 1], [0, 0, 1]])], [lambda v: v * 2.0, 1.0]), {}),
+    "place": ((M23, B([[1, 0, 1], [0, 1, 1]]), F(2)), {"inplace": False}),
+    "put": ((M23, I([0, 4]), F(2)), {"inplace": False}),
+    "packbits": ((I([[1, 0, 1], [0, 1, 1]]),), {}),
+    "resize": ((M23, (3, 4)), {}),
+    "select": (([B([[1, 0, 1], [0, 0, 1]])], [M23]), {"default": F(2, 3)}),
+    **{name: ((F(3), F(2)), {}) for name in ("polyadd", "polysub", "polymul", "polydiv",
+                                             "polyval")},
+    "polyder": ((F(4),), {}), "polyint": ((F(3),), {"k": F(1)}), "poly": ((F(3),), {}),
+    "polyfit": ((F(4, sort=True), F(4), 2), {}), "vander": ((F(3), 3), {}),
+    "roots": ((F(3, post=lambda a: a * 0.1 + fnp.array([1.0, -3.0, 2.0])),), {}),
+    "vecmat": ((F(3), F(3, 2)), {}), "matvec": ((F(2, 3), F(3)), {}),
 }
 
 # Public functions that take no array-like (nothing a list of traced values could be given to).
@@ -189,6 +207,11 @@ EXCLUDED = {
     **dict.fromkeys(("fft.fftfreq", "fft.rfftfreq"), "takes a length and a scalar spacing"),
     "nn.child_key": "takes a PRNG key", "nn.scope": "names parameters",
     "nn.layer_error": "builds an error", "nn.summary": "prints a parameter tree",
+    **dict.fromkeys(("vectorize", "fromfunction"), "takes a function (and a shape): the "
+                    "function it makes or calls is walked through vmap's tests"),
+    "mask_indices": "takes a size and a function",
+    "unpackbits": "takes uint8 bytes only (its inverse, packbits, is walked)",
+    "block": "nested lists are its block structure (NumPy's meaning), never stacked values",
 }
 
 # Functions whose outputs have a zero derivative (integer or bool results, piecewise constant
@@ -211,7 +234,8 @@ ZERO_DERIVATIVE = {
     *("empty_like", "ones_like", "zeros_like", "nn.count_params",
       "nn.make_causal_mask"),  # shapes only
     *("nn.make_attention_mask", "nn.one_hot"),  # bool or integer operands
-    *("isin", "digitize"),  # the long tail: bool or integer results
+    *("isin", "digitize", "argpartition", "lexsort", "packbits"),  # the long tail: bool or
+    # integer results
 }
 
 _STATIC = {"axis": 0, "shape": (3, 2), "indices_or_sections": 2, "n": 2, "repeats": 2,

@@ -17,11 +17,15 @@ from funcgrad.numpy.array_api import *
 from funcgrad.numpy.calculus import *
 from funcgrad.numpy.creation import *
 from funcgrad.numpy.dtype_api import *
+from funcgrad.numpy.editing import *
+from funcgrad.numpy.functional import *
 from funcgrad.numpy.histograms import *
+from funcgrad.numpy.index_tricks import *
 from funcgrad.numpy.indexing import *
 from funcgrad.numpy.logic import *
 from funcgrad.numpy.math import *
 from funcgrad.numpy.padding import *
+from funcgrad.numpy.polynomial import *
 from funcgrad.numpy.products import *
 from funcgrad.numpy.reductions import *
 from funcgrad.numpy.searching import *
