@@ -49,11 +49,12 @@ from funcgrad.lax.shape import *  # noqa: F403
 from funcgrad.lax.slicing import *  # noqa: F403
 from funcgrad.lax.sorting import *  # noqa: F403
 from funcgrad.lax.special import *  # noqa: F403
+from funcgrad.lax.special_series import *  # noqa: F403
 
 __all__ = sorted({"add_any_p"}.union(*(m.__all__ for m in (
     control_flow, conv_shapes, convolution, elementwise, _fft_family, indexing, linalg, logic,
     parallel, parallel_ops, precision, reductions, shape, slicing, sorting, special,
-    composites, _associative_scan_family, bit_ops))))
+    composites, _associative_scan_family, bit_ops, special_series))))
 
 for _name in __all__:
     if _inspect.isfunction(globals()[_name]):

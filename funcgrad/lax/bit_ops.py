@@ -129,10 +129,7 @@ def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
             under = exp <= (ut(src_bias - red_bias) << ut(src_m))
             v = np.where(over, sign | exp_mask, np.where(under, sign, v))
     out = np.asarray(v, ut).view(x.dtype)
-    nan = np.isnan(x)
-    if mantissa_bits > 0:
-        return np.where(nan, x, out)
-    return np.where(nan, np.copysign(np.asarray(np.inf, x.dtype), x), out)
+    return np.where(np.isnan(x), x, out)  # NaN stays NaN (even without mantissa bits)
 
 
 reduce_precision_p = unop("reduce_precision", _reduce_precision_impl, kinds="f",

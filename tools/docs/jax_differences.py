@@ -71,4 +71,31 @@ DIFFERENCES = [
         "`rtol` is relative to the largest singular value.",
         "As JAX's documentation and NumPy say; JAX 0.10.2's code compares the singular values "
         "with `rtol` itself.", checked=False),
+    # --- the long tail (issue 28, item 8) ---
+    Difference(
+        "jax.lax.random_gamma_grad", ("*args", "a", "x"),
+        "`random_gamma_grad(a, x)` names its two operands.",
+        "JAX's is wrapped by a broadcasting helper that shows `*args`; it takes the same two "
+        "operands (a, x) by position."),
+    Difference(
+        "jax.lax.zeta", ("x", "q"),
+        "Differentiable in `q` (`-x * zeta(x + 1, q)`); a derivative in `x` is an error naming "
+        "zeta. Exact for large negative non-integer `q`, where XLA's summation is wrong.",
+        "JAX differentiates in neither argument; the derivative in `q` is the standard "
+        "identity.", checked=False),
+    Difference(
+        "jax.lax.igamma_grad_a", ("a", "x"),
+        "Differentiable again (in `a` and `x`).",
+        "JAX's has no derivative rule; funcgrad's is the jvp of igamma's own iterations.",
+        checked=False),
+    Difference(
+        "jax.lax.betainc", ("a", "b"),
+        "Differentiable in `a` and `b` too (through the continued fraction's iterations).",
+        "JAX raises for derivatives in a and b.", checked=False),
+    Difference(
+        "jax.numpy.partition", ("kth",),
+        "Returns the fully sorted array (`argpartition`: a stable argsort), which is a valid "
+        "partition.",
+        "NumPy and JAX leave the order inside each side unspecified; JAX's top_k-based order "
+        "is one choice among many.", checked=False),
 ]

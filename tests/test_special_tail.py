@@ -1,0 +1,113 @@
+"""The long tail's special functions: lax's bessel_i0e/i1e, zeta, igamma/igammac/betainc,
+igamma_grad_a and random_gamma_grad (lax/special_series.py) and the scipy.special names built
+on them, against SciPy, with derivatives (check_grads, float64), vmap and jit. JAX's edge
+values are checked in test_jax_tail_references.py."""
+
+import numpy as np
+import pytest
+import scipy.special as ss
+from transform_checks import check_all, close
+
+import funcgrad as fg
+import funcgrad.lax as lax
+import funcgrad.scipy.special as sp
+
+R = np.random.default_rng(11)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bessel_against_scipy(dtype):
+    fg.config.update("enable_x64", dtype == np.float64)
+    x = np.concatenate([np.linspace(-40, 40, 161), [0.0, 1e-8, 29.9, 30.1, 700.0]]).astype(dtype)
+    tol = 1e-6 if dtype == np.float32 else 1e-13
+    close(lax.bessel_i0e(x), ss.i0e(x).astype(dtype), tol, 0)
+    close(lax.bessel_i1e(x), ss.i1e(x).astype(dtype), tol, 1e-300)
+    close(sp.i0e(x), ss.i0e(x).astype(dtype), tol, 0)
+    small = x[np.abs(x) < 50]
+    close(sp.i0(small), ss.i0(small).astype(dtype), tol, 0)
+    close(sp.i1(small), ss.i1(small).astype(dtype), tol, 1e-300)
+
+
+def test_bessel_transforms():
+    x = np.array([-3.0, -0.4, 0.3, 0.7, 12.0, 45.0], np.float32)  # (|x| has a kink at 0)
+    check_all(lax.bessel_i0e, (x,), ss.i0e(x), grad=(0,), order=2)
+    check_all(lax.bessel_i1e, (x,), ss.i1e(x), grad=(0,), order=2)
+    check_all(sp.i1, (x[:4],), ss.i1(x[:4]), grad=(0,))
+    assert float(fg.grad(lax.bessel_i1e)(0.0)) == 0.5
+
+
+def test_zeta_against_scipy_and_derivative_in_q():
+    fg.config.update("enable_x64", True)
+    x, q = R.uniform(1.001, 40, 60), R.uniform(0.001, 500, 60)
+    close(lax.zeta(x, q), ss.zeta(x, q), 1e-13, 0)
+    close(sp.zeta(3.0), ss.zeta(3.0), 1e-14)
+    close(lax.zeta(4.0, -30.25), ss.zeta(4.0, -30.25), 1e-12)  # XLA gets this one wrong
+    fg.config.update("enable_x64", False)
+    check_all(lambda q: lax.zeta(3.5, q), (np.float32([0.5, 2.0, 7.0]),),
+              ss.zeta(3.5, [0.5, 2.0, 7.0]), grad=(0,), order=2)
+    with pytest.raises(TypeError, match="no derivative in its first argument"):
+        fg.grad(lambda x: lax.zeta(x, 2.0))(3.0)
+
+
+def test_incomplete_gamma_and_beta_against_scipy():
+    fg.config.update("enable_x64", True)
+    a, x, b = R.uniform(0.05, 30, 80), R.uniform(0.01, 40, 80), R.uniform(0.05, 30, 80)
+    u = R.uniform(0, 1, 80)
+    close(lax.igamma(a, x), ss.gammainc(a, x), 0, 1e-12)
+    close(lax.igammac(a, x), ss.gammaincc(a, x), 0, 1e-12)
+    close(lax.betainc(a, b, u), ss.betainc(a, b, u), 0, 1e-12)
+    h = 1e-6
+    fd = (ss.gammainc(a + h, x) - ss.gammainc(a - h, x)) / (2 * h)
+    close(lax.igamma_grad_a(a, x), fd, 0, 1e-8)
+    # implicit reparameterization: the sample x(a) = P^-1(a, u) at fixed noise u moves with a
+    # as d/da gammaincinv(a, u)
+    a, u = R.uniform(0.3, 20, 40), R.uniform(0.05, 0.95, 40)
+    x = ss.gammaincinv(a, u)
+    h = 1e-5
+    dx = (ss.gammaincinv(a + h, u) - ss.gammaincinv(a - h, u)) / (2 * h)
+    close(lax.random_gamma_grad(a, x), dx, 1e-6, 1e-8)
+
+
+def test_incomplete_functions_transforms():
+    a = np.array([0.7, 2.0, 5.5], np.float32)
+    x = np.array([0.4, 3.0, 4.0], np.float32)
+    u = np.array([0.2, 0.5, 0.9], np.float32)
+    check_all(lax.igamma, (a, x), ss.gammainc(a, x), grad=(0, 1), rtol=2e-5)
+    check_all(lax.igammac, (a, x), ss.gammaincc(a, x), grad=(0, 1), rtol=2e-5)
+    check_all(lax.betainc, (a, a[::-1].copy(), u), ss.betainc(a, a[::-1], u), grad=(0, 1, 2),
+              rtol=2e-5)
+    # differentiable again, which JAX's igamma_grad_a is not
+    check_all(lax.igamma_grad_a, (a, x), grad=(0, 1), rtol=1e-4, atol=1e-5)
+    check_all(lax.random_gamma_grad, (a, x), grad=(0, 1), rtol=1e-4, atol=1e-5)
+    with pytest.raises(TypeError, match="one float dtype"):
+        lax.igamma(a, np.array([1, 2, 3]))
+
+
+@pytest.mark.parametrize("name,args", [
+    ("beta", (R.uniform(-3, 4, 12), R.uniform(0.2, 4, 12))),
+    ("comb", (np.array([5.0, 10.0, 3.0, 4.0, -1.0]), np.array([2.0, 3.0, 5.0, 0.0, 1.0]))),
+    ("factorial", (np.array([0.0, 1.0, 4.0, 6.5, -2.0]),)),
+    ("poch", (R.uniform(0.5, 5, 10), R.uniform(-0.4, 3, 10))),
+    ("gammasgn", (np.array([-2.5, -1.5, -0.5, 0.5, -0.0, 0.0, -3.0, 2.0]),)),
+    ("loggamma", (np.array([0.5, 1.0, 7.5, 30.0]),)),
+    ("boxcox", (R.uniform(0.1, 5, 8), np.array([0.0, 0.5, -1.0, 2.0] * 2))),
+    ("boxcox1p", (R.uniform(-0.9, 5, 8), np.array([0.0, 0.5, -1.0, 2.0] * 2))),
+])
+def test_scipy_special_against_scipy(name, args):
+    fg.config.update("enable_x64", True)
+    close(getattr(sp, name)(*args), getattr(ss, name)(*args), 1e-10, 1e-12)
+
+
+def test_scipy_special_more():
+    fg.config.update("enable_x64", True)
+    close(sp.comb(np.array([5.0, 4.0]), np.array([2.0, 3.0]), repetition=True),
+          ss.comb([5.0, 4.0], [2.0, 3.0], repetition=True), 1e-10)
+    for n in (0, 1, 2, 9, 24):
+        close(sp.bernoulli(n), ss.bernoulli(n), 1e-10, 1e-14)  # (SciPy's are approximate)
+    with pytest.raises(ValueError, match="exact"):
+        sp.factorial(3.0, exact=True)
+    fg.config.update("enable_x64", False)
+    z, m = np.array([0.7, 2.0, 3.5], np.float32), np.array([0.5, 1.5, 2.0], np.float32)
+    check_all(sp.poch, (z, m), ss.poch(z, m), grad=(0, 1))
+    check_all(sp.beta, (z, m), ss.beta(z, m), grad=(0, 1))
+    check_all(sp.boxcox, (z, m - 1), ss.boxcox(z, m - 1), grad=(0, 1))
