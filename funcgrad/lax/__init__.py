@@ -28,6 +28,7 @@ from funcgrad.lax import (
     slicing,
     sorting,
     special,
+    special_series,
 )
 from funcgrad.lax import fft as _fft_family  # the module; `fft` is lax.fft, as in JAX
 from funcgrad.lax.associative_scan import *  # noqa: F403

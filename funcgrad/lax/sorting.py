@@ -195,7 +195,11 @@ def _approx_output_size(n, rank, k, recall_target, aggregate_to_topk, override):
     if log2_reduction <= 0:
         return n
     log2_reduction = min(log2_reduction, ((n // tiling) - 1).bit_length() if n // tiling else 0)
-    return -(-(-(-n // tiling)) // (1 << log2_reduction)) * tiling
+    return _ceil_div(_ceil_div(n, tiling), 1 << log2_reduction) * tiling
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
 
 
 def _approx_k(name, operand, k, reduction_dimension, recall_target, override, aggregate):
