@@ -193,6 +193,10 @@ CALLS = {
     "polyfit": ((F(4, sort=True), F(4), 2), {}), "vander": ((F(3), 3), {}),
     "roots": ((F(3, post=lambda a: a * 0.1 + fnp.array([1.0, -3.0, 2.0])),), {}),
     "vecmat": ((F(3), F(3, 2)), {}), "matvec": ((F(2, 3), F(3)), {}),
+    "scipy.special.factorial": ((F(2, 3, lo=1.0, hi=4.0),), {}),
+    "scipy.special.zeta": ((2.5, M23), {}),
+    "scipy.ndimage.map_coordinates": ((M23, [F(4, lo=0.1, hi=0.9), F(4, lo=0.2, hi=1.8)], 1),
+                                      {}),
 }
 
 # Public functions that take no array-like (nothing a list of traced values could be given to).
@@ -212,6 +216,7 @@ EXCLUDED = {
     "mask_indices": "takes a size and a function",
     "unpackbits": "takes uint8 bytes only (its inverse, packbits, is walked)",
     "block": "nested lists are its block structure (NumPy's meaning), never stacked values",
+    "scipy.special.bernoulli": "takes an int", "scipy.optimize.minimize": "takes a function",
 }
 
 # Functions whose outputs have a zero derivative (integer or bool results, piecewise constant
@@ -236,6 +241,7 @@ ZERO_DERIVATIVE = {
     *("nn.make_attention_mask", "nn.one_hot"),  # bool or integer operands
     *("isin", "digitize", "argpartition", "lexsort", "packbits"),  # the long tail: bool or
     # integer results
+    "scipy.special.gammasgn",  # piecewise constant
 }
 
 _STATIC = {"axis": 0, "shape": (3, 2), "indices_or_sections": 2, "n": 2, "repeats": 2,
@@ -243,7 +249,9 @@ _STATIC = {"axis": 0, "shape": (3, 2), "indices_or_sections": 2, "n": 2, "repeat
 
 
 MODULES = {"": fnp, "linalg.": fnp.linalg, "fft.": fnp.fft, "scipy.special.": fsp.special,
-           "scipy.linalg.": fsp.linalg, "nn.": nn}
+           "scipy.linalg.": fsp.linalg, "nn.": nn,
+           **{f"scipy.{m}.": getattr(fsp, m) for m in ("fft", "integrate", "ndimage",
+                                                       "optimize", "signal")}}
 FUNCTIONS = {f"{prefix}{n}": getattr(module, n)
              for prefix, module in MODULES.items()
              for n in sorted(getattr(module, "__all__", dir(module)))
