@@ -224,3 +224,82 @@ def test_reduce_precision_rounds_like_float16():
                (np.float32(1.3),))[1]
     assert float(t) == 1.25
     check_all(lambda v: lax.reduce_precision(v, 5, 10), (M34,))
+
+
+# --- convolution patches, local convolutions, ragged products ---------------------------------
+def test_conv_patches_gather_every_window():
+    x = R.normal(size=(2, 3, 5, 6)).astype(np.float32)
+    p = np.asarray(lax.conv_general_dilated_patches(x, (2, 3), (1, 1), "VALID"))
+    assert p.shape == (2, 3 * 6, 4, 4)
+    for c in range(3):  # feature c * 6 + (i * 3 + j) reads x[:, c, h + i, w + j]
+        for i in range(2):
+            for j in range(3):
+                np.testing.assert_array_equal(p[:, c * 6 + i * 3 + j], x[:, c, i:i + 4, j:j + 4])
+    check_all(lambda x: lax.conv_general_dilated_patches(x, (2, 2), (2, 1), "SAME"), (x,),
+              grad=(0,))
+
+
+def test_conv_local_transforms():
+    x = R.normal(size=(2, 3, 5, 6)).astype(np.float32)
+    w = R.normal(size=(4, 3 * 6, 5, 6)).astype(np.float32)
+    check_all(lambda x, w: lax.conv_general_dilated_local(x, w, (1, 1), "SAME", (2, 3)),
+              (x, w), grad=(0, 1), rtol=1e-4, atol=1e-5)
+
+
+def test_ragged_dot_against_a_loop_and_transforms():
+    lhs = R.normal(size=(7, 3)).astype(np.float32)
+    rhs = R.normal(size=(3, 3, 2)).astype(np.float32)
+    sizes = np.array([2, 0, 5], np.int32)
+    want = np.concatenate([lhs[:2] @ rhs[0], lhs[2:] @ rhs[2]])
+    check_all(lambda a, b: lax.ragged_dot(a, b, sizes), (lhs, rhs), want, grad=(0, 1),
+              rtol=1e-5, atol=1e-5)
+    dn = lax.RaggedDotDimensionNumbers((([1], [0]), ([], [])), [1], [])
+    a, b = R.normal(size=(2, 7)).astype(np.float32), R.normal(size=(7, 4)).astype(np.float32)
+    groups = np.array([3, 1, 3], np.int32)
+    want = np.stack([a[:, s:e] @ b[s:e] for s, e in ((0, 3), (3, 4), (4, 7))])
+    check_all(lambda a, b: lax.ragged_dot_general(a, b, groups, dn), (a, b), want, grad=(0, 1),
+              rtol=1e-5, atol=1e-5)
+
+
+# --- random bits, precision vocabulary --------------------------------------------------------
+def test_rng_bit_generator_is_philox_and_pure():
+    from funcgrad.lax.rng import _philox
+    zero = [np.zeros(1, np.uint32)] * 4  # Random123's known answer for Philox-4x32-10
+    assert [int(v[0]) for v in _philox(zero, zero[:2])] == [0x6627E8D5, 0xE169C58D,
+                                                            0xBC57AC4C, 0x9B00DBD8]
+    key = np.array([1, 2, 3, 4], np.uint32)
+    new, bits = lax.rng_bit_generator(key, (2, 3))
+    close(new, np.array([1, 2, 5, 4], np.uint32))
+    close(fg.jit(lambda k: lax.rng_bit_generator(k, (2, 3))[1])(key), bits)
+    b8 = np.asarray(lax.rng_bit_generator(key, (24,), np.uint8)[1])
+    np.testing.assert_array_equal(b8, np.asarray(bits).ravel().view(np.uint8))
+    keys = np.stack([key, key + 1])
+    close(fg.vmap(lambda k: lax.rng_bit_generator(k, (3,))[1])(keys),
+          np.stack([lax.rng_bit_generator(k, (3,))[1] for k in keys]))
+
+
+def test_rng_uniform_draws_afresh_in_range():
+    f = fg.jit(lambda a: lax.rng_uniform(a, a + 2.0, (2000,)))
+    u1, u2 = np.asarray(f(np.float32(1.0))), np.asarray(f(np.float32(1.0)))
+    assert not np.array_equal(u1, u2) and u1.min() >= 1.0 and u1.max() < 3.0
+    assert abs(u1.mean() - 2.0) < 0.1
+    b = np.asarray(fg.vmap(lambda a: lax.rng_uniform(a, a + 1.0, (500,)))(
+        np.array([0.0, 10.0], np.float32)))
+    assert b[0].max() < 1.0 and b[1].min() >= 10.0
+    ints = np.asarray(lax.rng_uniform(np.int32(2), np.int32(5), (200,)))
+    assert set(ints.tolist()) <= {2, 3, 4}
+    t = fg.jvp(lambda a: lax.rng_uniform(a, np.float32(4.0), (3,)), (np.float32(1.0),),
+               (np.float32(1.0),))
+    close(t[1], (4.0 - np.asarray(t[0])) / 3.0, 1e-5, 1e-6)  # d/da of a + (b - a) u
+
+
+def test_precision_vocabulary_is_accepted():
+    x = np.ones((2, 2), np.float32)
+    close(lax.dot(x, x, precision=lax.DotAlgorithmPreset.F32_F32_F32), x * 2)
+    close(lax.dot(x, x, precision=lax.DotAlgorithm("float32", "float32", "float32")), x * 2)
+    close(lax.exp(x, accuracy=lax.Tolerance(atol=1e-6)), np.exp(x))
+    close(lax.exp(x, accuracy=lax.AccuracyMode.HIGHEST), np.exp(x))
+    with pytest.raises(ValueError, match="at least one"):
+        lax.Tolerance()
+    assert lax.PrecisionLike is not None and lax.DotDimensionNumbers is not None
+    assert lax.ConvGeneralDilatedDimensionNumbers is not None

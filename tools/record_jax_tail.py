@@ -20,6 +20,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "tests", "golden", "jax", "tail.npz")
 
 _INF, _NAN = np.inf, np.nan
+
+
+class Built:
+    """An argument built from the library under test (`jax` here, `funcgrad` in the test):
+    `Built(lambda lib: lib.lax.RaggedDotDimensionNumbers(...))`."""
+
+    def __init__(self, make):
+        self.make = make
 _R = np.random.default_rng(28)
 
 
@@ -69,6 +77,33 @@ CASES = {
                               [_R.normal(size=(4, 2048)).astype(np.float32), 3],
                               {"aggregate_to_topk": False,
                                "reduction_input_size_override": 4096}, False),
+    "conv_patches_nchw": ("lax.conv_general_dilated_patches",
+                          [_R.normal(size=(2, 3, 5, 6)).astype(np.float32), (2, 3), (1, 2),
+                           "SAME"], {"rhs_dilation": (2, 1)}, False),
+    "conv_patches_nhwc": ("lax.conv_general_dilated_patches",
+                          [_R.normal(size=(2, 5, 6, 3)).astype(np.float32), (3, 2), (2, 1),
+                           [(1, 0), (0, 1)]],
+                          {"dimension_numbers": ("NHWC", "OIHW", "NHWC"),
+                           "lhs_dilation": (1, 2)}, False),
+    "conv_local": ("lax.conv_general_dilated_local",
+                   [_R.normal(size=(2, 3, 5, 6)).astype(np.float32),
+                    _R.normal(size=(4, 3 * 6, 5, 6)).astype(np.float32), (1, 1), "SAME",
+                    (2, 3)], {}, False),
+    "conv_local_nhwc": ("lax.conv_general_dilated_local",
+                        [_R.normal(size=(2, 5, 6, 3)).astype(np.float32),
+                         _R.normal(size=(2, 3, 3 * 4, 4)).astype(np.float32), (2, 2),
+                         "VALID", (2, 2)],
+                        {"dimension_numbers": ("NHWC", "HWIO", "NHWC")}, False),
+    "ragged_dot": ("lax.ragged_dot",
+                   [_R.normal(size=(7, 3)).astype(np.float32),
+                    _R.normal(size=(3, 3, 2)).astype(np.float32),
+                    np.array([2, 0, 5], np.int32)], {}, False),
+    "ragged_dot_contracting": ("lax.ragged_dot_general",
+                               [_R.normal(size=(2, 7)).astype(np.float32),
+                                _R.normal(size=(7, 4)).astype(np.float32),
+                                np.array([3, 1, 3], np.int32),
+                                Built(lambda lib: lib.lax.RaggedDotDimensionNumbers(
+                                    (([1], [0]), ([], [])), [1], []))], {}, False),
     "quantile_nearest_ties": ("numpy.quantile",
                               [np.arange(4.0, dtype=np.float32), np.array([0.5, 1 / 6],
                                                                           np.float32)],
@@ -85,7 +120,7 @@ def main():
         fn = jax
         for part in path.split("."):
             fn = getattr(fn, part)
-        res = fn(*args, **kwargs)
+        res = fn(*[a.make(jax) if isinstance(a, Built) else a for a in args], **kwargs)
         res = res if isinstance(res, (tuple, list)) else (res,)
         for i, a in enumerate(args):
             if isinstance(a, np.ndarray):

@@ -14,6 +14,7 @@ from funcgrad.lax import (
     bit_ops,
     composites,
     control_flow,
+    conv_patches,
     conv_shapes,
     convolution,
     elementwise,
@@ -23,7 +24,9 @@ from funcgrad.lax import (
     parallel,
     parallel_ops,
     precision,
+    ragged,
     reductions,
+    rng,
     shape,
     slicing,
     sorting,
@@ -35,6 +38,7 @@ from funcgrad.lax.associative_scan import *  # noqa: F403
 from funcgrad.lax.bit_ops import *  # noqa: F403
 from funcgrad.lax.composites import *  # noqa: F403
 from funcgrad.lax.control_flow import *  # noqa: F403
+from funcgrad.lax.conv_patches import *  # noqa: F403
 from funcgrad.lax.conv_shapes import *  # noqa: F403
 from funcgrad.lax.convolution import *  # noqa: F403
 from funcgrad.lax.elementwise import *  # noqa: F403
@@ -45,7 +49,9 @@ from funcgrad.lax.logic import *  # noqa: F403
 from funcgrad.lax.parallel import *  # noqa: F403
 from funcgrad.lax.parallel_ops import *  # noqa: F403
 from funcgrad.lax.precision import *  # noqa: F403
+from funcgrad.lax.ragged import *  # noqa: F403
 from funcgrad.lax.reductions import *  # noqa: F403
+from funcgrad.lax.rng import *  # noqa: F403
 from funcgrad.lax.shape import *  # noqa: F403
 from funcgrad.lax.slicing import *  # noqa: F403
 from funcgrad.lax.sorting import *  # noqa: F403
@@ -55,7 +61,7 @@ from funcgrad.lax.special_series import *  # noqa: F403
 __all__ = sorted({"add_any_p"}.union(*(m.__all__ for m in (
     control_flow, conv_shapes, convolution, elementwise, _fft_family, indexing, linalg, logic,
     parallel, parallel_ops, precision, reductions, shape, slicing, sorting, special,
-    composites, _associative_scan_family, bit_ops, special_series))))
+    composites, _associative_scan_family, bit_ops, special_series, conv_patches, rng, ragged))))
 
 for _name in __all__:
     if _inspect.isfunction(globals()[_name]):
