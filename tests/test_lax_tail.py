@@ -90,11 +90,6 @@ def test_scatter_sub_and_apply_follow_jax():
     close(got, M34[0] + np.array([0, 1, 0, 1], np.float32))  # one pass, as promised
 
 
-def test_optimization_barrier_is_identity_under_transforms():
-    check_all(lambda x, y: lax.optimization_barrier((x * 2, y))[0] * y, (M34, M34 + 1),
-              M34 * 2 * (M34 + 1), grad=(0, 1))
-
-
 # --- reduce and the bitwise reductions --------------------------------------------------------
 @pytest.mark.parametrize("op,init,np_fn", [
     (lax.add, 0.0, np.sum), (lax.mul, 1.0, np.prod), (lax.max, -np.inf, np.max),

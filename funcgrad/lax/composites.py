@@ -1,8 +1,7 @@
 """JAX's lax conveniences built from other lax operations: `select`, `broadcast`,
 `broadcast_shapes`, `broadcast_to_rank`, `broadcast_like`, `collapse`, `index_in_dim`,
 `dynamic_index_in_dim`, `dynamic_update_index_in_dim`, `index_take`, `split`, `tile`, `stack`,
-`unstack`, `empty`, `dtype`, `shape_as_value`, `scatter_sub`, `scatter_apply`,
-`optimization_barrier`.
+`unstack`, `empty`, `dtype`, `shape_as_value`, `scatter_sub`, `scatter_apply`.
 
 They define no primitive: their derivatives and batching rules are those of the operations
 they are made of. Imports only lax siblings, core and the base modules.
@@ -35,12 +34,11 @@ from funcgrad.lax.slicing import (
     slice_in_dim,
 )
 from funcgrad.lax.utils import static_int, static_ints
-from funcgrad.tree_util import tree_map
 
 __all__ = [
     "broadcast", "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "collapse", "dtype",
     "dynamic_index_in_dim", "dynamic_update_index_in_dim", "empty", "index_in_dim",
-    "index_take", "optimization_barrier", "scatter_apply", "scatter_sub", "select",
+    "index_take", "scatter_apply", "scatter_sub", "select",
     "shape_as_value", "split", "stack", "tile", "unstack",
 ]
 
@@ -369,15 +367,3 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_s
     if passes == 1:
         return body(0, operand)
     return fori_loop(0, passes, body, operand)
-
-
-def optimization_barrier(operand, /):
-    """`operand` (any pytree) unchanged. In XLA it stops the compiler from moving work across
-    it; funcgrad's passes never move work out of a value's dependencies, so identity is the
-    whole meaning.
-
-    Example:
-        >>> optimization_barrier((fnp.ones(2), 3.0))[1]
-        Array(3., dtype=float32, weak_type=True)
-    """
-    return tree_map(_operand, operand)
