@@ -194,6 +194,14 @@ CALLS = {
     "roots": ((F(3, post=lambda a: a * 0.1 + fnp.array([1.0, -3.0, 2.0])),), {}),
     "vecmat": ((F(3), F(3, 2)), {}), "matvec": ((F(2, 3), F(3)), {}),
     "scipy.special.factorial": ((F(2, 3, lo=1.0, hi=4.0),), {}),
+    "kaiser": ((4, F(lo=1.0, hi=3.0)), {}),
+    **{name: ((I([[12, 7, 0], [8, 100, 9]]), I([[18, 0, 4], [12, 75, 6]])), {})
+       for name in ("gcd", "lcm")},
+    "ldexp": ((M23, I([[1, 2, -1], [0, 3, 1]])), {}),
+    "scipy.linalg.companion": ((F(4, lo=1.0, hi=2.0),), {}),
+    "scipy.linalg.fiedler_companion": ((F(5, lo=1.0, hi=2.0),), {}),
+    "scipy.linalg.convolution_matrix": ((F(3), 4), {}),
+    "scipy.linalg.leslie": ((F(3), F(2)), {}),
     "scipy.special.zeta": ((2.5, M23), {}),
     "scipy.ndimage.map_coordinates": ((M23, [F(4, lo=0.1, hi=0.9), F(4, lo=0.2, hi=1.8)], 1),
                                       {}),
@@ -217,6 +225,19 @@ EXCLUDED = {
     "unpackbits": "takes uint8 bytes only (its inverse, packbits, is walked)",
     "block": "nested lists are its block structure (NumPy's meaning), never stacked values",
     "scipy.special.bernoulli": "takes an int", "scipy.optimize.minimize": "takes a function",
+    **dict.fromkeys(("array_repr", "array_str"), "returns text (host-side printing)"),
+    **dict.fromkeys(("get_printoptions", "printoptions", "set_printoptions"),
+                    "NumPy's printing options"),
+    "iterable": "a Python predicate on any object",
+    **dict.fromkeys(("bartlett", "blackman", "hamming", "hanning"), "takes a size"),
+    "einsum_path": "takes a subscripts string and reads shapes only",
+    **dict.fromkeys(("frombuffer", "fromfile", "fromiter", "fromstring", "load", "save",
+                     "savez"), "reads or writes files and buffers on the host"),
+    "frompyfunc": "takes a function",
+    "nextafter": "not differentiable (as in JAX); the walk differentiates",
+    **dict.fromkeys(tuple(f"scipy.linalg.{n}" for n in (
+        "dft", "hadamard", "helmert", "hilbert", "invhilbert", "invpascal", "pascal")),
+        "takes a size"),
 }
 
 # Functions whose outputs have a zero derivative (integer or bool results, piecewise constant
@@ -242,6 +263,8 @@ ZERO_DERIVATIVE = {
     *("isin", "digitize", "argpartition", "lexsort", "packbits"),  # the long tail: bool or
     # integer results
     "scipy.special.gammasgn",  # piecewise constant
+    *("gcd", "lcm"),  # integer operands
+    "spacing",  # piecewise constant
 }
 
 _STATIC = {"axis": 0, "shape": (3, 2), "indices_or_sections": 2, "n": 2, "repeats": 2,
