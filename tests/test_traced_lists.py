@@ -203,6 +203,12 @@ CALLS = {
     "scipy.linalg.convolution_matrix": ((F(3), 4), {}),
     "scipy.linalg.leslie": ((F(3), F(2)), {}),
     "scipy.special.zeta": ((2.5, M23), {}),
+    "scipy.linalg.eigh_tridiagonal": ((F(4), F(3)), {}),
+    "scipy.linalg.expm_frechet": ((SQ, F(3, 3)), {}),
+    "scipy.linalg.polar": ((F(3, 2),), {}),
+    "scipy.linalg.qr_multiply": ((F(3, 2), F(2, 3)), {}),
+    "scipy.linalg.solve_sylvester": ((SQ, SQ, F(3, 3)), {}),
+    "scipy.linalg.sqrtm": ((F(3, 3, post=_spd),), {}),
     "scipy.ndimage.map_coordinates": ((M23, [F(4, lo=0.1, hi=0.9), F(4, lo=0.2, hi=1.8)], 1),
                                       {}),
 }
@@ -238,6 +244,9 @@ EXCLUDED = {
     **dict.fromkeys(tuple(f"scipy.linalg.{n}" for n in (
         "dft", "hadamard", "helmert", "hilbert", "invhilbert", "invpascal", "pascal")),
         "takes a size"),
+    **dict.fromkeys(("scipy.linalg.schur", "scipy.linalg.rsf2csf", "scipy.linalg.hessenberg",
+                     "scipy.linalg.funm"),
+                    "not differentiable (as in JAX); the walk differentiates"),
 }
 
 # Functions whose outputs have a zero derivative (integer or bool results, piecewise constant

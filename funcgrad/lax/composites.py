@@ -322,7 +322,7 @@ def scatter_sub(operand, scatter_indices, updates, dimension_numbers, *,
     (repeats accumulate), as `scatter_add` of the negated updates.
 
     Example:
-        >>> dn = ScatterDimensionNumbers((), (0,), (0,))
+        >>> dn = lax.ScatterDimensionNumbers((), (0,), (0,))
         >>> scatter_sub(fnp.zeros(2), fnp.array([[1], [1]]), fnp.array([1., 2.]), dn)
         Array([ 0., -3.], dtype=float32)
     """
@@ -342,7 +342,7 @@ def scatter_apply(operand, scatter_indices, func, dimension_numbers, *, update_s
     indices are concrete (one with `unique_indices=True`), else the number of index vectors.
 
     Example:
-        >>> dn = ScatterDimensionNumbers((), (0,), (0,))
+        >>> dn = lax.ScatterDimensionNumbers((), (0,), (0,))
         >>> scatter_apply(fnp.ones(3), fnp.array([[2], [2]]), lambda v: v * 5, dn,
         ...               update_shape=(2,))
         Array([ 1.,  1., 25.], dtype=float32)

@@ -30,6 +30,7 @@ def set_printoptions(*args, **kwargs):
 
     Example:
         >>> fnp.set_printoptions(precision=4)
+        >>> fnp.set_printoptions(precision=8)  # NumPy's default again
     """
     return np.set_printoptions(*args, **kwargs)
 
@@ -55,6 +56,7 @@ def save(file, arr, allow_pickle=True):
     """`numpy.save` of the array's values.
 
     Example:
+        >>> import io
         >>> fnp.save(io.BytesIO(), fnp.ones(2))
     """
     np.save(file, _host("save", arr), allow_pickle=allow_pickle)
@@ -64,6 +66,7 @@ def savez(file, *args, allow_pickle=True, **kwds):
     """`numpy.savez` of the arrays' values (positional ones as arr_0, arr_1, ...).
 
     Example:
+        >>> import io
         >>> fnp.savez(io.BytesIO(), w=fnp.ones(2))
     """
     np.savez(file, *[_host("savez", a) for a in args], allow_pickle=allow_pickle,
@@ -74,6 +77,7 @@ def load(file, *args, **kwargs):
     """`numpy.load`: an .npy file gives a funcgrad array, an .npz archive NumPy's mapping.
 
     Example:
+        >>> import io
         >>> b = io.BytesIO(); fnp.save(b, fnp.ones(2)); _ = b.seek(0); fnp.load(b)
         Array([1., 1.], dtype=float32)
     """

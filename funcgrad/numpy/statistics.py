@@ -289,7 +289,7 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
 
     Example:
         >>> fnp.corrcoef(fnp.array([[0.0, 1.0, 2.0], [2.0, 1.0, 0.5]]))[0, 1].round(4)
-        Array(-0.9820, dtype=float32)
+        Array(-0.982, dtype=float32)
     """
     c = cov(x, y, rowvar, dtype=dtype)
     if not shape_of(c):

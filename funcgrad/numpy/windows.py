@@ -51,7 +51,7 @@ def hamming(M):  # noqa: N803
 
     Example:
         >>> fnp.hamming(3)
-        Array([0.08, 1.  , 0.08], dtype=float32)
+        Array([0.08000001, 1.        , 0.08000001], dtype=float32)
     """
     return _cosine_window("hamming", M, (0.54, -0.46))
 

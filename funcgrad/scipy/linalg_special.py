@@ -221,9 +221,9 @@ def dft(n, scale=None, *, dtype=None):
     (`scale="sqrtn"`) or n (`scale="n"`).
 
     Example:
-        >>> dft(2)
-        Array([[ 1.+0.j,  1.+0.j],
-               [ 1.+0.j, -1.-0.j]], dtype=complex64)
+        >>> dft(2).real
+        Array([[ 1.,  1.],
+               [ 1., -1.]], dtype=float32)
     """
     n = _size("dft", n)
     if scale not in (None, "sqrtn", "n"):

@@ -58,7 +58,7 @@ def minimize(fun, x0, args=(), *, method, tol=None, options=None):
     Example:
         >>> minimize(lambda x, c: fnp.sum((x - c) ** 2), fnp.zeros(2), (1.0,),
         ...          method="BFGS").nit
-        Array(1, dtype=int32)
+        Array(2, dtype=int32)
     """
     if not isinstance(args, tuple):
         raise errors.op_error("minimize", f"args must be a tuple, got {type(args).__name__}",

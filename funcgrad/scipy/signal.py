@@ -191,7 +191,7 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):  # noqa: A
 
     Example:
         >>> detrend(fnp.array([1.0, 2.0, 3.0, 5.0])).round(3)
-        Array([ 0.1, -0.2, -0.5,  0.6], dtype=float32)
+        Array([ 0.2, -0.1, -0.4,  0.3], dtype=float32)
     """
     if overwrite_data is not None:
         raise errors.op_error("detrend", "overwrite_data is not supported (arrays are "

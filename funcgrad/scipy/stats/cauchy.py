@@ -1,7 +1,7 @@
 """The Cauchy distribution, as `jax.scipy.stats.cauchy`.
 
     >>> pdf(0.0)
-    Array(0.31830987, dtype=float32)
+    Array(0.31830993, dtype=float32)
 """
 
 import math

@@ -1,7 +1,7 @@
 """The left-skewed Gumbel distribution, as `jax.scipy.stats.gumbel_l`.
 
     >>> sf(0.0)  # exp(-1)
-    Array(0.36787945, dtype=float32)
+    Array(0.36787942, dtype=float32)
 """
 
 import funcgrad.numpy as fnp

@@ -25,7 +25,7 @@ class gaussian_kde:  # noqa: N801  (SciPy's name)
 
     Example:
         >>> gaussian_kde(fnp.array([0.0, 2.0]), bw_method=1.0).evaluate(fnp.array([1.0]))
-        Array([0.21969566], dtype=float32)
+        Array([0.21969567], dtype=float32)
     """
 
     def __init__(self, dataset, bw_method=None, weights=None):

@@ -2,7 +2,7 @@
 `kappa`, centered at 0).
 
     >>> pdf(0.0, 1e-8)  # nearly uniform: 1 / (2 pi)
-    Array(0.15915494, dtype=float32)
+    Array(0.15915497, dtype=float32)
 """
 
 import math

@@ -2,7 +2,7 @@
 0 < c < 1).
 
     >>> pdf(0.0, 0.5)  # (1 - c**2) / (2 pi (1 - c)**2)
-    Array(0.47746483, dtype=float32)
+    Array(0.47746485, dtype=float32)
 """
 
 import math
