@@ -1,5 +1,6 @@
 """The long tail's linear algebra (issue 28): lax.linalg's schur (the QR algorithm),
-hessenberg, householder_product, ormqr (against LAPACK through SciPy), tridiagonal_solve,
+hessenberg, tridiagonal, householder_product, ormqr (against LAPACK through SciPy),
+cholesky_update, tridiagonal_solve,
 symmetric_product, qdwh, and scipy.linalg's special matrices, schur/rsf2csf, sqrtm, funm,
 polar, expm_frechet, hessenberg, qr_multiply, solve_sylvester, eigh_tridiagonal, against
 SciPy, with derivatives (check_grads), vmap and jit where they apply."""
@@ -67,6 +68,43 @@ def test_hessenberg_householder_product_ormqr_match_lapack():
     fg.config.update("enable_x64", False)
     qa32, qtau32 = qa.astype(np.float32), qtau.astype(np.float32)
     check_all(lax.linalg.householder_product, (qa32, qtau32), grad=(0, 1), rtol=1e-4)
+
+
+def test_tridiagonal_and_complex_hessenberg_match_lapack():
+    fg.config.update("enable_x64", True)
+    c = R.normal(size=(5, 5)) + 1j * R.normal(size=(5, 5))
+    packed, taus = lax.linalg.hessenberg(c)
+    want, want_tau, _ = lapack.zgehrd(c)  # the last reflector makes the subdiagonal real
+    close((packed, taus), (want, want_tau[:4]), 1e-12, 1e-12)
+    for a, routine in ((R.normal(size=(5, 5)), lapack.dsytrd), (c, lapack.zhetrd)):
+        for lower in (True, False):  # only that triangle is read (the other is kept)
+            *want, _ = routine(a, lower=int(lower))
+            close(lax.linalg.tridiagonal(a, lower=lower), tuple(want), 1e-12, 1e-12)
+    fg.config.update("enable_x64", False)
+    batch = R.normal(size=(3, 4, 4)).astype(np.float32)
+    close(fg.vmap(lambda m: lax.linalg.tridiagonal(m, lower=False))(batch),
+          lax.linalg.tridiagonal(batch, lower=False), 1e-5, 1e-5)
+    close(fg.jit(lax.linalg.tridiagonal)(batch), lax.linalg.tridiagonal(batch), 1e-5, 1e-5)
+
+
+def test_cholesky_update_and_algorithm_enums():
+    fg.config.update("enable_x64", True)
+    a = R.normal(size=(4, 4))
+    r = np.linalg.cholesky(a @ a.T + 4 * np.eye(4)).T
+    w = R.normal(size=4)
+    new = np.asarray(lax.linalg.cholesky_update(r, w))
+    close(new.T @ new, r.T @ r + np.outer(w, w), 1e-12, 1e-12)
+    close(np.abs(new), np.abs(np.linalg.cholesky(r.T @ r + np.outer(w, w)).T), 1e-12, 1e-12)
+    close(lax.linalg.cholesky_update(r, np.zeros(4)), r)  # zero rotations leave R as it is
+    fg.config.update("enable_x64", False)
+    check_all(lax.linalg.cholesky_update, (r.astype(np.float32), w.astype(np.float32)),
+              grad=(0, 1), rtol=1e-4, atol=1e-5)
+    m = np.eye(3, dtype=np.float32)
+    lax.linalg.svd(m, algorithm=lax.linalg.SvdAlgorithm.QR)
+    lax.linalg.eigh(m, implementation=lax.linalg.EighImplementation.QR)
+    lax.linalg.eig(m, implementation=lax.linalg.EigImplementation.LAPACK)
+    with pytest.raises(fg.errors.FuncgradNotImplementedError):
+        lax.linalg.svd(m, algorithm=lax.linalg.SvdAlgorithm.JACOBI)
 
 
 def test_tridiagonal_solve_and_symmetric_product():

@@ -20,6 +20,7 @@ from funcgrad.lax import (
     elementwise,
     indexing,
     linalg,
+    linear_solve,
     logic,
     parallel,
     parallel_ops,
@@ -45,6 +46,7 @@ from funcgrad.lax.elementwise import *  # noqa: F403
 from funcgrad.lax.fft import *  # noqa: F403
 from funcgrad.lax.indexing import *  # noqa: F403
 from funcgrad.lax.linalg import *  # noqa: F403
+from funcgrad.lax.linear_solve import *  # noqa: F403
 from funcgrad.lax.logic import *  # noqa: F403
 from funcgrad.lax.parallel import *  # noqa: F403
 from funcgrad.lax.parallel_ops import *  # noqa: F403
@@ -61,7 +63,8 @@ from funcgrad.lax.special_series import *  # noqa: F403
 __all__ = sorted({"add_any_p"}.union(*(m.__all__ for m in (
     control_flow, conv_shapes, convolution, elementwise, _fft_family, indexing, linalg, logic,
     parallel, parallel_ops, precision, reductions, shape, slicing, sorting, special,
-    composites, _associative_scan_family, bit_ops, special_series, conv_patches, rng, ragged))))
+    composites, _associative_scan_family, bit_ops, special_series, conv_patches, rng, ragged,
+    linear_solve))))
 
 for _name in __all__:
     if _inspect.isfunction(globals()[_name]):

@@ -1,6 +1,7 @@
 """The Schur and Hessenberg decompositions of `lax.linalg` (`schur`, `hessenberg`) as
-library primitives, and the compositions `householder_product`, `ormqr`,
-`tridiagonal_solve`, `symmetric_product` and `qdwh`.
+library primitives, and the compositions `tridiagonal` (on `hessenberg`),
+`householder_product`, `ormqr`, `tridiagonal_solve`, `symmetric_product`, `qdwh` and
+`cholesky_update`; JAX's algorithm enums.
 
 NumPy exposes no LAPACK Schur routine, so `schur`'s eager implementation is the textbook QR
 algorithm in float64/complex128 (Golub & Van Loan, 4th ed.): Householder reduction to
@@ -11,17 +12,44 @@ rule; the compositions differentiate and batch through their lax operations. Imp
 interpreters and lax siblings.
 """
 
+import enum
+
 import numpy as np
 
 from funcgrad import errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad
-from funcgrad.lax.linalg_decomp import _H, _batch_front, _check_matrix
+from funcgrad.lax.linalg_decomp import _H, _batch_front, _check_matrix, _tri
 
 __all__ = [
+    "EigImplementation", "EighImplementation", "SvdAlgorithm", "cholesky_update",
     "hessenberg", "hessenberg_p", "householder_product", "ormqr", "qdwh", "schur", "schur_p",
-    "symmetric_product", "tridiagonal_solve",
+    "symmetric_product", "tridiagonal", "tridiagonal_solve",
 ]
+
+
+class EigImplementation(enum.Enum):
+    """JAX's choice of eigendecomposition algorithm (`eig(implementation=)`); funcgrad runs
+    numpy's LAPACK."""
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+class EighImplementation(enum.Enum):
+    """JAX's choice of symmetric eigendecomposition algorithm (`eigh(implementation=)`)."""
+    QR = "qr"
+    JACOBI = "jacobi"
+    QDWH = "qdwh"
+
+
+class SvdAlgorithm(enum.Enum):
+    """JAX's choice of SVD algorithm (`svd(algorithm=)`)."""
+    DEFAULT = "default"
+    QR = "QR"
+    JACOBI = "Jacobi"
+    POLAR = "polar"
+    DIVIDE_AND_CONQUER = "divide_and_conquer"
 
 
 # --- numpy kernels ----------------------------------------------------------------------------
@@ -42,7 +70,7 @@ def _hessenberg_packed(a):
     a = a.copy()
     n = a.shape[0]
     taus = np.zeros(max(n - 1, 0), a.dtype)
-    for k in range(n - 2):
+    for k in range(n - 1):  # the last one (length 1) makes a complex subdiagonal real
         v, tau, beta = _reflector(a[k + 1:, k])
         taus[k] = tau
         # A <- H^H A H with H = I - tau v v^H (so H^H maps the column to beta e0)
@@ -477,3 +505,99 @@ def qdwh(x, *, is_hermitian=False, max_iterations=None, eps=None, dynamic_shape=
     h = lax.dot(_H(u), x)
     h = lax.div(lax.add(h, _H(h)), lax.full((), 2, xv.dtype))
     return u, h, lax.full((), steps, np.dtype(np.int32)), lax.full((), True, np.dtype(bool))
+
+
+def _diagonal(x, k):
+    """The k-th subdiagonal (k >= 0) of the last two axes: (..., n - k)."""
+    av = get_aval(x)
+    n = av.shape[-1]
+    sub = lax.slice_in_dim(lax.slice_in_dim(x, k, n, 1, av.ndim - 2), 0, n - k, 1, av.ndim - 1)
+    sv = get_aval(sub)
+    eye = lax.eq(lax.broadcasted_iota(np.int32, sv.shape, sv.ndim - 2),
+                 lax.broadcasted_iota(np.int32, sv.shape, sv.ndim - 1))
+    return lax.reduce_sum(lax.select_n(eye, lax.full(sv.shape, 0, sv.dtype), sub),
+                          (sv.ndim - 1,))
+
+
+def _flip2(x):
+    nd = get_aval(x).ndim
+    return lax.rev(x, (nd - 2, nd - 1))
+
+
+def tridiagonal(a, *, lower=True):
+    """LAPACK's sytrd/hetrd: `(a, d, e, taus)` with the symmetric (Hermitian) tridiagonal T =
+    Q^H a Q read from one triangle of `a` (`lower`): d its diagonal, e its first sub- (or
+    super-) diagonal (real), the reflectors of Q beyond it in the returned `a` (the other
+    triangle as given) and their `taus`. Built on `hessenberg` of the matrix made symmetric
+    from that triangle; not differentiable (as in JAX).
+
+    Example:
+        >>> _, d, e, taus = tridiagonal(fnp.array([[2.0, 1.0], [1.0, 3.0]]))
+        >>> d, e
+        (Array([2., 3.], dtype=float32), Array([1.], dtype=float32))
+    """
+    _check_matrix("tridiagonal", get_aval(a), square=True)
+    av = get_aval(a)
+    nd, n = av.ndim, av.shape[-1]
+    b = a if lower else _flip2(a)
+    perm = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    strict = _tri(b, -1, True)
+    diag = _tri(_tri(b, 0, True), 0, False)
+    if av.dtype.kind == "c":
+        diag = lax.convert_element_type(lax.real(diag), av.dtype)
+    sym = lax.add(lax.add(strict, diag), _H(strict) if av.dtype.kind == "c"
+                  else lax.transpose(strict, perm))
+    packed, taus = hessenberg(sym)
+    real = np.dtype(np.float32 if av.dtype in (np.float32, np.complex64) else np.float64)
+    d = _diagonal(packed, 0)
+    e = _diagonal(packed, 1) if n > 1 else lax.full(av.shape[:-2] + (0,), 0, av.dtype)
+    if av.dtype.kind == "c":
+        d, e = lax.real(d), lax.real(e)
+    rows = lax.broadcasted_iota(np.int32, av.shape, nd - 2)
+    cols = lax.broadcasted_iota(np.int32, av.shape, nd - 1)
+    out = lax.select_n(lax.ge(rows, lax.add(cols, lax.full((), 2, np.int32))), b, packed)
+    on_band = lax.bitwise_or(lax.eq(rows, cols), lax.eq(rows, lax.add(cols, lax.full(
+        (), 1, np.int32))))
+    band = lax.add(_tri(_tri(packed, 0, True), -1, False), lax.full(av.shape, 0, av.dtype))
+    if av.dtype.kind == "c":
+        band = lax.convert_element_type(lax.real(band), av.dtype)
+    out = lax.select_n(on_band, out, band)
+    d, e = lax.convert_element_type(d, real), lax.convert_element_type(e, real)
+    if lower:
+        return out, d, e, taus
+    last = lambda v: lax.rev(v, (get_aval(v).ndim - 1,))
+    return _flip2(out), last(d), last(e), last(taus)
+
+
+def cholesky_update(r_matrix, w_vector):
+    """The upper Cholesky factor of R^T R + w w^T from R's (R^T R = A) in O(n^2): JAX's
+    Givens rotations, one per row; differentiable through them.
+
+    Example:
+        >>> cholesky_update(fnp.eye(2), fnp.array([0.0, 1.0]))
+        Array([[1.       , 0.       ],
+               [0.       , 1.4142135]], dtype=float32)
+    """
+    rv, wv = get_aval(r_matrix), get_aval(w_vector)
+    if rv.ndim != 2 or rv.shape[0] != rv.shape[1] or wv.shape != (rv.shape[1],):
+        raise errors.op_error("cholesky_update", f"takes a square matrix and a vector of its "
+                              f"size, got shapes {rv.shape} and {wv.shape}",
+                              cls=errors.FuncgradValueError)
+    dt = rv.dtype
+    zero, one = lax.full((), 0, dt), lax.full((), 1, dt)
+    z, rows = w_vector, []
+    for k in range(rv.shape[0]):
+        row = lax.index_in_dim(r_matrix, k, 0, keepdims=False)
+        x = lax.index_in_dim(row, k, 0, keepdims=False)
+        y = lax.index_in_dim(z, k, 0, keepdims=False)
+        ax, ay = lax.abs(x), lax.abs(y)
+        flat = lax.eq(y, zero)
+        den = lax.select_n(flat, lax.select_n(lax.gt(ax, ay), ay, ax), one)
+        xs, ys = lax.div(x, den), lax.div(y, den)
+        rh = lax.rsqrt(lax.select_n(flat, lax.add(lax.mul(xs, xs), lax.mul(ys, ys)), one))
+        c = lax.select_n(flat, lax.mul(xs, rh), one)
+        s = lax.select_n(flat, lax.neg(lax.mul(ys, rh)), zero)
+        cb = lambda v: lax.broadcast_in_dim(v, wv.shape, ())
+        rows.append(lax.sub(lax.mul(cb(c), row), lax.mul(cb(s), z)))
+        z = lax.add(lax.mul(cb(c), z), lax.mul(cb(s), row))
+    return lax.concatenate([lax.broadcast_in_dim(r, (1,) + wv.shape, (1,)) for r in rows], 0)
