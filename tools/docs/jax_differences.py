@@ -98,4 +98,46 @@ DIFFERENCES = [
         "partition.",
         "NumPy and JAX leave the order inside each side unspecified; JAX's top_k-based order "
         "is one choice among many.", checked=False),
+    Difference(
+        "jax.lax.rng_bit_generator", ("algorithm",),
+        "RNG_DEFAULT and RNG_PHILOX draw from Philox-4x32-10 (checked against Random123's "
+        "answers): key words 0-1 are the key, words 2-3 the counter, and the key returned "
+        "has its counter advanced; RNG_THREE_FRY is an error.",
+        "XLA leaves the bits unspecified and they differ across platforms; use "
+        "funcgrad.random (threefry, JAX's bits) where the values must match JAX.",
+        checked=False),
+    Difference(
+        "jax.lax.rng_uniform", ("a", "b", "shape"),
+        "Draws from a generator funcgrad owns (a stateful effect, as XLA's RngUniform): each "
+        "call, eager or jitted, gives new values.",
+        "XLA's stateful generator has no specified sequence either.", checked=False),
+    Difference(
+        "jax.scipy.linalg.sqrtm", ("A",),
+        "Differentiable: the tangent solves X dX + dX X = dA in the Schur basis.",
+        "JAX's goes through schur, which has no derivative; the values are the same.",
+        checked=False),
+    Difference(
+        "jax.scipy.linalg.solve_sylvester", ("A", "B", "C"),
+        "Differentiable in A, B and C (the tangent is one more Sylvester solve).",
+        "JAX's goes through schur, which has no derivative; the values are the same.",
+        checked=False),
+    Difference(
+        "jax.numpy.add", ("x", "y"),
+        "`fnp.add`, `multiply`, `maximum`, `minimum`, `subtract`, the logical_* and "
+        "bitwise_* functions and logaddexp(2) are plain functions with the ufunc methods "
+        "attached (`reduce`, `accumulate`, `at`, `reduceat`, `outer`, `nin`, `nout`, "
+        "`identity`): `isinstance(fnp.add, fnp.ufunc)` is False.",
+        "They stay the functions every other funcgrad module calls (and their derivatives); "
+        "the methods behave as JAX's.", checked=False),
+    Difference(
+        "jax.scipy.signal.convolve2d", ("boundary", "fillvalue"),
+        "`boundary=\"wrap\"` and `\"symm\"`, and any `fillvalue`, work (SciPy's meanings, "
+        "`correlate2d` included).",
+        "JAX implements only `boundary=\"fill\"` with `fillvalue=0`.", checked=False),
+    Difference(
+        "jax.lax.custom_linear_solve", ("b",),
+        "Under vmap every operand gets the batch axis (an unbatched one is broadcast) and the "
+        "programs are batched whole.",
+        "JAX batches only what depends on the batch (a fixed point over the four programs); "
+        "the values are the same.", checked=False),
 ]
