@@ -111,3 +111,51 @@ def test_scipy_special_more():
     check_all(sp.poch, (z, m), ss.poch(z, m), grad=(0, 1))
     check_all(sp.beta, (z, m), ss.beta(z, m), grad=(0, 1))
     check_all(sp.boxcox, (z, m - 1), ss.boxcox(z, m - 1), grad=(0, 1))
+
+
+_X = np.concatenate([np.linspace(-30.0, 30.0, 121), [0.0, 1e-3, 0.5, 1.0, 2.0, 4.0, 8.0, 64.0,
+                                                     700.0, np.inf, -np.inf, np.nan]])
+
+
+@pytest.mark.parametrize("name", ["erfcx", "dawsn", "expi", "exp1", "sici", "spence"])
+def test_integrals_against_scipy(name):
+    fg.config.update("enable_x64", True)
+    with np.errstate(all="ignore"):
+        close(getattr(sp, name)(_X), getattr(ss, name)(_X), 1e-13, 1e-300)
+    fg.config.update("enable_x64", False)
+    x32 = _X.astype(np.float32)
+    with np.errstate(all="ignore"):
+        close(getattr(sp, name)(x32), getattr(ss, name)(x32), 1e-5, 1e-30)
+
+
+def test_expn_owens_t_wofz_against_scipy():
+    fg.config.update("enable_x64", True)
+    for n in (0, 1, 2, 5, 30, 6000):  # the series, the continued fraction, large n
+        with np.errstate(all="ignore"):
+            close(sp.expn(n, _X), ss.expn(n, _X), 1e-13, 1e-300)
+    h = np.linspace(-3, 3, 7)[:, None]
+    a = np.array([-3.0, -1.0, -0.5, 0.0, 0.3, 1.0, 2.5, 10.0])[None]
+    close(sp.owens_t(h, a), ss.owens_t(h, a), 1e-14, 1e-15)
+    z = R.normal(size=40) * 4 + 1j * R.normal(size=40) * 4
+    close(sp.wofz(z), ss.wofz(z), 1e-12, 1e-14)
+    close(sp.erfcx(z), ss.erfcx(z), 1e-12, 1e-14)
+
+
+@pytest.mark.parametrize("name,args,argnums", [
+    ("erfcx", (np.array([-2.0, -0.3, 0.4, 3.0, 30.0]),), (0,)),
+    ("dawsn", (np.array([-7.0, -4.0, -0.3, 0.4, 3.0, 5.0]),), (0,)),
+    ("expi", (np.array([-3.0, -0.5, 0.4, 3.0, 20.0, 70.0]),), (0,)),
+    ("exp1", (np.array([0.3, 1.0, 3.0, 9.0]),), (0,)),
+    ("expn", (3, np.array([0.3, 1.0, 3.0, 9.0])), (1,)),
+    ("sici", (np.array([-6.0, -0.5, 0.7, 3.0, 9.0]),), (0,)),
+    ("spence", (np.array([0.2, 0.7, 1.3, 1.8, 3.0]),), (0,)),
+    ("owens_t", (np.array([-1.0, 0.3, 2.0]), np.array([0.5, -2.0, 1.5])), (0, 1)),
+])
+def test_integrals_derivatives_batching_jit(name, args, argnums):
+    f = getattr(sp, name)
+    args32 = tuple(a.astype(np.float32) if isinstance(a, np.ndarray) else a for a in args)
+    check_all(f, args32, grad=argnums, batch=argnums, rtol=1e-5, atol=1e-6)
+    fg.config.update("enable_x64", True)
+    check_all(f, args, grad=argnums, order=2 if name != "owens_t" else 1, batch=(),
+              jit=False)
+    fg.config.update("enable_x64", False)

@@ -4,7 +4,8 @@ One home per concept: `logsumexp` and `expit` are the very functions of `funcgra
 `softmax`/`log_softmax` call nn's with SciPy's (and JAX's) default `axis=None`, the whole
 array (nn's default is the last axis); `erf`, `erfc`, `erfinv`, `gammaln`, `digamma`,
 `polygamma` are the lax primitives (with their derivatives). The rest is written with
-`funcgrad.numpy`. Imports lax, numpy, nn.functions and custom_derivatives.
+`funcgrad.numpy`; the exponential, trigonometric and error-function integrals live in
+`special_integrals.py`. Imports lax, numpy, nn.functions and custom_derivatives.
 """
 
 import math
@@ -18,6 +19,17 @@ from funcgrad.custom_derivatives import custom_jvp
 from funcgrad.nn import functions as nn_functions
 from funcgrad.nn.functions import logsumexp
 from funcgrad.nn.functions import sigmoid as expit
+from funcgrad.scipy.special_integrals import (
+    dawsn,
+    erfcx,
+    exp1,
+    expi,
+    expn,
+    owens_t,
+    sici,
+    spence,
+    wofz,
+)
 
 __all__ = [
     "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gamma",
@@ -27,6 +39,7 @@ __all__ = [
     # the long tail (issue 28)
     "bernoulli", "beta", "boxcox", "boxcox1p", "comb", "factorial", "gammasgn", "i0", "i0e",
     "i1", "i1e", "loggamma", "poch", "zeta",
+    "dawsn", "erfcx", "exp1", "expi", "expn", "owens_t", "sici", "spence", "wofz",
 ]
 
 
