@@ -181,6 +181,7 @@ CALLS = {
     "choose": ((I([[0, 1, 0], [1, 1, 0]]), [M23, F(2, 3)]), {}),
     "fill_diagonal": ((M23, F(2)), {"inplace": False}),
     "insert": ((M23, 1, F(3)), {"axis": 0}),
+    "delete": ((M23, np.array([0, 2])), {"axis": 1}),
     "piecewise": ((M23, [B([[1, 0, 1], [0, 0, 1]])], [lambda v: v * 2.0, 1.0]), {}),
     "place": ((M23, B([[1, 0, 1], [0, 1, 1]]), F(2)), {"inplace": False}),
     "put": ((M23, I([0, 4]), F(2)), {"inplace": False}),

@@ -303,7 +303,11 @@ def dtype(x):
         return get_aval(x).dtype
     if type(x) in (bool, int, float, complex):
         return dtypes.scalar_dtype(x)[0]
-    return dtypes.canonicalize(np.result_type(x))
+    try:
+        return dtypes.canonicalize(np.result_type(x))
+    except Exception as e:  # noqa: BLE001  (NumPy's refusal, reported as funcgrad's)
+        raise errors.op_error("dtype", f"cannot take the dtype of {errors.short_repr(x)}",
+                              cls=errors.FuncgradTypeError) from e
 
 
 def shape_as_value(shape):

@@ -98,7 +98,7 @@ def conv_general_dilated_local(lhs, rhs, window_strides, padding, filter_shape,
         lhs_precision = c_precision[0]
     else:
         raise errors.op_error("conv_general_dilated_local", f"unsupported precision "
-                              f"{precision!r}", cls=errors.FuncgradValueError)
+                              f"{errors.short_repr(precision)}", cls=errors.FuncgradValueError)
     patches = conv_general_dilated_patches(lhs, filter_shape, window_strides, padding,
                                            lhs_dilation, rhs_dilation, dimension_numbers,
                                            lhs_precision)

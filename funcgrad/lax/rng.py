@@ -70,7 +70,12 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
     """
     if out_sharding is not None:
         raise errors.op_error("rng_bit_generator", "out_sharding is not supported")
-    algorithm = RandomAlgorithm(algorithm)
+    try:
+        algorithm = RandomAlgorithm(algorithm)
+    except Exception as e:  # noqa: BLE001
+        raise errors.op_error("rng_bit_generator", f"algorithm must be a RandomAlgorithm, got "
+                              f"{errors.short_repr(algorithm)}",
+                              cls=errors.FuncgradValueError) from e
     if algorithm == RandomAlgorithm.RNG_THREE_FRY:
         raise errors.op_error("rng_bit_generator", "RNG_THREE_FRY is not implemented here; "
                               "use RNG_DEFAULT or RNG_PHILOX (or funcgrad.random, threefry "

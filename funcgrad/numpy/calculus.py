@@ -86,6 +86,8 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
         a = concatenate(parts, axis)
     for _ in range(n):
         m = shape_of(a)[axis]
+        if m == 0:  # nothing left to difference (n may be huge)
+            break
         hi, lo = _cut(a, min(1, m), m, axis), _cut(a, 0, max(m - 1, 0), axis)
         a = not_equal(hi, lo) if dtype_of(a).kind == "b" else subtract(hi, lo)
     return a
@@ -248,7 +250,7 @@ def _conv1d(name, a, v, mode, precision, preferred_element_type):
     pads = {"valid": (0, 0), "same": (m // 2, m - m // 2 - 1), "full": (m - 1, m - 1)}
     if mode not in pads:
         raise errors.op_error(name, f"mode must be one of 'full', 'same', 'valid', got "
-                              f"{mode!r}", cls=errors.FuncgradValueError)
+                              f"{errors.short_repr(mode)}", cls=errors.FuncgradValueError)
     out = lax.conv_general_dilated(reshape(a, (1, 1, -1)), reshape(v, (1, 1, -1)), (1,),
                                    [pads[mode]], precision=precision,
                                    preferred_element_type=preferred_element_type)

@@ -84,6 +84,9 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
                 raise errors.op_error("delete", f"a boolean obj needs shape ({n},), got "
                                       f"{gone.shape}", cls=errors.FuncgradValueError)
             gone = np.flatnonzero(gone)
+        if gone.dtype.kind not in "iu":
+            raise errors.op_error("delete", f"obj must be integer indices (or booleans), got "
+                                  f"dtype {gone.dtype}", cls=errors.FuncgradIndexError)
         gone = gone.astype(np.int64).ravel()
         if np.any((gone < -n) | (gone >= n)):
             raise errors.op_error("delete", f"index out of bounds for axis {axis} of size {n}: "
@@ -191,7 +194,8 @@ def choose(a, choices, out=None, mode="raise"):
     elif mode == "clip":
         a = where(a < 0, 0, where(a > n - 1, n - 1, a))
     else:
-        raise errors.op_error("choose", f"mode must be 'raise', 'wrap' or 'clip', got {mode!r}",
+        raise errors.op_error("choose", f"mode must be 'raise', 'wrap' or 'clip', got "
+                                        f"{errors.short_repr(mode)}",
                               cls=errors.FuncgradValueError)
     vals = promote("choose", list(choices))
     out = vals[-1]
@@ -307,7 +311,8 @@ def put(a, ind, v, mode=None, *, inplace=True):
         raise errors.op_error("put", "mode='raise' is not supported (as in JAX)",
                               cls=errors.FuncgradValueError, hint="use 'clip' or 'wrap'")
     elif mode is not None:
-        raise errors.op_error("put", f"mode should be 'wrap' or 'clip', got {mode!r}",
+        raise errors.op_error("put", f"mode should be 'wrap' or 'clip', got "
+                                     f"{errors.short_repr(mode)}",
                               cls=errors.FuncgradValueError)
     return arr.at[unravel_index(idx, shape_of(arr))].set(vals, mode="drop")
 
@@ -513,7 +518,7 @@ def packbits(a, axis=None, bitorder="big"):
     """
     if bitorder not in ("big", "little"):
         raise errors.op_error("packbits", f"bitorder must be 'big' or 'little', got "
-                              f"{bitorder!r}", cls=errors.FuncgradValueError)
+                              f"{errors.short_repr(bitorder)}", cls=errors.FuncgradValueError)
     a = asarray_operand("packbits", a)
     if dtype_of(a).kind not in "biu":
         raise errors.op_error("packbits", f"needs integer or bool input, got {dtype_of(a)}",
@@ -541,7 +546,7 @@ def unpackbits(a, axis=None, count=None, bitorder="big"):
     """
     if bitorder not in ("big", "little"):
         raise errors.op_error("unpackbits", f"bitorder must be 'big' or 'little', got "
-                              f"{bitorder!r}", cls=errors.FuncgradValueError)
+                              f"{errors.short_repr(bitorder)}", cls=errors.FuncgradValueError)
     a = asarray_operand("unpackbits", a)
     if dtype_of(a) != np.uint8:
         raise errors.op_error("unpackbits", f"needs uint8 input, got {dtype_of(a)}",

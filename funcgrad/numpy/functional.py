@@ -43,7 +43,8 @@ def _parse_signature(signature):
     """NumPy's gufunc signature "(m,n),(n)->(m)" as ([core dims per input], [per output])."""
     sig = signature.replace(" ", "")
     if not _SIGNATURE.match(sig):
-        raise errors.op_error("vectorize", f"not a valid gufunc signature: {signature!r}",
+        raise errors.op_error("vectorize", f"not a valid gufunc signature: "
+                                           f"{errors.short_repr(signature)}",
                               cls=errors.FuncgradValueError)
     return tuple([tuple(re.findall(_DIM, a)) for a in re.findall(_ARG, part)]
                  for part in sig.split("->"))
@@ -58,7 +59,7 @@ def _core_sizes(sizes, shape, dims, context, is_input):
     for name, size in zip(dims, shape[len(shape) - len(dims):]):
         if sizes.setdefault(name, size) != size:
             raise errors.op_error("vectorize", f"inconsistent size for core dimension "
-                                  f"{name!r}: {size} vs {sizes[name]} {context}",
+                                  f"{errors.short_repr(name)}: {size} vs {sizes[name]} {context}",
                                   cls=errors.FuncgradValueError)
 
 
@@ -95,14 +96,17 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
     """
     if any(not isinstance(e, (str, int)) for e in excluded):
         raise errors.op_error("vectorize", f"can only exclude integer or string arguments, "
-                              f"got excluded={excluded!r}", cls=errors.FuncgradTypeError)
+                              f"got excluded="
+                              f"{errors.short_repr(excluded)}", cls=errors.FuncgradTypeError)
     if any(isinstance(e, int) and e < 0 for e in excluded):
-        raise errors.op_error("vectorize", f"excluded={excluded!r} contains negative numbers",
+        raise errors.op_error("vectorize", f"excluded={errors.short_repr(excluded)} contains "
+                              "negative numbers",
                               cls=errors.FuncgradValueError)
 
     @functools.wraps(pyfunc)
     def wrapped(*args, **kwargs):
-        context = f"(vectorized function with excluded={excluded!r}, signature={signature!r})"
+        context = (f"(vectorized function with excluded={errors.short_repr(excluded)}, "
+                   f"signature={errors.short_repr(signature)})")
         func, args, kwargs = _without(pyfunc, set(excluded), args, kwargs, excluded)
         if signature is not None:
             in_dims, out_dims = _parse_signature(signature)
@@ -267,6 +271,9 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
                [ 1, 11, 21]], dtype=int32)
     """
     shape = static_shape("fromfunction", shape)
+    if not callable(function):
+        raise errors.op_error("fromfunction", f"function must be callable, got "
+                              f"{errors.short_repr(function)}", cls=errors.FuncgradTypeError)
     fn = function
     for i in range(len(shape)):
         in_axes = [0 if i == j else None for j in range(len(shape))]

@@ -109,7 +109,8 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """
     (a,) = promote("histogram_bin_edges", [a], inexact=True, broadcast=False)
     if isinstance(bins, str):
-        raise errors.op_error("histogram_bin_edges", f"string bins ({bins!r}) are not "
+        raise errors.op_error("histogram_bin_edges", f"string bins ("
+                                                     f"{errors.short_repr(bins)}) are not "
                               "supported (as in JAX)", cls=errors.FuncgradValueError)
     if not isinstance(bins, int) and shape_of(asarray_operand("histogram", bins)):
         edges = asarray_operand("histogram_bin_edges", bins)
@@ -118,7 +119,11 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     if range is None:
         lo, hi = min(a), max(a)
     else:
-        r = static_array("histogram_bin_edges", range, "range").astype(np.float64)
+        r = static_array("histogram_bin_edges", range, "range")
+        if r.dtype.kind not in "biuf":
+            raise errors.op_error("histogram_bin_edges", f"range must be real numbers, got "
+                                  f"dtype {r.dtype}", cls=errors.FuncgradTypeError)
+        r = r.astype(np.float64)
         if r.shape != (2,) or not r[0] <= r[1]:
             raise errors.op_error("histogram_bin_edges", f"range must be (min, max) with min "
                                   f"<= max, got {range}", cls=errors.FuncgradValueError)

@@ -47,6 +47,29 @@ def _host(name, x):
     return np.asarray(x)
 
 
+class _FuncgradOSError(errors.FuncgradError, OSError):
+    """A file or buffer NumPy could not read or write."""
+
+
+def _call(name, fn, *args, **kwargs):
+    """`fn(*args, **kwargs)` (NumPy's host function) with its errors as funcgrad errors
+    naming `name`."""
+    try:
+        return fn(*args, **kwargs)
+    except errors.FuncgradError:
+        raise
+    except OSError as e:
+        raise errors.op_error(name, str(e), cls=_FuncgradOSError) from e
+    except Exception as e:  # noqa: BLE001  (NumPy's own checks, reported as funcgrad's)
+        try:
+            text = str(e)
+        except Exception:  # noqa: BLE001
+            text = type(e).__name__
+        cls = errors.FuncgradValueError if isinstance(e, ValueError) else \
+            errors.FuncgradTypeError
+        raise errors.op_error(name, f"invalid arguments: {text[:200]}", cls=cls) from e
+
+
 def _wrap(x):
     from funcgrad.numpy.creation import asarray
     return asarray(x)
@@ -59,7 +82,7 @@ def save(file, arr, allow_pickle=True):
         >>> import io
         >>> fnp.save(io.BytesIO(), fnp.ones(2))
     """
-    np.save(file, _host("save", arr), allow_pickle=allow_pickle)
+    _call("save", np.save, file, _host("save", arr), allow_pickle=allow_pickle)
 
 
 def savez(file, *args, allow_pickle=True, **kwds):
@@ -69,8 +92,8 @@ def savez(file, *args, allow_pickle=True, **kwds):
         >>> import io
         >>> fnp.savez(io.BytesIO(), w=fnp.ones(2))
     """
-    np.savez(file, *[_host("savez", a) for a in args], allow_pickle=allow_pickle,
-             **{k: _host("savez", v) for k, v in kwds.items()})
+    _call("savez", np.savez, file, *[_host("savez", a) for a in args],
+          allow_pickle=allow_pickle, **{k: _host("savez", v) for k, v in kwds.items()})
 
 
 def load(file, *args, **kwargs):
@@ -81,7 +104,7 @@ def load(file, *args, **kwargs):
         >>> b = io.BytesIO(); fnp.save(b, fnp.ones(2)); _ = b.seek(0); fnp.load(b)
         Array([1., 1.], dtype=float32)
     """
-    out = np.load(file, *args, **kwargs)
+    out = _call("load", np.load, file, *args, **kwargs)
     if isinstance(out, np.ndarray):
         if out.dtype == object:
             raise errors.op_error("load", "object arrays cannot become funcgrad arrays",
@@ -97,7 +120,8 @@ def frombuffer(buffer, dtype=float, count=-1, offset=0):
         >>> fnp.frombuffer(b"\\x01\\x02", dtype=fnp.uint8)
         Array([1, 2], dtype=uint8)
     """
-    return _wrap(np.frombuffer(buffer, dtype=np.dtype(dtype), count=count, offset=offset)
+    return _wrap(_call("frombuffer", lambda: np.frombuffer(buffer, dtype=np.dtype(dtype),
+                                                         count=count, offset=offset))
                  .astype(user_dtype(dtype)))
 
 
@@ -107,7 +131,7 @@ def fromfile(*args, **kwargs):
     Example:
         >>> fnp.fromfile(path, dtype=fnp.float32)  # doctest: +SKIP
     """
-    return _wrap(np.fromfile(*args, **kwargs))
+    return _wrap(_call("fromfile", np.fromfile, *args, **kwargs))
 
 
 def fromiter(*args, **kwargs):
@@ -117,7 +141,7 @@ def fromiter(*args, **kwargs):
         >>> fnp.fromiter(range(3), dtype=int)
         Array([0, 1, 2], dtype=int32)
     """
-    return _wrap(np.fromiter(*args, **kwargs))
+    return _wrap(_call("fromiter", np.fromiter, *args, **kwargs))
 
 
 def fromstring(string, dtype=float, count=-1, *, sep):
@@ -127,7 +151,8 @@ def fromstring(string, dtype=float, count=-1, *, sep):
         >>> fnp.fromstring("1 2 3", sep=" ")
         Array([1., 2., 3.], dtype=float32)
     """
-    return _wrap(np.fromstring(string, dtype=np.dtype(dtype), count=count, sep=sep)
+    return _wrap(_call("fromstring", lambda: np.fromstring(string, dtype=np.dtype(dtype),
+                                                             count=count, sep=sep))
                  .astype(user_dtype(dtype)))
 
 
@@ -138,7 +163,8 @@ def array_repr(arr, max_line_width=None, precision=None, suppress_small=None):
         >>> fnp.array_repr(fnp.ones(2))
         'array([1., 1.], dtype=float32)'
     """
-    return np.array_repr(_host("array_repr", arr), max_line_width, precision, suppress_small)
+    return _call("array_repr", np.array_repr, _host("array_repr", arr), max_line_width,
+                 precision, suppress_small)
 
 
 def array_str(a, max_line_width=None, precision=None, suppress_small=None):
@@ -148,7 +174,8 @@ def array_str(a, max_line_width=None, precision=None, suppress_small=None):
         >>> fnp.array_str(fnp.ones(2))
         '[1. 1.]'
     """
-    return np.array_str(_host("array_str", a), max_line_width, precision, suppress_small)
+    return _call("array_str", np.array_str, _host("array_str", a), max_line_width, precision,
+                 suppress_small)
 
 
 def einsum_path(subscripts, /, *operands, optimize="auto"):

@@ -95,7 +95,7 @@ class _AxisConcatenator:
         try:
             vec = [int(v) for v in item.split(",")]
         except ValueError:
-            raise errors.op_error(self.name, f"unknown directive {item!r}; use "
+            raise errors.op_error(self.name, f"unknown directive {errors.short_repr(item)}; use "
                                   "'axis[,ndmin[,trans1d]]'",
                                   cls=errors.FuncgradValueError) from None
         return vec[0], (vec[1] if len(vec) > 1 else ndmin), (vec[2] if len(vec) > 2

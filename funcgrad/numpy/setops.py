@@ -180,8 +180,9 @@ def isin(element, test_elements, assume_unique=False, invert=False, *, method="a
         Array([ True, False,  True], dtype=bool)
     """
     if method not in ("auto", "compare_all", "binary_search", "sort"):
-        raise errors.op_error("isin", f"method={method!r} is not implemented; options are "
-                              "'compare_all', 'binary_search', 'sort' and 'auto'",
+        raise errors.op_error("isin", f"method={errors.short_repr(method)} is not "
+                              "implemented; options are 'compare_all', 'binary_search', 'sort' "
+                              "and 'auto'",
                               cls=errors.FuncgradValueError)
     a, b = _util.promote("isin", [element, test_elements], broadcast=False)
     shape = _util.shape_of(a)

@@ -128,9 +128,9 @@ def _flatten_reduced(a, axes):
 def _prepare(name, a, q, axis, weights, method):
     if method not in _METHODS:
         raise errors.op_error(name, f"method must be one of {', '.join(_METHODS)}, got "
-                              f"{method!r}", cls=errors.FuncgradValueError)
+                              f"{errors.short_repr(method)}", cls=errors.FuncgradValueError)
     if weights is not None and method != "inverted_cdf":
-        raise errors.op_error(name, f"method {method!r} takes no weights; only "
+        raise errors.op_error(name, f"method {errors.short_repr(method)} takes no weights; only "
                               "'inverted_cdf' does (as in JAX)", cls=errors.FuncgradValueError)
     a, q = promote(name, [a, q], inexact=True, broadcast=False)
     if dtype_of(a).kind == "c":

@@ -21,7 +21,8 @@ def _check(name, type, norm):  # noqa: A002  (SciPy's name)
         raise errors.op_error(name, f"only DCT type 2 is implemented (as in JAX), got type="
                               f"{type}", cls=errors.FuncgradValueError)
     if norm not in (None, "backward", "ortho"):
-        raise errors.op_error(name, f"norm must be None, 'backward' or 'ortho', got {norm!r}",
+        raise errors.op_error(name, f"norm must be None, 'backward' or 'ortho', got "
+                                    f"{errors.short_repr(norm)}",
                               cls=errors.FuncgradValueError)
 
 

@@ -55,7 +55,8 @@ class RegularGridInterpolator:
     def __init__(self, points, values, method="linear", bounds_error=False,
                  fill_value=np.nan):
         if method not in _METHODS:
-            raise errors.op_error("RegularGridInterpolator", f"method {method!r} is not "
+            raise errors.op_error("RegularGridInterpolator", f"method "
+                                                             f"{errors.short_repr(method)} is not "
                                   "defined; use 'linear' or 'nearest'",
                                   cls=errors.FuncgradValueError)
         if bounds_error:
@@ -83,7 +84,8 @@ class RegularGridInterpolator:
     def __call__(self, xi, method=None):
         method = self.method if method is None else method
         if method not in _METHODS:
-            raise errors.op_error("RegularGridInterpolator", f"method {method!r} is not "
+            raise errors.op_error("RegularGridInterpolator", f"method "
+                                                             f"{errors.short_repr(method)} is not "
                                   "defined", cls=errors.FuncgradValueError)
         nd = len(self.grid)
         xi = _points_array(xi, nd)

@@ -44,7 +44,8 @@ def schur(a, output="real"):
                [-1.,  0.]], dtype=float32)
     """
     if output not in ("real", "complex", "r", "c"):
-        raise errors.op_error("schur", f"output must be 'real' or 'complex', got {output!r}",
+        raise errors.op_error("schur", f"output must be 'real' or 'complex', got "
+                                       f"{errors.short_repr(output)}",
                               cls=errors.FuncgradValueError)
     a = _square("schur", a)
     if output in ("complex", "c"):
@@ -176,7 +177,8 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
                [ 0., -1.]], dtype=float32)
     """
     if side not in ("right", "left"):
-        raise errors.op_error("polar", f"side must be 'right' or 'left', got {side!r}",
+        raise errors.op_error("polar", f"side must be 'right' or 'left', got "
+                                       f"{errors.short_repr(side)}",
                               cls=errors.FuncgradValueError)
     a = fnp.asarray(a)
     a = a.astype(fnp.result_type(a, 1.0))
@@ -192,7 +194,8 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
             p = (w * s[None, :]) @ fnp.conj(w.T)
         return u, p
     if method != "qdwh":
-        raise errors.op_error("polar", f"unknown method {method!r}; use 'qdwh' or 'svd'",
+        raise errors.op_error("polar", f"unknown method "
+                                       f"{errors.short_repr(method)}; use 'qdwh' or 'svd'",
                               cls=errors.FuncgradValueError)
     m, n = a.shape
     if m < n:
@@ -216,7 +219,7 @@ def expm_frechet(A, E, *, method=None, compute_expm=True):  # noqa: N803
     """
     from funcgrad.scipy.linalg import expm
     if method not in (None, "SPS", "blockEnlarge"):
-        raise errors.op_error("expm_frechet", f"unknown method {method!r}",
+        raise errors.op_error("expm_frechet", f"unknown method {errors.short_repr(method)}",
                               cls=errors.FuncgradValueError)
     a, e = fnp.asarray(A), fnp.asarray(E)
     if a.shape != e.shape or a.ndim < 2 or a.shape[-1] != a.shape[-2]:
@@ -262,7 +265,8 @@ def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a
         Array([[1., 1.]], dtype=float32)
     """
     if mode not in ("left", "right"):
-        raise errors.op_error("qr_multiply", f"mode must be 'right' or 'left', got {mode!r}",
+        raise errors.op_error("qr_multiply", f"mode must be 'right' or 'left', got "
+                                             f"{errors.short_repr(mode)}",
                               cls=errors.FuncgradValueError)
     from funcgrad.scipy.linalg import qr
     a, c = fnp.asarray(a), fnp.asarray(c)
@@ -293,7 +297,7 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):  # noqa: N803
                               f"{b.shape}, C {c.shape}", cls=errors.FuncgradValueError)
     if method not in ("schur", "eigen"):
         raise errors.op_error("solve_sylvester", f"method must be 'schur' or 'eigen', got "
-                              f"{method!r}", cls=errors.FuncgradValueError)
+                              f"{errors.short_repr(method)}", cls=errors.FuncgradValueError)
     dt = fnp.result_type(a, b, c, 1.0)
     x = _sylvester(a.astype(dt), b.astype(dt), c.astype(dt), method)
     return x if dt.kind == "c" else fnp.real(x).astype(dt)
@@ -371,5 +375,5 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
         w, v = w[keep], v[:, keep]
     elif select != "a":
         raise errors.op_error("eigh_tridiagonal", f"select must be 'a', 'i' or 'v', got "
-                              f"{select!r}", cls=errors.FuncgradValueError)
+                              f"{errors.short_repr(select)}", cls=errors.FuncgradValueError)
     return w if eigvals_only else (w, v)

@@ -150,7 +150,7 @@ def convolution_matrix(a, n, mode="full"):
         lo = min(m, n) - 1
     else:
         raise errors.op_error("convolution_matrix", f"mode must be 'full', 'valid' or 'same', "
-                              f"got {mode!r}", cls=errors.FuncgradValueError)
+                              f"got {errors.short_repr(mode)}", cls=errors.FuncgradValueError)
     padded = fnp.concatenate([fnp.zeros(n - 1, a.dtype), a, fnp.zeros(n - 1, a.dtype)])
     rows = np.arange(lo, lo + length)[:, None] - np.arange(n)[None, :] + (n - 1)
     return fnp.take(padded, rows)
@@ -227,7 +227,8 @@ def dft(n, scale=None, *, dtype=None):
     """
     n = _size("dft", n)
     if scale not in (None, "sqrtn", "n"):
-        raise errors.op_error("dft", f"scale must be None, 'sqrtn' or 'n', got {scale!r}",
+        raise errors.op_error("dft", f"scale must be None, 'sqrtn' or 'n', got "
+                                     f"{errors.short_repr(scale)}",
                               cls=errors.FuncgradValueError)
     jk = np.outer(np.arange(n), np.arange(n)) % max(n, 1)
     m = np.exp(-2j * np.pi * jk / max(n, 1))
@@ -347,5 +348,5 @@ def _kind(name, kind):
     kind = "symmetric" if kind is None else kind
     if kind not in ("symmetric", "lower", "upper"):
         raise errors.op_error(name, f"kind must be 'symmetric', 'lower' or 'upper', got "
-                              f"{kind!r}", cls=errors.FuncgradValueError)
+                              f"{errors.short_repr(kind)}", cls=errors.FuncgradValueError)
     return kind

@@ -69,8 +69,9 @@ def map_coordinates(input, coordinates, order, mode="constant", cval=0.0):  # no
                               f"input.ndim ({x.ndim}), got {len(coords)}",
                               cls=errors.FuncgradValueError)
     if mode not in _FIXERS:
-        raise errors.op_error("map_coordinates", f"mode {mode!r} is not supported; the modes "
-                              f"are {', '.join(_FIXERS)}", cls=errors.FuncgradValueError)
+        raise errors.op_error("map_coordinates", f"mode {errors.short_repr(mode)} is not "
+                              f"supported; the modes are {', '.join(_FIXERS)}",
+                              cls=errors.FuncgradValueError)
     if order not in (0, 1):
         raise errors.op_error("map_coordinates", f"order must be 0 or 1 (as in JAX), got "
                               f"{order}", cls=errors.FuncgradValueError)

@@ -64,8 +64,9 @@ def minimize(fun, x0, args=(), *, method, tol=None, options=None):
         raise errors.op_error("minimize", f"args must be a tuple, got {type(args).__name__}",
                               cls=errors.FuncgradTypeError)
     if not isinstance(method, str) or method.lower() != "bfgs":
-        raise errors.op_error("minimize", f"method {method!r} is not recognized; the only "
-                              "method is 'BFGS' (as in JAX)", cls=errors.FuncgradValueError)
+        raise errors.op_error("minimize", f"method {errors.short_repr(method)} is not "
+                              "recognized; the only method is 'BFGS' (as in JAX)",
+                              cls=errors.FuncgradValueError)
     options = dict(options or {})
     unknown = set(options) - {"maxiter", "norm", "gtol", "line_search_maxiter"}
     if unknown:

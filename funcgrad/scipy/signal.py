@@ -24,7 +24,7 @@ _MODES = ("full", "same", "valid")
 def _inputs(name, in1, in2, mode):
     if mode not in _MODES:
         raise errors.op_error(name, f"mode must be one of 'full', 'same', 'valid', got "
-                              f"{mode!r}", cls=errors.FuncgradValueError)
+                              f"{errors.short_repr(mode)}", cls=errors.FuncgradValueError)
     a, b = fnp.asarray(in1), fnp.asarray(in2)
     if a.ndim != b.ndim:
         raise errors.op_error(name, f"in1 and in2 must have the same number of dimensions, got "
@@ -84,7 +84,7 @@ def convolve(in1, in2, mode="full", method="auto", precision=None):
         return fftconvolve(a, b, mode)
     if method not in ("auto", "direct"):
         raise errors.op_error("convolve", f"method must be 'auto', 'direct' or 'fft', got "
-                              f"{method!r}", cls=errors.FuncgradValueError)
+                              f"{errors.short_repr(method)}", cls=errors.FuncgradValueError)
     return _direct("convolve", a, b, mode, precision)
 
 
@@ -107,7 +107,7 @@ def _boundary_full(name, a, b, mode, boundary, fillvalue, precision, correlation
                               f"and {b.shape}", cls=errors.FuncgradValueError)
     if boundary not in ("fill", "wrap", "symm"):
         raise errors.op_error(name, f"boundary must be 'fill', 'wrap' or 'symm', got "
-                              f"{boundary!r}", cls=errors.FuncgradValueError)
+                              f"{errors.short_repr(boundary)}", cls=errors.FuncgradValueError)
     if mode == "valid" or (boundary == "fill" and not _nonzero(fillvalue) and not correlation):
         return _direct(name, a, b, mode, precision)
     pads = [(k - 1, k - 1) for k in b.shape]
@@ -197,7 +197,8 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):  # noqa: A
         raise errors.op_error("detrend", "overwrite_data is not supported (arrays are "
                               "immutable)", cls=errors.FuncgradValueError)
     if type not in ("linear", "l", "constant", "c"):
-        raise errors.op_error("detrend", f"type must be 'linear' or 'constant', got {type!r}",
+        raise errors.op_error("detrend", f"type must be 'linear' or 'constant', got "
+                                         f"{errors.short_repr(type)}",
                               cls=errors.FuncgradValueError)
     x = fnp.asarray(data)
     x = x.astype(fnp.result_type(x, 1.0))

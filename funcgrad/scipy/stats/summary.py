@@ -24,10 +24,12 @@ class ModeResult(NamedTuple):
 
 def _nan_policy(name, policy):
     if policy not in ("propagate", "omit", "raise"):
-        raise errors.op_error(name, f"illegal nan_policy {policy!r}; expected 'propagate', "
+        raise errors.op_error(name, f"illegal nan_policy "
+                                    f"{errors.short_repr(policy)}; expected 'propagate', "
                               "'omit' or 'raise'", cls=errors.FuncgradValueError)
     if policy != "propagate":
-        raise errors.op_error(name, f"nan_policy={policy!r} is not supported (as in JAX)",
+        raise errors.op_error(name, f"nan_policy="
+                                    f"{errors.short_repr(policy)} is not supported (as in JAX)",
                               cls=errors.FuncgradValueError)
 
 
@@ -68,7 +70,7 @@ def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
     """
     _nan_policy("rankdata", nan_policy)
     if method not in ("average", "min", "max", "dense", "ordinal"):
-        raise errors.op_error("rankdata", f"unknown method {method!r}",
+        raise errors.op_error("rankdata", f"unknown method {errors.short_repr(method)}",
                               cls=errors.FuncgradValueError)
     if axis is not None:
         return fnp.apply_along_axis(lambda v: rankdata(v, method), axis, a)
@@ -108,5 +110,5 @@ def sem(a, axis=0, ddof=1, nan_policy="propagate", *, keepdims=False):
         count = fnp.sum(~fnp.isnan(b), axis, keepdims=keepdims)
         return fnp.nanstd(b, axis, ddof=ddof, keepdims=keepdims) / fnp.sqrt(count).astype(
             b.dtype)
-    raise errors.op_error("sem", f"nan_policy={nan_policy!r} is not supported",
+    raise errors.op_error("sem", f"nan_policy={errors.short_repr(nan_policy)} is not supported",
                           cls=errors.FuncgradValueError)
