@@ -114,6 +114,32 @@ def _smoke(arch, on_gpu, fixes):
         return False
 
 
+def _cache_lines(fixes):
+    """The native cache folder: where, whose, which mode, whether it passes the checks."""
+    import pwd
+
+    from funcgrad.backends.native import cache
+    info = cache.describe()
+    _line("native cache", info["path"])
+    if info["owner"] is not None:
+        try:
+            name = pwd.getpwuid(info["owner"]).pw_name
+        except KeyError:
+            name = "?"
+        _line("  owner, mode", f"{name} (uid {info['owner']}), {info['mode']:04o}"
+                               f"{', funcgrad marker' if info['marker'] else ''}")
+    if info["ok"]:
+        _line("  checks", f"pass (owned by this user, not writable by group or others); "
+                          f"{info['modules']} modules, {info['bytes'] / 2**20:.1f} MiB")
+    elif info["ok"] is None:
+        _line("  checks", info["reason"])
+    else:
+        _line("  checks", f"FAIL: {info['reason']}")
+        fixes.append(f"the native cache {info['path']} is not used ({info['reason']}): "
+                     "modules are built in a private temporary folder each time; make it "
+                     "yours and private (`chmod 700`) or set config native_cache_dir")
+
+
 def _native(fixes):
     """The native C backend: compiler, flags, threads, cache; a smoke kernel run vs numpy."""
     import funcgrad as fg
@@ -131,8 +157,7 @@ def _native(fixes):
           f"{kernel.PARALLEL_MIN_ELEMENTS} elements or more" if pool else
           "none (the thread pool did not build: kernels run on one thread)")
     _line("native mode", f"{fg.config.native!r} (config.update('native', ...))")
-    files, size = build.cache_size()
-    _line("native cache", f"{build.cache_dir()}: {files} modules, {size / 2**20:.1f} MiB")
+    _cache_lines(fixes)
     x = np.linspace(-2, 2, 1000, dtype=np.float32)
     try:
         saved = fg.config.native

@@ -15,6 +15,8 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, NamedTuple
 
+from funcgrad._pytree_hash import HashableNodes, nodes_equal, nodes_hash  # noqa: F401
+
 _NoneType = type(None)
 _NONE_NODE = (_NoneType, None, 0)  # None is a node without children
 _LEAF_NODES = (None,)  # the structure of a single leaf
@@ -656,7 +658,8 @@ class PyTreeDef:
     """The structure of a pytree: everything but its leaves. Immutable and hashable.
 
     Two treedefs are equal when their container types, dict keys, namedtuple types and
-    registered aux data are equal; the hash is computed once and cached.
+    registered aux data are equal; the hash is computed once and cached. Aux data need not
+    hash (a dict works, as in JAX): such a treedef hashes without them.
 
     Example:
       >>> from funcgrad.tree_util import tree_structure
@@ -685,12 +688,12 @@ class PyTreeDef:
     def __eq__(self, other):
         if not isinstance(other, PyTreeDef):
             return NotImplemented
-        return self is other or self._nodes == other._nodes
+        return self is other or nodes_equal(self._nodes, other._nodes)
 
     def __hash__(self) -> int:
         h = self._hash
         if h is None:
-            h = hash(self._nodes)
+            h = nodes_hash(self._nodes)
             object.__setattr__(self, "_hash", h)
         return h
 

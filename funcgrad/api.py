@@ -10,6 +10,7 @@ import numpy as np
 from funcgrad import dtypes, errors
 from funcgrad.core import ArrayBase, Tracer, get_aval, to_array, trace_to_jaxpr
 from funcgrad.interpreters import ad
+from funcgrad.pullback import vjp_function
 from funcgrad.tree_util import (
     keystr,
     tree_flatten,
@@ -128,6 +129,9 @@ def _no_reduce_axes(name, reduce_axes):
 def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     """Reverse mode: `(out, vjp_fn)` (plus `aux`); `vjp_fn(ct)` returns one ct per primal.
 
+    `vjp_fn` is a pytree (a `tree_util.Partial` whose leaves are the residuals), as in JAX:
+    it can be returned from `jit` and passed into it.
+
     Example:
         >>> out, f_vjp = vjp(fnp.sin, 0.0)
         >>> f_vjp(1.0)
@@ -140,24 +144,7 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     out_tree = store["tree"]
     in_avals = [get_aval(x) for x in leaves]
     out_avals = [get_aval(o) for o in outs]
-
-    def vjp_fn(ct):
-        ct_leaves, ct_tree = array_leaves("vjp function", ct, "cotangent")
-        if ct_tree != out_tree:
-            raise errors.FuncgradTypeError(
-                f"vjp function: the cotangent has structure {ct_tree} but the function's "
-                f"output has structure {out_tree}\n{errors.where()}")
-        for i, (c, a) in enumerate(zip(ct_leaves, out_avals)):
-            ca = get_aval(c)
-            if ca.shape != a.shape:
-                raise errors.FuncgradTypeError(
-                    f"vjp function: cotangent leaf {i} has shape {ca.shape} but the output "
-                    f"has shape {a.shape} ({a})\n{errors.where()}")
-        cts = lin.transpose([_ct_dtype(i, c, a) for i, (c, a) in
-                             enumerate(zip(ct_leaves, out_avals))])
-        cts = [ad.instantiate(c) if c is not None else ad.instantiate(ad.Zero(a))
-               for c, a in zip(cts, in_avals)]
-        return tuple(tree_unflatten(in_tree, cts))
+    vjp_fn = vjp_function(fun, lin, in_tree, out_tree, in_avals, out_avals, _ct_dtype)
     out = tree_unflatten(out_tree, outs)
     return (out, vjp_fn, _lower_aux(store["aux"])) if has_aux else (out, vjp_fn)
 

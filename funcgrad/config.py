@@ -37,7 +37,7 @@ class Config:
         "enable_x64": False,  # 64-bit default dtypes (float64/int64), as JAX's jax_enable_x64
         "debug_nans": False,  # raise at the first primitive that produces a NaN
         "disable_jit": False,  # run jitted functions op by op
-        "check_jaxprs": False,  # re-derive every type after each transform (on in tests)
+        "check_jaxprs": False,  # re-derive types after every transform (tests; JAX: enable_checks)
         "retrace_warn_after": 4,  # warn once per jitted function after this many traces
         "jit_cache_size": 64,  # traces (and derived programs) kept per jitted function; LRU
         "collective_bucket_bytes": 4 << 20,  # jit groups gradient allreduces up to this size
@@ -48,6 +48,22 @@ class Config:
         "native_cache_bytes": 1 << 30,  # on-disk C modules beyond this: the least recent go
         "cpu_device_count": 1,  # virtual CPU devices per process (XLA's host device count)
         "default_device": None,  # where device_put and creation place arrays (None: the CPU)
+        # JAX's options, also set as "jax_<name>" (values checked as JAX checks them):
+        "debug_infs": False,  # raise at the first primitive that produces an inf
+        "numpy_rank_promotion": "allow",  # "warn"/"raise": funcgrad.numpy broadcasting of ranks
+        "numpy_dtype_promotion": "standard",  # "strict": no implicit promotion across dtypes
+        "log_compiles": False,  # log every jit compile (logger "funcgrad", level WARNING)
+        "explain_cache_misses": False,  # log why each jit cache miss traced again
+        "check_tracer_leaks": False,  # accepted: a leaked tracer always raises when used
+        "platform_name": "",  # accepted: "cpu" (default), "gpu"/"cuda"; see For JAX users
+        "platforms": None,  # accepted, as platform_name (a comma-separated list)
+        "default_matmul_precision": None,  # accepted: CPU matmuls are exact in their dtype
+        "default_prng_impl": "threefry2x32",  # the only generator funcgrad has
+        "threefry_partitionable": True,  # JAX's layout funcgrad follows; False is an error
+        "compilation_cache_dir": None,  # accepted: compiled C lives in native_cache_dir
+        "persistent_cache_min_compile_time_secs": 1.0,  # accepted (no effect)
+        "persistent_cache_min_entry_size_bytes": 0,  # accepted (no effect)
+        "traceback_filtering": "auto",  # accepted: errors already name the user's line
     }
 
     def __init__(self):
@@ -57,21 +73,34 @@ class Config:
 
     def __getattr__(self, name):
         try:
-            return self._values[name]
+            return self._values[_ALIASES.get(name, name)]
         except KeyError:
+            if name.startswith("jax_") and name[4:] in self._values | _ALIASES:
+                return getattr(self, name[4:])
             raise AttributeError(f"funcgrad.config has no option {name!r}") from None
 
     def __setattr__(self, name, value):
         raise AttributeError("use funcgrad.config.update(name, value)")
 
     def update(self, name, value):
-        """Set option `name` (e.g. "enable_x64", "debug_nans", "disable_jit") to `value`."""
-        if name.startswith("jax_"):
-            name = name[4:]
-        if name not in self._values:
+        """Set option `name` (e.g. "enable_x64", "debug_nans", "disable_jit") to `value`.
+
+        JAX's spelling "jax_<name>" is the same option. JAX's options are checked as JAX
+        checks them (a value outside an option's choices is a ValueError).
+
+        Raises:
+            UnknownOptionError: (an AttributeError and a ValueError) for a name that is no
+                option, as JAX's "Unrecognized config option".
+        """
+        key = name[4:] if name.startswith("jax_") else name
+        key = _ALIASES.get(key, key)
+        if key not in self._values:
             known = ", ".join(sorted(self._values))
-            raise ValueError(f"config.update: unknown option {name!r}; known options: {known}")
-        self._values[name] = value
+            raise UnknownOptionError(f"Unrecognized config option: {name} (funcgrad's options, "
+                                     f"also spelled jax_<name>: {known})")
+        _check_value(key, value)
+        self._values[key] = value
+        name = key
         for fn in self._listeners:
             fn(name, value)
 
@@ -84,6 +113,52 @@ class Config:
     def on_change(self, fn):
         """Register `fn(name, value)`, called after every update (used by dtype caches)."""
         self._listeners.append(fn)
+
+
+class UnknownOptionError(AttributeError, ValueError):
+    """`config.update` of a name that is no option (JAX raises AttributeError for it)."""
+
+
+_ALIASES = {"enable_checks": "check_jaxprs"}  # JAX's name -> funcgrad's option
+
+# JAX's checks of its options' values (its messages); funcgrad's own options take any value.
+_PRECISIONS = (None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+               "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM", "ANY_F8_ANY_F8_ANY",
+               "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16", "F16_F16_F32", "BF16_BF16_BF16",
+               "BF16_BF16_F32", "BF16_BF16_F32_X3", "BF16_BF16_F32_X6", "BF16_BF16_F32_X9",
+               "TF32_TF32_F32", "TF32_TF32_F32_X3", "F32_F32_F32", "F64_F64_F64")
+_CHOICES = {
+    "numpy_rank_promotion": ("allow", "warn", "raise"),
+    "numpy_dtype_promotion": ("standard", "strict"),
+    "default_matmul_precision": _PRECISIONS,
+    "traceback_filtering": ("off", "tracebackhide", "remove_frames", "quiet_remove_frames",
+                            "auto"),
+    "default_prng_impl": ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32",
+                          "philox4x32"),
+}
+_PLATFORMS = ("cpu", "gpu", "cuda")  # what funcgrad runs on
+_JAX_PLATFORMS = ("tpu", "rocm", "metal", "METAL", "neuron", "")  # JAX's other names
+
+
+def _check_value(name, value):
+    choices = _CHOICES.get(name)
+    if choices is not None and value not in choices:
+        listed = [c for c in choices if c is not None]
+        raise ValueError(f"new enum value must be {'None or ' if None in choices else ''}in "
+                         f"{listed}, got {value!r} of type {type(value)}.")
+    if name == "default_prng_impl" and value != "threefry2x32":
+        raise ValueError(f"config.update('jax_default_prng_impl', {value!r}): funcgrad "
+                         "implements only the 'threefry2x32' generator")
+    if name == "threefry_partitionable" and not value:
+        raise ValueError("config.update('jax_threefry_partitionable', False): funcgrad draws "
+                         "random bits with JAX's partitionable layout only (JAX's default)")
+    if name in ("platform_name", "platforms") and value:
+        for p in str(value).split(","):
+            if p not in _PLATFORMS:
+                what = "a JAX platform funcgrad cannot run on" if p in _JAX_PLATFORMS else \
+                    "an unknown platform"
+                raise ValueError(f"config.update('jax_{name}', {value!r}): {p!r} is {what}; "
+                                 f"funcgrad's platforms are {', '.join(_PLATFORMS)}")
 
 
 config = Config()

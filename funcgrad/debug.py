@@ -53,18 +53,39 @@ def _rebuild(values, _tree, _static):
 
 
 def _effect_primitive(name, run):
-    """A primitive that calls `run(*values, **params)` for its side effect."""
+    """A primitive that calls `run(*values, **params)` for its side effect.
+
+    Under `vmap` it runs once per example, as in JAX: the batching rule records the operands'
+    batch axes in `_batched` (one tuple of axes per vmap, innermost first), and the impl calls
+    `run` on each example's slices at run time (so the traced program stays one equation
+    whatever the batch size, also under jit)."""
     p = Primitive(name)
     p.effectful = True
 
-    def impl(*vals, **params):
-        run(*vals, **params)
+    def impl(*vals, _batched=(), **params):
+        _per_example(run, vals, _batched, params)
         return np.zeros((), np.bool_)
     p.def_impl(impl)
     p.def_abstract_eval(lambda *avals, **params: ShapedArray((), np.dtype(np.bool_)))
     ad.defjvp_zero(p)
-    batching.batch_rules[p] = lambda args, dims, **params: (p.bind(*args, **params), None)
+
+    def batch_rule(args, dims, _batched=(), **params):
+        return p.bind(*args, _batched=_batched + (tuple(dims),), **params), batching.not_mapped
+    batching.batch_rules[p] = batch_rule
     return p
+
+
+def _per_example(run, vals, levels, params):
+    """`run` on every example of the outermost vmap level in `levels`, in order, each with
+    the values of that example (unbatched operands as they are), and so on inwards."""
+    if not levels:
+        run(*vals, **params)
+        return
+    dims = levels[-1]
+    size = next(v.shape[d] for v, d in zip(vals, dims) if d is not None)
+    for i in range(size):
+        example = [v if d is None else v[(slice(None),) * d + (i,)] for v, d in zip(vals, dims)]
+        _per_example(run, example, levels[:-1], params)
 
 
 def _run_user_code(what, where, fn, *args, **kwargs):
@@ -87,14 +108,21 @@ class _Formatter(string.Formatter):
         if not (field_name.isdigit() or field_name.isidentifier()):
             raise ValueError(f"field {{{field_name}}} uses attribute access or indexing; "
                              "only {}, {0} or {name} fields are allowed")
-        return self.get_value(int(field_name) if field_name.isdigit() else field_name,
-                              args, kwargs), field_name
+        key = int(field_name) if field_name.isdigit() else field_name
+        return self.get_value(key, args, kwargs), key
 
     def format_field(self, value, format_spec):
         if format_spec and isinstance(value, np.ndarray) and value.ndim:
             return np.array2string(value, separator=" ", formatter={
                 "all": lambda v: format(v, format_spec)})
         return format(value, format_spec)
+
+    def check_unused_args(self, used_args, args, kwargs):
+        unused = [i for i in range(len(args)) if i not in used_args]
+        unused += [k for k in kwargs if k not in used_args]
+        if unused:  # (as JAX: often an f-string passed as the format)
+            raise ValueError(f"unused arguments {unused}; an f-string formats too early: "
+                             "pass a plain format with {} fields")
 
 
 _FORMATTER = _Formatter()
@@ -123,52 +151,85 @@ def _check_format(fmt, args, kwargs, where):
                   "{:.3f}; pass every value the format names") from None
 
 
-def print(fmt, *args, **kwargs):
+def print(fmt=None, *args, ordered=False, partitioned=False, skip_format_check=False,
+          **kwargs):
     """Print `fmt.format(*args, **kwargs)` with the values of `args`, also inside `jit`.
 
     Unlike Python's `print` inside a jitted function (which runs once, at trace time, and
-    shows tracers), this prints the values every time the function runs.
+    shows tracers), this prints the values every time the function runs; under `vmap`, once
+    per example with that example's values (as JAX). As in JAX, the options may come first:
+    `debug.print(ordered=True)("x = {}", x)`. funcgrad runs every effect in program order, so
+    `ordered` holds always; `partitioned` (print local shards) has no effect on one process.
+    `skip_format_check` leaves the format unchecked until it runs (a format without fields
+    then prints the values after it).
 
     Example:
         >>> jit(lambda x: debug.print("x = {}", x) or x * 2)(fnp.arange(3.0))
         x = [0. 1. 2.]
     """
-    where = errors.user_frame(2)
-    _check_format(fmt, args, kwargs, where)
-    dynamic, params = _split(args, kwargs)
-    debug_print_p.bind(*dynamic, fmt=fmt, _where=where, **params)
+    def _print(fmt, *args, **kwargs):
+        where = errors.user_frame(3)
+        if not skip_format_check:
+            _check_format(fmt, args, kwargs, where)
+        dynamic, params = _split(args, kwargs)
+        debug_print_p.bind(*dynamic, fmt=fmt, _where=where, **params)
+    return _two_call_form("debug.print", "format must be a string", _print, fmt, args, kwargs)
+
+
+def _two_call_form(name, first_is, run, first, args, kwargs):
+    """JAX's two call forms: `name(first, *args, **kwargs)` runs now; `name(**options)` (no
+    `first`, no arguments) returns the function that takes `first, *args, **kwargs`."""
+    if first is not None:
+        run(first, *args, **kwargs)
+        return None
+    if args or kwargs:
+        raise errors.op_error(name, f"the {first_is}, got None", cls=errors.FuncgradTypeError,
+                              hint=f"options alone ({name}(ordered=True)) return the function "
+                              "that takes the arguments")
+    return run
 
 
 def _print_run(*vals, fmt, _tree, _static, _where=None):
     args, kwargs = _rebuild(vals, _tree, _static)
-    _run_user_code("debug.print", _where,
-                   lambda: builtins.print(_FORMATTER.vformat(fmt, args, kwargs)))
+    if not any(field is not None for _, field, _, _ in string.Formatter().parse(fmt)):
+        text = " ".join([fmt, *map(str, args)])  # (JAX's, for an unchecked format)
+    else:
+        text = None
+    _run_user_code("debug.print", _where, lambda: builtins.print(
+        _FORMATTER.vformat(fmt, args, kwargs) if text is None else text))
 
 
 debug_print_p = _effect_primitive("debug_print", _print_run)
 
 
 # --- callback ---------------------------------------------------------------------------------
-def callback(fun, *args, **kwargs):
-    """Call `fun(*args, **kwargs)` for its side effect with concrete Arrays, also inside `jit`.
-
-    `fun`'s return value is ignored.
+def callback(callback=None, *args, ordered=False, partitioned=False, **kwargs):
+    """Call `callback(*args, **kwargs)` for its side effect with concrete Arrays, also inside
+    `jit`; under `vmap`, once per example with that example's values (as JAX). The return
+    value is ignored. As in JAX, the options may come first:
+    `debug.callback(ordered=True)(fn, x)`; funcgrad runs every effect in program order, so
+    `ordered` holds always, and `partitioned` has no effect on one process.
 
     Example:
         >>> seen = []
         >>> jit(lambda x: debug.callback(seen.append, x) or x)(fnp.ones(2)); seen
         [Array([1., 1.], dtype=float32)]
     """
-    where = errors.user_frame(2)
-    if not callable(fun):
-        raise errors.op_error("debug.callback", f"the callback must be callable, got "
-                              f"{type(fun).__name__} {errors.short_repr(fun)}")
-    dynamic, params = _split(args, kwargs)
-    debug_callback_p.bind(*dynamic, callback=fun, _where=where, **params)
+    def _callback(fun, *args, **kwargs):
+        where = errors.user_frame(3)
+        if not callable(fun):
+            raise errors.op_error("debug.callback", f"the callback must be callable, got "
+                                  f"{type(fun).__name__} {errors.short_repr(fun)}")
+        dynamic, params = _split(args, kwargs)
+        debug_callback_p.bind(*dynamic, callback=fun, _where=where, **params)
+    return _two_call_form("debug.callback", "callback must be callable", _callback, callback,
+                          args, kwargs)
 
 
 def _callback_run(*vals, callback, _tree, _static, _where=None):
-    args, kwargs = _rebuild([Array(v) for v in vals], _tree, _static)
+    # copies: under jit a value's buffer is reused once the program is done with it, and
+    # the callback may keep what it gets
+    args, kwargs = _rebuild([Array(v.copy()) for v in vals], _tree, _static)
     name = getattr(callback, "__qualname__", type(callback).__name__)
     _run_user_code(f"the debug.callback {name}", _where, callback, *args, **kwargs)
 
@@ -203,3 +264,8 @@ def inspect_array_sharding(value, *, callback):
     """Call `callback(sharding)` for each array of pytree `value` (None for traced ones)."""
     from funcgrad.sharding import visualize
     visualize.inspect_array_sharding(value, callback=callback)
+
+
+from funcgrad.debugger import breakpoint, log  # noqa: E402  (they build on the primitives above)
+
+__all__ += ["breakpoint", "log"]

@@ -384,9 +384,20 @@ def device_of(value):
 
 # --- placement ---------------------------------------------------------------------------------
 
+def own_buffer(out, source):
+    """`out`, an Array just converted from `source` (not a funcgrad array), with a buffer of
+    its own when it may be `source`'s memory: the value itself (a NumPy or device array of a
+    canonical dtype) or a view NumPy made into it. funcgrad arrays are immutable, so they
+    must not change when the caller writes to `source` later (JAX copies too)."""
+    v = out._value
+    if v is source or (type(v) is np.ndarray and not v.flags.owndata):
+        return Array(v.copy(), out.weak_type)
+    return out
+
+
 def _put(x, device, copy):
     if not isinstance(x, Array):
-        x = _array.to_array(x)
+        x = own_buffer(_array.to_array(x), x)
     here = device_of(x._value)
     if device.platform == "cpu":
         value = _array.host_value(x._value)

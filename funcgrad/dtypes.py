@@ -62,6 +62,20 @@ def default_complex():
     return complex128 if config.enable_x64 else complex64
 
 
+def to_inexact(dtype):
+    """The inexact dtype an integer or bool `dtype` becomes in float arithmetic (JAX's rule:
+    float32 for bool and integers up to 32 bits, even with x64; the default float for 64-bit
+    integers); an inexact dtype is returned as it is.
+
+    Example:
+        >>> to_inexact(int8), to_inexact(float16)
+        (dtype('float32'), dtype('float16'))
+    """
+    if dtype.kind in "fc":
+        return dtype
+    return default_float() if dtype.itemsize == 8 else float32
+
+
 def canonicalize(dtype):
     """The dtype an array of `dtype` gets in funcgrad (64-bit narrowed unless x64)."""
     try:
@@ -103,21 +117,34 @@ _LATTICE = {
 }
 
 
-def _upper_sets():
+# `config.numpy_dtype_promotion = "strict"`: a Python scalar joins arrays of its kind (or a
+# higher kind); arrays of different dtypes do not join at all (JAX's strict lattice).
+_INTS = [uint8, uint16, uint32, uint64, int8, int16, int32, int64]
+_STRICT_LATTICE = {**{t: [] for t in _SHORT}, "i*": ["f*", *_INTS],
+                   "f*": ["c*", float16, float32, float64], "c*": [complex64, complex128]}
+
+
+def _upper_sets(lattice):
     ups = {}
-    for node in _LATTICE:
+    for node in lattice:
         seen, stack = set(), [node]
         while stack:
             n = stack.pop()
             if n not in seen:
                 seen.add(n)
-                stack.extend(_LATTICE[n])
+                stack.extend(lattice[n])
         ups[node] = seen
     return ups
 
 
-_UP = _upper_sets()
+_UP = _upper_sets(_LATTICE)
+_UP_STRICT = _upper_sets(_STRICT_LATTICE)
 _join_cache = {}
+
+
+class TypePromotionError(errors.FuncgradValueError):
+    """Operands whose dtypes have no implicit promotion (with `numpy_dtype_promotion` set to
+    "strict"), as JAX's `jax.dtypes.TypePromotionError`."""
 
 
 def _join(a, b):
@@ -128,6 +155,19 @@ def _join(a, b):
         r = next(n for n in common if _UP[n] >= common)
         _join_cache[key] = r
     return r
+
+
+def _join_strict(a, b):
+    common = _UP_STRICT[a] & _UP_STRICT[b]
+    least = [n for n in common if _UP_STRICT[n] >= common]
+    if not least:
+        names = {"i*": "<class 'int'>", "f*": "<class 'float'>", "c*": "<class 'complex'>"}
+        raise TypePromotionError(
+            f"Input dtypes {tuple(names.get(n, str(n)) for n in (a, b))} have no available "
+            "implicit dtype promotion path when jax_numpy_dtype_promotion=strict. Try "
+            "explicitly casting inputs to the desired output type, or set "
+            f"jax_numpy_dtype_promotion=standard.\n{errors.where()}")
+    return least[0]
 
 
 def _node(dtype, weak):
@@ -151,8 +191,9 @@ def promote_types(*dtypes_weak):
     if r is not None:
         return r
     node = _node(*dtypes_weak[0])
+    join = _join_strict if config.numpy_dtype_promotion == "strict" else _join
     for dt, weak in dtypes_weak[1:]:
-        node = _join(node, _node(dt, weak))
+        node = join(node, _node(dt, weak))
     if node == "i*":
         r = (default_int(), True)
     elif node == "f*":
@@ -165,8 +206,14 @@ def promote_types(*dtypes_weak):
     return r
 
 
-def result_type(*args):
-    """The promoted dtype of arrays, dtypes and Python scalars, as `jnp.result_type`."""
+def result_type(*args, return_weak_type_flag=False):
+    """The promoted dtype of arrays, dtypes and Python scalars, as `jnp.result_type`; with
+    `return_weak_type_flag`, `(dtype, weak_type)`.
+
+    Example:
+        >>> result_type(1.0), result_type(1.0, return_weak_type_flag=True)
+        (dtype('float32'), (dtype('float32'), True))
+    """
     from funcgrad.core import get_aval
 
     pairs = []
@@ -178,4 +225,123 @@ def result_type(*args):
         else:
             aval = get_aval(a)
             pairs.append((aval.dtype, aval.weak_type))
-    return promote_types(*pairs)[0]
+    out = promote_types(*pairs)
+    return out if return_weak_type_flag else out[0]
+
+
+# --- jax.dtypes: the public names -----------------------------------------------------------
+# (`float0`, `result_type` and `TypePromotionError` are above; `finfo`/`iinfo` are
+# funcgrad.numpy's, reached through the module's `__getattr__`.)
+
+class extended(np.generic):  # noqa: N801  (JAX's name)
+    """The category of dtypes that are not NumPy's (typed PRNG keys): for `issubdtype`."""
+
+
+class prng_key(extended):  # noqa: N801  (JAX's name)
+    """The category of the dtypes of typed PRNG keys (`random.key`): for `issubdtype`.
+
+    Example:
+        >>> issubdtype(fnp.float32, prng_key)
+        False
+    """
+
+
+def is_extended(dtype):
+    """Whether `dtype` is an extended (non-NumPy) dtype, such as a typed key's."""
+    return category_of(dtype) is not None
+
+
+def category_of(dtype):
+    """The `extended` subclass an extended dtype belongs to (`prng_key` for a typed key's,
+    which names its generator in `.impl`), or None for anything else."""
+    if isinstance(dtype, (np.dtype, type, str)) or dtype is None:
+        return None
+    kind = getattr(dtype, "type", None)
+    if isinstance(kind, type) and issubclass(kind, extended):
+        return kind
+    return prng_key if isinstance(getattr(dtype, "impl", None), str) else None
+
+
+def _dtype_or_kind(x):
+    """A NumPy dtype or abstract kind (`np.floating`) for `issubdtype`: funcgrad's scalar
+    types (`fnp.float32`) by their dtype, arrays by theirs."""
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return x
+    dt = getattr(x, "dtype", None)
+    return dt if isinstance(dt, np.dtype) else np.dtype(x)
+
+
+def issubdtype(a, b):
+    """Whether dtype `a` is `b` or lies below it in NumPy's hierarchy of dtypes and kinds,
+    extended dtypes included (`issubdtype(key.dtype, prng_key)` is True).
+
+    Example:
+        >>> issubdtype(fnp.float32, fnp.floating), issubdtype(fnp.int8, fnp.floating)
+        (True, False)
+    """
+    cat_a, cat_b = category_of(a), category_of(b)
+    if cat_a is not None or cat_b is not None:
+        if cat_a is None:
+            return False
+        if cat_b is not None:  # two extended dtypes
+            return a == b
+        return isinstance(b, type) and issubclass(cat_a, b)
+    return bool(np.issubdtype(_dtype_or_kind(a), _dtype_or_kind(b)))
+
+
+def canonicalize_dtype(dtype, allow_extended_dtype=False):
+    """The dtype funcgrad gives arrays of `dtype`: 64-bit types narrowed to 32 bits unless
+    `enable_x64`, Python types to their defaults (`float` -> float32), as JAX's.
+
+    Raises:
+        ValueError: an extended dtype (a typed key's) without `allow_extended_dtype`.
+
+    Example:
+        >>> canonicalize_dtype(np.float64), canonicalize_dtype(int)
+        (dtype('float32'), dtype('int32'))
+    """
+    if is_extended(dtype):
+        if not allow_extended_dtype:
+            raise ValueError(f"Internal: canonicalize_dtype called on extended dtype {dtype} "
+                             "with allow_extended_dtype=False")
+        return dtype
+    if dtype is bool or dtype is int or dtype is float or dtype is complex:
+        return scalar_dtype(dtype())[0]
+    dt = np.dtype(dtype)
+    return _NARROW.get(dt, dt) if not config.enable_x64 else dt
+
+
+def scalar_type_of(x):
+    """The Python scalar type (bool, int, float or complex) of the values of `x`.
+
+    Example:
+        >>> scalar_type_of(fnp.ones(2)), scalar_type_of(np.int8(1))
+        (<class 'float'>, <class 'int'>)
+    """
+    dt = x.dtype if isinstance(getattr(x, "dtype", None), np.dtype) else None
+    if dt is None:
+        dt = scalar_dtype(x)[0] if type(x) in (bool, int, float, complex) else np.asarray(x).dtype
+    kinds = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+    if dt.kind not in kinds:
+        raise TypeError(f"Value {errors.short_repr(x)} with dtype {dt} is not a valid funcgrad "
+                        "array type. Only arrays of numeric types are supported.")
+    return kinds[dt.kind]
+
+
+def itemsize_bits(dtype):
+    """The bits one element of `dtype` occupies (8 for bool).
+
+    Example:
+        >>> itemsize_bits(float32), itemsize_bits(bool_)
+        (32, 8)
+    """
+    if is_extended(dtype):
+        raise ValueError(f"unexpected input: dtype={dtype}")
+    return np.dtype(_dtype_or_kind(dtype)).itemsize * 8
+
+
+def __getattr__(name):
+    if name in ("finfo", "iinfo"):  # one home: funcgrad.numpy's (loaded on first use)
+        from funcgrad.numpy import dtype_api
+        return getattr(dtype_api, name)
+    raise AttributeError(f"module 'funcgrad.dtypes' has no attribute {name!r}")

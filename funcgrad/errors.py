@@ -160,9 +160,10 @@ def memory_error(op, avals, frame=None):
     parts = [f"{a.dtype}{list(a.shape)}" if hasattr(a, "shape") else f"{a[1]}{list(a[0])}"
              for a in avals]
     frame = frame if frame is not None else user_frame(2)
+    need = (f"needed {total} bytes ({total / 2**30:.1f} GiB) for {', '.join(parts)}" if parts
+            else "an allocation failed")
     return FuncgradMemoryError(
-        f"{op}: out of memory: needed {total} bytes ({total / 2**30:.1f} GiB) for "
-        f"{', '.join(parts) or 'its outputs'}\n{where(frame)}\n"
+        f"{op}: out of memory: {need}\n{where(frame)}\n"
         "  hint: make the arrays smaller, process the data in chunks (lax.map, lax.scan), "
         "or free arrays that are no longer needed")
 

@@ -74,11 +74,12 @@ def save(path: str | os.PathLike, tree: Any) -> None:
     """Writes `tree` (params, model state, optimizer state... any pytree) to `path`.
 
     Leaves may be funcgrad arrays, NumPy arrays or Python scalars (bool, int, float,
-    complex); containers may be dicts (str or int keys), lists, tuples, None and namedtuples
-    (recorded by module and qualified name; see `load` for getting their types back). The
-    write is atomic: `path` is replaced only once the new file is complete, and temporary
-    files left by killed saves to the same `path` are removed. A symlink is followed (its
-    target is replaced, the link stays). The name is used as given (no `.npz` is appended).
+    complex); containers may be dicts and OrderedDicts (str or int keys; an OrderedDict keeps
+    its order), lists, tuples, None and namedtuples (recorded by module and qualified name;
+    see `load` for getting their types back). The write is atomic: `path` is replaced only
+    once the new file is complete, and temporary files left by killed saves to the same
+    `path` are removed. A symlink is followed (its target is replaced, the link stays). The
+    name is used as given (no `.npz` is appended).
 
     Args:
         path: the file to write.
@@ -189,7 +190,7 @@ def _describe_node(x, link, arrays) -> tuple[dict, list]:
                               "value; save outside jit/grad/vmap")
     if isinstance(x, (ArrayBase, np.ndarray, np.generic)):
         return _describe_leaf(x, link, arrays), []
-    if type(x) is dict:
+    if type(x) in (dict, collections.OrderedDict):
         return _describe_dict(x, link)
     if type(x) in (list, tuple):
         children = [(tree_util.SequenceKey(i), c) for i, c in enumerate(x)]
@@ -210,8 +211,10 @@ def _describe_dict(x, link) -> tuple[dict, list]:
         if type(k) not in (str, int):
             raise CheckpointError(f"save: dict key {k!r} at {_path_text(_keys_of(link))} is "
                                   "not a str or int")
-    keys = sorted(x, key=lambda k: (type(k).__name__, k))
-    return ({"type": "dict", "keys": [[type(k).__name__, k] for k in keys]},
+    ordered = type(x) is collections.OrderedDict  # keeps its order (optax's named_chain)
+    keys = list(x) if ordered else sorted(x, key=lambda k: (type(k).__name__, k))
+    return ({"type": "ordered_dict" if ordered else "dict",
+             "keys": [[type(k).__name__, k] for k in keys]},
             [(tree_util.DictKey(k), x[k]) for k in keys])
 
 
@@ -416,9 +419,10 @@ class _Rebuild:
             self.stack[-1].values.append(_scalar(node))
         elif t == "leaf":
             self.stack[-1].values.append(self.leaf(node))
-        elif t == "dict":
+        elif t in ("dict", "ordered_dict"):
             keys = _dict_keys(node)
-            self.stack.append(_Frame(lambda v: dict(zip(keys, v)),
+            build = dict if t == "dict" else collections.OrderedDict
+            self.stack.append(_Frame(lambda v: build(zip(keys, v)),
                                      [tree_util.DictKey(k) for k in keys]))
         elif t in ("list", "tuple"):
             n = _field(node, "length", int)

@@ -10,13 +10,21 @@ and `recorder.record(site, t0)` after it, `site` being the `Site` that `site_of(
 program_name)` builds for that node of the fused program; sub-programs report to the same
 recorder. The plain compiled program is untouched, so not profiling costs nothing. The
 clock is the recorder's: `time.perf_counter` on the CPU, `EventClock` (CUDA events) on a GPU.
-This module imports numpy, the core, errors and the escaping policy only at the top (backends import
-`site_of` from it); the compiler is imported lazily.
+JAX's names (`start_trace`/`stop_trace`/`trace`, `TraceAnnotation`, `StepTraceAnnotation`,
+`annotate_function`) record a session of many runs into the same kind of trace (at the end).
+This module imports numpy, the core, errors and the escaping policy only at the top (backends
+import `site_of` from it); the compiler is imported lazily.
 """
 
+import contextlib
+import functools
+import gzip
 import json
 import math
+import os
+import socket
 import statistics
+import threading
 import time
 
 import numpy as np
@@ -25,7 +33,9 @@ from funcgrad import errors
 from funcgrad.compiler import escape
 from funcgrad.core import Var
 
-__all__ = ["EventClock", "ProfileResult", "Recorder", "Row", "Site", "profile", "site_of"]
+__all__ = ["EventClock", "ProfileOptions", "ProfileResult", "Recorder", "Row", "Site",
+           "StepTraceAnnotation", "TraceAnnotation", "annotate_function", "profile", "site_of",
+           "start_trace", "stop_trace", "trace"]
 
 
 class Site:
@@ -344,3 +354,226 @@ def profile(fun, *args, repeat=10, warmup=1, trace=None, show=False, **kwargs):
     if not isinstance(fun, Compiled):
         fun = (fun if hasattr(fun, "lower") else jit(fun)).lower(*args, **kwargs).compile()
     return fun.profile(*args, repeat=repeat, warmup=warmup, trace=trace, show=show, **kwargs)
+
+
+# --- JAX's trace sessions: start_trace/stop_trace/trace and annotations -------------------------
+# A session records, until `stop_trace`, the annotated Python ranges (`TraceAnnotation`,
+# `StepTraceAnnotation`, `annotate_function`), every run of a compiled program (a "jit(f)"
+# slice) and, inside it, each kernel and library call (the backend's `instrumented` hook), and
+# writes them as the Chrome/Perfetto trace that `ProfileResult.chrome_trace` writes.
+
+class _Recorder(Recorder):
+    """A `Recorder` that also notes the thread of each event."""
+
+    def record(self, site, t0):
+        self.events.append((site, t0, self.clock(), threading.get_ident()))
+
+
+class _Session:
+    def __init__(self, log_dir, perfetto_trace, perfetto_link):
+        self.log_dir, self.perfetto_trace = str(log_dir), perfetto_trace or perfetto_link
+        self.perfetto_link = perfetto_link
+        self.origin = time.perf_counter()
+        self.spans = []  # (name, category, t0, t1, thread, args)
+        self.recorder = _Recorder()
+        self.programs = {}  # id(exe) -> (exe, its instrumented function or None)
+
+    def add(self, name, category, t0, t1, args):
+        self.spans.append((name, category, t0, t1, threading.get_ident(), args))
+
+    def run(self, name, exe, args):
+        """Run a compiled program, timing it and (where the backend can) its kernels."""
+        hit = self.programs.get(id(exe))
+        if hit is None or hit[0] is not exe:
+            try:
+                fn = exe.instrumented(self.recorder)
+            except (AttributeError, errors.BackendUnavailableError):
+                fn = None
+            hit = self.programs[id(exe)] = (exe, fn)
+        t0 = time.perf_counter()
+        try:
+            return (hit[1] or exe)(*args)
+        finally:
+            self.add(f"jit({name})", "jit", t0, time.perf_counter(), {})
+
+    def chrome_trace(self):
+        threads = {}
+        tid = lambda t: threads.setdefault(t, len(threads) + 1)  # noqa: E731
+        us = lambda t: (t - self.origin) * 1e6  # noqa: E731
+        events = [{"name": escape.comment(n), "ph": "X", "ts": us(t0), "dur": us(t1) - us(t0),
+                   "pid": 1, "tid": tid(th), "cat": cat, "args": _jsonable(args)}
+                  for n, cat, t0, t1, th, args in self.spans]
+        for site, t0, t1, th in self.recorder.events:
+            events.append({"name": site.name, "ph": "X", "ts": us(t0), "dur": us(t1) - us(t0),
+                           "pid": 1, "tid": tid(th), "cat": site.kind,
+                           "args": {"source": site.source, "bytes": site.nbytes,
+                                    "flops": site.flops, "program": site.program}})
+        meta = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0,
+                 "args": {"name": "funcgrad"}}]
+        meta += [{"name": "thread_name", "ph": "M", "pid": 1, "tid": n,
+                  "args": {"name": f"python thread {n}"}} for n in threads.values()]
+        return {"traceEvents": meta + sorted(events, key=lambda e: (e["ts"], -e["dur"])),
+                "displayTimeUnit": "ms"}
+
+    def write(self):
+        """`log_dir/plugins/profile/<run>/<host>.trace.json.gz` (and `perfetto_trace.json.gz`
+        beside it when asked), JAX's layout; returns the run's folder."""
+        run = time.strftime("%Y_%m_%d_%H_%M_%S")
+        folder = os.path.join(self.log_dir, "plugins", "profile", run)
+        n = 1
+        while os.path.exists(folder):
+            n += 1
+            folder = os.path.join(self.log_dir, "plugins", "profile", f"{run}_{n}")
+        os.makedirs(folder)
+        trace = self.chrome_trace()
+        _write_gz(os.path.join(folder, f"{socket.gethostname()}.trace.json.gz"),
+                  dict(trace, metadata={"producer": "funcgrad"}))
+        if self.perfetto_trace:
+            path = _write_gz(os.path.join(folder, "perfetto_trace.json.gz"), trace)
+            if self.perfetto_link:
+                print(f"Open https://ui.perfetto.dev and load {path} (funcgrad serves no link)")
+        return folder
+
+
+def _jsonable(args):
+    return {str(k): v if isinstance(v, (int, float, str, bool, type(None))) else repr(v)
+            for k, v in args.items()}
+
+
+def _write_gz(path, trace):
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        json.dump(trace, f)
+    return path
+
+
+class _State:
+    session = None
+
+
+_state = _State()
+
+
+def start_trace(log_dir, create_perfetto_link=False, create_perfetto_trace=False,
+                profiler_options=None):
+    """Start recording a trace, written to `log_dir` by `stop_trace` (JAX's layout:
+    `log_dir/plugins/profile/<run>/<host>.trace.json.gz`, and `perfetto_trace.json.gz` with
+    `create_perfetto_trace`). It records annotated ranges (`TraceAnnotation`,
+    `StepTraceAnnotation`, `annotate_function`), every run of a jitted program and each of its
+    kernels and library calls; eager operations are not recorded.
+
+    Args:
+        log_dir: the folder to write the trace into.
+        create_perfetto_link: also write `perfetto_trace.json.gz` and print where it is
+            (JAX serves it to ui.perfetto.dev and waits; funcgrad does not).
+        create_perfetto_trace: also write `perfetto_trace.json.gz`.
+        profiler_options: accepted (`ProfileOptions`); funcgrad has no options.
+
+    Raises:
+        RuntimeError: a trace is being recorded already.
+
+    Example:
+        >>> start_trace("/tmp/tb"); step(x); stop_trace()
+    """
+    if _state.session is not None:
+        raise RuntimeError("Profile has already been started. Only one profile may be run "
+                           "at a time.")
+    from funcgrad.compiler import jit_cache
+    _state.session = _Session(log_dir, create_perfetto_trace, create_perfetto_link)
+    jit_cache.watchers.append(_state.session.run)
+
+
+def stop_trace():
+    """Stop the trace `start_trace` began and write it (see `start_trace`).
+
+    Raises:
+        RuntimeError: no trace is being recorded.
+    """
+    session = _state.session
+    if session is None:
+        raise RuntimeError("No profile started")
+    from funcgrad.compiler import jit_cache
+    jit_cache.watchers.remove(session.run)
+    _state.session = None
+    session.write()
+
+
+@contextlib.contextmanager
+def trace(log_dir, create_perfetto_link=False, create_perfetto_trace=False,
+          profiler_options=None):
+    """`start_trace(...)` on entry and `stop_trace()` on exit.
+
+    Example:
+        >>> with trace("/tmp/tb"):
+        ...     step(x).block_until_ready()
+    """
+    start_trace(log_dir, create_perfetto_link, create_perfetto_trace, profiler_options)
+    try:
+        yield
+    finally:
+        stop_trace()
+
+
+class TraceAnnotation:
+    """A named range of the trace being recorded (`start_trace`), with `kwargs` as its
+    arguments; a context manager. Costs almost nothing when no trace is recorded.
+
+    Example:
+        >>> with TraceAnnotation("data loading", epoch=3):
+        ...     batch = next(loader)
+    """
+
+    category = "annotation"
+
+    def __init__(self, name, **kwargs):
+        self.name, self.kwargs, self.t0 = name, kwargs, None
+
+    def __enter__(self):
+        self.t0 = time.perf_counter() if _state.session is not None else None
+        return self
+
+    def __exit__(self, *exc):
+        session = _state.session
+        if session is not None and self.t0 is not None:
+            session.add(self.name, self.category, self.t0, time.perf_counter(), self.kwargs)
+
+
+class StepTraceAnnotation(TraceAnnotation):
+    """A `TraceAnnotation` that marks one training step (`step_num=` among its arguments),
+    category "step" in the trace.
+
+    Example:
+        >>> for i in range(3):
+        ...     with StepTraceAnnotation("train", step_num=i):
+        ...         params = update(params, batch)
+    """
+
+    category = "step"
+
+
+def annotate_function(func, name=None, **decorator_kwargs):
+    """`func` with every call recorded as a `TraceAnnotation` named `name` (default: its
+    qualified name) with `decorator_kwargs` as arguments.
+
+    Example:
+        >>> @annotate_function
+        ... def loss(params, batch): ...
+    """
+    name = name or getattr(func, "__qualname__", None) or getattr(func, "__name__", "function")
+
+    @functools.wraps(func)
+    def annotated(*args, **kwargs):
+        with TraceAnnotation(name, **decorator_kwargs):
+            return func(*args, **kwargs)
+    return annotated
+
+
+class ProfileOptions:
+    """JAX's profiler options, accepted by `start_trace`; funcgrad's traces take none of them
+    (the attributes keep JAX's defaults)."""
+
+    def __init__(self):
+        self.host_tracer_level, self.python_tracer_level = 2, 1
+        self.enable_hlo_proto, self.include_dataset_ops = True, True
+        self.duration_ms, self.start_timestamp_ns = 0, 0
+        self.advanced_configuration, self.repository_path, self.session_id = {}, "", ""
+        self.raise_error_on_start_failure = False

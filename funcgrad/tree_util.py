@@ -19,6 +19,7 @@ from funcgrad._pytree import (  # noqa: F401  (some private names serve jit)
     DictKey,
     FlattenedIndexKey,
     GetAttrKey,
+    HashableNodes,
     PyTreeDef,
     SequenceKey,
     TreeStructureError,
@@ -453,3 +454,115 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None,
     columns = [inner_treedef.flatten_up_to(inner) for inner in inners]
     rows = zip(*columns) if columns else [()] * inner_treedef.num_leaves
     return inner_treedef.unflatten([outer_treedef.unflatten(row) for row in rows])
+
+
+# ---------------------------------------------------------------------------------------------
+# Classes as nodes: decorators, static classes and `Partial`
+
+
+def register_pytree_node_class(cls: type) -> type:
+    """Registers a class whose instances flatten with `self.tree_flatten()` (returning
+    `(children, aux_data)`) and unflatten with the classmethod
+    `cls.tree_unflatten(aux_data, children)`; returns `cls`, so it works as a decorator.
+
+    Example:
+      >>> @register_pytree_node_class
+      ... class Pair:
+      ...     def __init__(self, a, b):
+      ...         self.a, self.b = a, b
+      ...     def tree_flatten(self):
+      ...         return (self.a, self.b), None
+      ...     @classmethod
+      ...     def tree_unflatten(cls, aux, children):
+      ...         return cls(*children)
+      >>> tree_leaves(Pair(1, (2, 3)))
+      [1, 2, 3]
+    """
+    register_pytree_node(cls, lambda x: x.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def register_pytree_with_keys_class(cls: type) -> type:
+    """`register_pytree_node_class` for a class whose `tree_flatten_with_keys()` returns
+    `(((key, child), ...), aux_data)`, giving its children's path keys; a `tree_flatten`
+    method, if the class has one, is the faster flatten. Returns `cls`.
+
+    Example:
+      >>> @register_pytree_with_keys_class
+      ... class Named:
+      ...     def __init__(self, w):
+      ...         self.w = w
+      ...     def tree_flatten_with_keys(self):
+      ...         return ((GetAttrKey('w'), self.w),), None
+      ...     @classmethod
+      ...     def tree_unflatten(cls, aux, children):
+      ...         return cls(*children)
+      >>> keystr(tree_flatten_with_path(Named(1))[0][0][0])
+      '.w'
+    """
+    flatten = (lambda x: x.tree_flatten()) if hasattr(cls, "tree_flatten") else None
+    register_pytree_with_keys(cls, lambda x: x.tree_flatten_with_keys(), cls.tree_unflatten,
+                              flatten)
+    return cls
+
+
+def register_static(cls: type) -> type:
+    """Registers `cls` as a pytree node with no leaves: an instance is part of the tree's
+    structure, so `jit` treats it as a static value (it must be hashable). Returns `cls`.
+
+    Example:
+      >>> @register_static
+      ... class Mode(str):
+      ...     pass
+      >>> tree_leaves([1, Mode("add")])
+      [1]
+    """
+    register_pytree_with_keys(cls, lambda x: ((), x), lambda x, _: x)
+    return cls
+
+
+class _HashableCallableShim:
+    """A callable compared and hashed by the callable it holds (a `functools.partial` given
+    to `Partial`, so that `functools.partial` does not merge it into the new one)."""
+
+    def __init__(self, fun):
+        self.fun = fun
+
+    def __call__(self, *args, **kw):
+        return self.fun(*args, **kw)
+
+    def __hash__(self):
+        return hash(self.fun)
+
+    def __eq__(self, other):
+        return self.fun == (other.fun if isinstance(other, _HashableCallableShim) else other)
+
+
+class Partial(functools.partial):
+    """`functools.partial` as a pytree: the bound arguments are its children (their leaves
+    are traced), the function is static. So a partially applied function can be passed to
+    and returned from transformed functions (`jit(lambda f, x: f(x))(Partial(fnp.add, 1),
+    2)`), as JAX's `Partial`.
+
+    Example:
+      >>> divide_7 = Partial(divmod, 7)
+      >>> divide_7(2), tree_leaves(divide_7)
+      ((3, 1), [7])
+    """
+
+    def __new__(cls, func, *args, **kw):
+        if isinstance(func, functools.partial):  # keep its arguments out of this pytree
+            original = func
+            func = _HashableCallableShim(original)
+            out = super().__new__(cls, func, *args, **kw)
+            func.func, func.args = original.func, original.args
+            func.keywords = original.keywords
+            return out
+        return super().__new__(cls, func, *args, **kw)
+
+
+register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, xs: Partial(func, *xs[0], **xs[1]))
+
+__all__ += ["Partial", "register_pytree_node_class", "register_pytree_with_keys_class",
+            "register_static"]

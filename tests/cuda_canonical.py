@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import funcgrad.numpy as fnp
-from funcgrad import lax, make_jaxpr
+from funcgrad import lax, make_jaxpr, random
 from funcgrad.backends.cuda.plan import DeviceInfo, plan_kernel
 from funcgrad.compiler.fusion import fuse
 from funcgrad.compiler.pipeline import optimize
@@ -89,6 +89,9 @@ def _cases():
         s = rng.integers(0, 40, (300,)).astype(np.uint32)
         return x, s
 
+    def threefry_keys(rng):  # one key per element, as vmap over keys gives
+        return tuple(rng.integers(0, 2**32, (3, 1000), dtype=np.uint32))
+
     cases = [
         Case("ew_odd_size", lambda a, b, c: fnp.tanh(a * b + c),
              lambda r: (_f32(r, 100003), _f32(r, 100003), _f32(r, 100003)), "elementwise"),
@@ -112,6 +115,8 @@ def _cases():
         Case("ew_uint_bits", lambda x, s: (lax.shift_left(x, s) ^ lax.shift_right_logical(x, s))
              | lax.population_count(x) + lax.shift_right_arithmetic(x, s), bits,
              "elementwise"),
+        Case("ew_threefry", lambda k1, k2, x: lax.bitwise_xor(*random.threefry2x32(
+            k1, k2, np.uint32(0), x)), threefry_keys, "elementwise"),
         Case("ew_bool_logic", lambda a, b: (a > 0) & ~(b > 0.5) | (a < -1.0),
              lambda r: (_f32(r, 1000), _f32(r, 1000)), "elementwise"),
         Case("ew_float16", lambda x, h: x.astype(np.float16) * 2.0 + h,

@@ -88,6 +88,44 @@ def test_asarray_copy():
         fnp.asarray(np.ones(2), copy=False)  # float64 must become float32
 
 
+class _Holder:
+    """An array-like whose `__array__` hands out its NumPy array itself."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __array__(self, dtype=None, copy=None):
+        return self.a
+
+
+@pytest.mark.parametrize("convert", [
+    fnp.asarray, fnp.array, fnp.copy, fg.device_put, lambda a: fnp.asarray(a, copy=True),
+    lambda a: fnp.asarray(a, fnp.int32), lambda a: fnp.array(a, ndmin=3),
+    lambda a: fnp.full((2, 3), a), lambda a: fnp.full_like(a, a), lambda a: fnp.asarray(a[:, 1]),
+    lambda a: fnp.asarray(_Holder(a)), lambda a: fg.device_put({"w": a})["w"],
+    lambda a: fnp.meshgrid(a[0], a[1], sparse=True)[1],
+], ids=["asarray", "array", "copy", "device_put", "copy=True", "dtype", "ndmin", "full",
+        "full_like", "view", "__array__", "device_put-tree", "meshgrid"])
+def test_conversions_do_not_share_the_callers_buffer(convert):
+    src = np.arange(6, dtype=np.int32).reshape(2, 3)
+    out = convert(src)
+    before = np.array(out)
+    src[...] = -7  # funcgrad arrays are immutable: JAX copies here too
+    np.testing.assert_array_equal(np.asarray(out), before)
+    assert not np.shares_memory(np.asarray(out), src)
+
+
+def test_only_copy_false_shares_and_arrays_are_not_copied_twice():
+    src = np.arange(3, dtype=np.float32)
+    shared = fnp.asarray(src, copy=False)
+    src[0] = 5.0
+    assert np.asarray(shared)[0] == 5.0  # the Array API's copy=False: the same memory
+    assert np.shares_memory(np.asarray(fnp.array(src, copy=False)), src)
+    x = fnp.arange(3.0)
+    assert fnp.asarray(x) is x and fg.device_put(x) is x
+    assert not np.shares_memory(np.asarray(fnp.copy(x)), np.asarray(x))  # donation-safe
+
+
 def test_astype_and_clip_follow_the_standard():
     x = fnp.arange(5)
     assert list(inspect.signature(fnp.astype).parameters) == ["x", "dtype", "copy", "device"]
@@ -98,7 +136,7 @@ def test_astype_and_clip_follow_the_standard():
     assert x.astype(fnp.float32).dtype == F32
     assert_matches(fnp.clip(x, min=1, max=3), np.clip(np.arange(5), 1, 3), I32)
     assert_matches(fnp.clip(x, max=2), np.minimum(np.arange(5), 2), I32)
-    assert_matches(fnp.clip(x, 1.5, 3.5), np.array([1, 1, 2, 3, 3]), I32)  # keeps int32
+    assert_matches(fnp.clip(x, 1.5, 3.5), np.array([1.5, 1.5, 2, 3, 3.5]), F32)  # as JAX
     assert fnp.clip(x) is x
     f = np.array([np.nan, -2.0, 5.0], np.float32)
     assert_matches(fnp.clip(f, min=fnp.zeros(3), max=1.0), np.clip(f, 0, 1), F32)
@@ -301,3 +339,30 @@ def test_pow_special_cases_follow_c99():
     for xi, wi in zip(x[:2], want[:2]):  # a rank-0 exponent: no NumPy sqrt fast path
         got = np.asarray(fnp.power(fnp.asarray(xi), 0.5))
         assert got == wi and np.signbit(got) == np.signbit(wi)
+
+
+def test_eager_results_never_share_a_numpy_operands_memory():
+    # a view op's eager result (reshape, transpose, ...) would otherwise be a view of the
+    # caller's NumPy array, and change when the caller writes to it (JAX copies its inputs)
+    ops = {"reshape": lambda a: fnp.reshape(a, (2, 3)), "ravel": fnp.ravel,
+           "transpose": fnp.transpose, "squeeze": lambda a: fnp.squeeze(a[None]),
+           "expand_dims": lambda a: fnp.expand_dims(a, 0), "astype": lambda a: fnp.astype(
+               a, np.float32), "broadcast_to": lambda a: fnp.broadcast_to(a, (2, 2, 3)),
+           "lax.reshape": lambda a: fg.lax.reshape(a, (3, 2)),
+           "lax.slice": lambda a: fg.lax.slice(a, (0, 0), (1, 3)),
+           "real": fnp.real, "atleast_3d": fnp.atleast_3d}
+    for name, op in ops.items():
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        out = op(a)
+        before = np.array(out)
+        a[...] = -1.0
+        np.testing.assert_array_equal(np.asarray(out), before, err_msg=name)
+
+
+def test_numpy_array_of_an_array_is_a_writable_copy():
+    x = fnp.arange(3.0)
+    b = np.array(x)  # NumPy 2 passes copy=True to __array__ and trusts it
+    assert b.flags.writeable and not np.shares_memory(b, np.asarray(x))
+    b[0] = 7.0
+    np.testing.assert_array_equal(x, [0.0, 1.0, 2.0])
+    assert not np.asarray(x).flags.writeable  # a read-only view, as of a JAX array

@@ -89,11 +89,11 @@ GOLDEN_SOFTMAX = """\
 def fg_jit_N(a0):
     # a0: f32[4,8]
     # kernel k0_max: float32[4, 8], reduces axes (1,)
-    b0 = np.max(a0, axis=1)                               # test_codegen.py:L (softmax)
+    b0 = np.maximum.reduce(a0, axis=1)                    # test_codegen.py:L (softmax)
     # kernel k1_sub_exp: float32[4, 8], reduces axes (1,)
     b1 = np.subtract(a0, b0.reshape(4, 1))                # test_codegen.py:L (softmax)
     np.exp(b1, out=b1)                                    # test_codegen.py:L (softmax)
-    np.sum(b1, axis=1, out=b0)                            # test_codegen.py:L (softmax)
+    np.add.reduce(b1, axis=1, out=b0)                     # test_codegen.py:L (softmax)
     # kernel k2_div: float32[4, 8]
     np.divide(b1, b0.reshape(4, 1), out=b1)               # test_codegen.py:L (softmax)
     del b0
@@ -153,7 +153,7 @@ def fg_jit_N(a0):
     v0, = _sort_0(a0)                                     # test_codegen.py:L (top2_sum)
     v1 = _slice_0(v0)                                     # test_codegen.py:L (top2_sum)
     # kernel k2_sum: float32[4, 2], reduces axes (0, 1)
-    s0 = np.sum(v1, axis=(0, 1))                          # test_codegen.py:L (top2_sum)
+    s0 = np.add.reduce(v1, axis=(0, 1))                   # test_codegen.py:L (top2_sum)
     del v0, v1
     return [np.asarray(s0)]
 """
@@ -460,7 +460,7 @@ def fg_jit_N(a0, a1):
         np.add(t0, 1.0, out=t0)                           # test_codegen.py:L (tanh_rows)
         np.tanh(t0, out=o0)                               # test_codegen.py:L (tanh_rows)
         np.multiply(o0, o0, out=t0)                       # test_codegen.py:L (tanh_rows)
-        np.sum(t0, axis=1, out=o1)                        # test_codegen.py:L (tanh_rows)
+        np.add.reduce(t0, axis=1, out=o1)                 # test_codegen.py:L (tanh_rows)
     del o0, o1, x0
     del b0
     _ws.give(_w)

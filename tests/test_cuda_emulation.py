@@ -150,7 +150,10 @@ def test_thread_sanitizer_finds_a_missing_barrier_and_passes_the_real_kernel():
     plan = dataclasses.replace(plan, outer=(11,))  # 8 blocks: some reuse shared memory
     rc, out = emulate.sanitizer_run(plan, "thread", case.device)
     assert rc == 0 and "data race" not in out, out[-3000:]
-    rc, out = emulate.sanitizer_run(plan, "thread", case.device, patch=_drop_last_sync)
+    for _ in range(3):  # a race detector sees a race only in the schedules that show it;
+        rc, out = emulate.sanitizer_run(plan, "thread", case.device, patch=_drop_last_sync)
+        if "data race" in out:  # on a loaded machine one run may not
+            break
     assert rc != 0 and "data race" in out
 
 

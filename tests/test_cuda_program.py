@@ -3,6 +3,8 @@ with the exact CUDA text of their kernels on the CPU (`emulate.EmulatedRuntime`)
 calls, split reductions, unsupported kernels, outputs and as_text. Needs a host C++
 compiler; no GPU."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -18,7 +20,6 @@ pytestmark = pytest.mark.skipif(emulate.compiler() is None, reason="no host C++ 
 
 @pytest.fixture
 def runtime(monkeypatch):
-    monkeypatch.setattr(call, "cupy_available", lambda: True)
     rt = emulate.EmulatedRuntime()
     old = program.set_runtime(rt)
     yield rt
@@ -98,7 +99,6 @@ def test_memory_analysis_counts_temporaries(runtime):
 
 
 def test_cuda_without_a_gpu_says_why(monkeypatch):
-    monkeypatch.setattr(call, "cupy_available", lambda: True)
 
     class NoGpu:
         array_type = None
@@ -141,3 +141,22 @@ def test_donation_is_accepted_and_ignored(runtime):
     x = fnp.ones(4)
     out = fg.jit(f, backend="cuda", donate_argnums=0)(x)
     assert np.asarray(out).tolist() == [2.0] * 4 and np.asarray(x).tolist() == [1.0] * 4
+
+
+def test_cuda_source_renders_without_a_gpu_and_a_call_says_why(monkeypatch):
+    from funcgrad.devices import CupyProvider
+    monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` fails, as without CuPy
+    old_rt, old_provider = program.set_runtime(None), set_cuda_provider(CupyProvider())
+    try:
+        x = np.ones((64, 33), np.float32)
+        compiled = fg.jit(lambda x: fnp.tanh(x * 2.0 + 1.0).sum(1), backend="cuda").lower(
+            x).compile()
+        text = compiled.as_text()
+        assert '__global__' in text and "tanhf(" in text and "no GPU" in text
+        assert compiled.memory_analysis().argument_bytes == x.nbytes
+        with pytest.raises(fg.errors.BackendUnavailableError,
+                           match=r"(?s)cannot run here: CuPy.*pip install.*as_text"):
+            compiled(x)
+    finally:
+        program.set_runtime(old_rt)
+        set_cuda_provider(old_provider)

@@ -84,7 +84,9 @@ def test_callback_must_be_callable():
     ("{:d}", (1.0,), {}, errors.FuncgradValueError, "format code 'd'"),
     ("{y}", (1.0,), {}, errors.FuncgradValueError, "KeyError"),
     (3, (1.0,), {}, errors.FuncgradTypeError, "must be a string"),
-    (None, (), {}, errors.FuncgradTypeError, "must be a string"),
+    (None, (1.0,), {}, errors.FuncgradTypeError, "must be a string"),
+    ("{}", (1.0, 2.0), {}, errors.FuncgradValueError, "unused arguments [1]"),
+    ("{x}", (), {"x": 1.0, "y": 2.0}, errors.FuncgradValueError, "unused arguments ['y']"),
 ])
 @pytest.mark.parametrize("under_jit", [False, True])
 def test_bad_print_formats_are_rejected_when_traced(fmt, args, kwargs, cls, fragment,
@@ -111,9 +113,9 @@ def test_good_print_formats_print_eagerly_and_under_jit_and_vmap(capsys):
         return v
     f(x, 2.0)
     fg.jit(f)(x, 2.0)
-    fg.vmap(lambda v: debug.print("{:.1f}", v) or v)(x)
+    fg.vmap(lambda v: debug.print("{:.1f}", v) or v)(x)  # once per example, as in JAX
     out = capsys.readouterr().out.splitlines()
-    assert out == ["v=[0. 1. 2.] n=2.00 'tag' [0.0 1.0 2.0]"] * 2 + ["[0.0 1.0 2.0]"]
+    assert out == ["v=[0. 1. 2.] n=2.00 'tag' [0.0 1.0 2.0]"] * 2 + ["0.0", "1.0", "2.0"]
 
 
 # --- out of memory ----------------------------------------------------------------------------
@@ -149,6 +151,20 @@ def test_impossible_sizes_raise_memory_errors_at_once(case, op, nbytes):
 def test_memory_error_names_the_output_type():
     with pytest.raises(errors.FuncgradMemoryError, match=r"int32\[1099511627776\]"):
         lax.iota(np.int32, 2**40)
+
+
+@pytest.mark.parametrize("native", ["off", "sync"])
+@pytest.mark.parametrize("case", [
+    lambda: fg.jit(fnp.tile, static_argnums=1)(fnp.ones(()), (2**40,)),  # eagerly a view
+    lambda: fg.jit(lambda v: fnp.zeros((2**40,)) + v[0])(fnp.ones(4)),
+], ids=["tile", "broadcast-output"])
+def test_out_of_memory_for_a_compiled_programs_output_is_a_memory_error(native, case):
+    # the output is materialized by a line of no IR equation (numpy and native backends)
+    fg.config.update("native", native)
+    with pytest.raises(errors.FuncgradMemoryError) as info:
+        case()
+    _check_memory_error(info, "jit", 4 * 2**40)
+    assert "float32[1099511627776]" in str(info.value)
 
 
 def test_out_of_memory_inside_a_compiled_program_names_the_operation():

@@ -128,7 +128,7 @@ def test_name_table_follows_funcgrad():
     table = jax_table.name_table(record)
     assert "| `sin` | function | `funcgrad.numpy.sin` |" in table
     assert "| `not_a_name_1` | function | — |" in table
-    assert "| `l2_loss` | function | `funcgrad.nn.l2_loss` |" in table
+    assert "| `l2_loss` | function | `funcgrad.optim.l2_loss` |" in table
     assert "| [`jax.numpy`](#names-jax-numpy) | 2 | 1 | 1 |" in table
     assert "| `enable_x64` | `False` | 64-bit" in hooks.config_options()
     members, shadowed = hooks.api_members("funcgrad")

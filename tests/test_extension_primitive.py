@@ -16,7 +16,6 @@ from funcgrad.backends import cstyle
 from funcgrad.backends.cuda import emulate, program, renderer
 from funcgrad.backends.cuda.plan import H200, plan_kernel
 from funcgrad.backends.numpy import ops as numpy_ops
-from funcgrad.compiler import call
 from funcgrad.compiler.fusion import fuse
 from funcgrad.compiler.pipeline import optimize
 from funcgrad.core import Primitive
@@ -128,7 +127,6 @@ def test_the_cuda_kernel_renders_with_its_expression():
 
 @pytest.mark.skipif(emulate.compiler() is None, reason="no host C++ compiler")
 def test_it_runs_in_the_emulated_cuda_runtime(monkeypatch):
-    monkeypatch.setattr(call, "cupy_available", lambda: True)
     rt = emulate.EmulatedRuntime()
     old = program.set_runtime(rt)
     try:

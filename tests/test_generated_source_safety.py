@@ -21,7 +21,7 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad.backends.cuda import emulate, program
 from funcgrad.backends.native import build as native_build
-from funcgrad.compiler import call, escape
+from funcgrad.compiler import escape
 from funcgrad.core import Primitive
 from funcgrad.interpreters import batching
 
@@ -176,7 +176,6 @@ def test_native_c_source_is_independent_of_user_names(filename, name):
 
 @pytest.mark.skipif(emulate.compiler() is None, reason="no host C++ compiler (CUDA emulation)")
 def test_cuda_source_is_independent_of_user_names(monkeypatch):
-    monkeypatch.setattr(call, "cupy_available", lambda: True)
     old = program.set_runtime(emulate.EmulatedRuntime())
     try:
         x = fnp.arange(8.0)
@@ -196,6 +195,46 @@ def test_cuda_source_is_independent_of_user_names(monkeypatch):
         assert len(set(texts)) == 1
     finally:
         program.set_runtime(old)
+
+
+def _fusible_extension(name):
+    """A fusible elementwise primitive defined outside the package, named by the user, with
+    a C expression: it prints inside a CUDA kernel."""
+    from funcgrad.backends import cstyle
+    from funcgrad.lax import utils
+    p = utils.unop(name, lambda x: np.asarray(x) * 3, kinds="f")
+    cstyle.def_expression(p, lambda a, d, q: f"({a[0]} * 3.0f)")
+    return p
+
+
+def test_cuda_text_holds_user_names_only_escaped_even_without_a_gpu(monkeypatch):
+    # every payload (`*/` and `/*` among them) as the function's and file's name and as the
+    # names of extension primitives, fusible (inside a kernel) or not (a library call), on
+    # the CUDA text rendered without a GPU: the text is the plain name's with the escaped
+    # name in its place, and holds no comment delimiter the plain text lacks
+    import sys
+
+    from funcgrad.devices import CupyProvider, set_cuda_provider
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    old_rt, old_provider = program.set_runtime(None), set_cuda_provider(CupyProvider())
+    try:
+        x = fnp.arange(8.0)
+        texts = []
+        for name in PAYLOADS + ["plain"]:
+            p, q = _extension(name + " lib"), _fusible_extension(name + " fused")
+            fn = _renamed(lambda x, p=p, q=q: fnp.exp(p.bind(q.bind(fnp.sin(x) * 2.0))) + 1.0,
+                          name, name)
+            text = fg.jit(fn, backend="cuda").lower(x).compile().as_text()
+            for part in (name + " lib", name + " fused", name):
+                text = text.replace(escape.comment(part), "NAME")
+            text = re.sub(r"\bfg_k0_\w+_[0-9a-f]{8}\b", "KERNEL", text)  # escape.identifier
+            texts.append(re.sub(r"program \d+", "program N", text))
+        assert len(set(texts)) == 1
+        assert all(t.count("*/") == texts[-1].count("*/") for t in texts)
+        assert all(t.count("/*") == texts[-1].count("/*") for t in texts)
+    finally:
+        program.set_runtime(old_rt)
+        set_cuda_provider(old_provider)
 
 
 SPECIAL = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-45, 65504.0, 1e300, 2**63 - 1, -2**63,

@@ -17,19 +17,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools", "docs"
 import jax_differences  # noqa: E402
 import jax_signatures as js  # noqa: E402
 
-# Work in progress elsewhere: (JAX name, parameter) -> the helper adding it. These may still
+# Work in progress elsewhere: (JAX name, parameter) -> who is adding it. These may still
 # differ for now; each must go when its work lands (the test then says so).
-PENDING = {
-    ("jax.random.PRNGKey", "impl"): "h28-random",
-    ("jax.random.key", "impl"): "h28-random",
-    ("jax.random.key", "dtype"): "h28-random",
-    ("jax.random.categorical", "replace"): "h28-random",
-    **{(f"jax.random.{n}", "mode"): "h28-random"
-       for n in ("bernoulli", "categorical", "choice", "gumbel")},
-    **{(f"jax.random.{n}", "out_sharding"): "h28-random"
-       for n in ("bernoulli", "bits", "categorical", "exponential", "gumbel", "normal",
-                 "permutation", "randint", "truncated_normal", "uniform")},
-}
+PENDING = {}
 
 REPORT = js.check()
 

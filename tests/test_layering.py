@@ -34,6 +34,10 @@ RULES = [
     ("backends/", NONE_OF,
      ("funcgrad.compiler.pipeline", "funcgrad.compiler.jit", "funcgrad.compiler.call"),
      "a backend gets kernel specs and a callback to compile sub-programs"),
+    ("backends/native/", NONE_OF, ("funcgrad.backends.cuda",),
+     "the C dialects share backends/cstyle.py and backends/layout.py, not each other"),
+    ("backends/cuda/", NONE_OF, ("funcgrad.backends.native",),
+     "the C dialects share backends/cstyle.py and backends/layout.py, not each other"),
     ("devices.py", NO_PRIVATE, ("funcgrad.backends",),
      "devices use the backends' public API"),
 ]

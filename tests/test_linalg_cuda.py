@@ -13,7 +13,6 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad.backends.cuda import emulate, program, runtime
 from funcgrad.backends.cuda import linalg as cuda_linalg
-from funcgrad.compiler import call
 from funcgrad.lax import linalg as L
 
 R = np.random.default_rng(0)
@@ -72,7 +71,6 @@ def test_every_decomposition_has_a_cuda_entry():
 def emulated(monkeypatch):
     if emulate.compiler() is None:
         pytest.skip("no host C++ compiler for the CUDA emulation (checked directly above)")
-    monkeypatch.setattr(call, "cupy_available", lambda: True)
     old = program.set_runtime(emulate.EmulatedRuntime())
     yield
     program.set_runtime(old)

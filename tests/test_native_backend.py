@@ -116,9 +116,9 @@ def _float32_bits(rng, n):
 @needs_cc
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_division_by_a_row_invariant_divisor_is_ieee_division(dtype):
-    # C kernels divide by a value that is the same along the inner loop (a scalar, a
-    # per-row divisor, a literal) as a product with its double reciprocal: exact, as
-    # the kernel's docstring argues; this checks it on every class of float
+    # a value that is the same along the inner loop (a scalar, a per-row divisor, a
+    # literal): every class of float divides as numpy does (C kernels once multiplied by its
+    # double reciprocal instead, which missed subnormal ties: the test below)
     rng = np.random.default_rng(12)
     x = _float32_bits(rng, 256 * 1024).reshape(256, 1024)
     d = np.concatenate([_float32_bits(rng, 256 - len(SPECIAL)), SPECIAL.astype(np.float32)])
@@ -129,6 +129,8 @@ def test_division_by_a_row_invariant_divisor_is_ieee_division(dtype):
         x, d = x.astype(dtype), d.astype(dtype)
     fns = {"row": lambda x, d: x / d[:, None],
            "scalar": lambda x, d: (x / d[3], x / (d[5] * 2 + 1)),
+           "nested": lambda x, d: x / (fnp.broadcast_to(d[3], x.shape)  # an invariant
+                                       / (1 - fnp.broadcast_to(d[5], x.shape))),  # quotient
            "literal": lambda x, d: (x / 0.65132153, x / 3.0, x / -1e-40, x / 7e3),
            "loop": lambda x, d: fg.lax.fori_loop(  # a C loop's kernels
                0, 3, lambda k, c: c / (fnp.abs(c).max(1, keepdims=True) + 1), x),
@@ -136,8 +138,30 @@ def test_division_by_a_row_invariant_divisor_is_ieee_division(dtype):
                                        (x[:, :1] / d[3]).max(1), (x[:, :1] / d[:, None]).max(1))}
     for name, fn in fns.items():
         exe, got, want = both(fn, x, d)
-        text = exe.as_text()
-        assert "= 1.0 / (double)v_" in text or "* 0x1." in text, name  # the rule applied
+        assert "C module" in exe.as_text(), name
+        assert_same(got, want)
+
+
+@needs_cc
+def test_division_by_an_invariant_divisor_rounds_subnormal_ties_as_ieee():
+    # 147 * 2^-149 / 98 is 1.5 * 2^-149, a tie of the subnormal floats, which IEEE division
+    # rounds to even (3e-45); a double product missing it by one ulp gave 1e-45 (issue 25).
+    # Quotients (2m + 1) * 2^-150 are such ties for every divisor 2c with x = (2m + 1) c 2^-149
+    with native_mode():
+        assert fg.jit(lambda a: a / 98.0)(np.float32(147 * 2.0**-149)) == np.float32(3e-45)
+    rng = np.random.default_rng(5)
+    c = rng.integers(1, 2 ** 9, (64, 1))
+    m = rng.integers(0, 2 ** 12, (64, 256))
+    sign = np.where(rng.random((64, 256)) < 0.5, -1.0, 1.0)
+    x = (sign * (2 * m + 1) * c * 2.0 ** -149).astype(np.float32)  # exact
+    x[:, :8] = np.nextafter(x[:, :8], np.float32(1))  # next to ties: exact quotients too
+    d = (2 * c).astype(np.float32)
+    lit = (sign * (2 * m + 1) * 147 * 2.0 ** -149).astype(np.float32)  # ties over 98, 294, 6
+    fns = {"row": lambda x, d, lit: x / d, "scalar": lambda x, d, lit: x / d[5, 0],
+           "literal": lambda x, d, lit: (lit / 98.0, lit / 294.0, lit / 6.0, x / 3.0)}
+    for name, fn in fns.items():
+        exe, got, want = both(fn, x, d, lit)
+        assert "void fg_k0(" in exe.as_text(), name
         assert_same(got, want)
 
 
@@ -760,7 +784,7 @@ SANITIZED = textwrap.dedent("""
     assert "/* lu 7x7 */" in text(progs[-4])
     assert "/* gather (1, 7) */" in text(progs[-3])
     assert all(s in text(progs[-1]) for s in ("/* sort axis", "/* top_k axis", "/* rev",
-                                              "/* reduce_prod axes",
+                                              "reduces axes",  # the fused reduce_prod
                                               "/* bitcast_convert_type */", "loop */"))
     big = rng.normal(size=(700, 300)).astype(np.float32)  # kernels in blocks on the pool
     g = lambda b: (fnp.tanh(b) * 2.0 - b[:, :1], fnp.sum(b, axis=1), fnp.sum(b, axis=0),
@@ -1219,9 +1243,10 @@ def test_sorts_in_a_loop_body_match_numpy_stable_order():
 
 
 @needs_cc
-def test_products_in_a_loop_body_are_c_routines():
-    # reduce_prod over any axes (and so det) keeps the loop C: integers wrap exactly as the
-    # numpy backend's, floats agree to a few ulp (another multiplication order)
+def test_products_in_a_loop_body_are_c_kernels():
+    # reduce_prod over any axes (and so det), a fused reduction, keeps the loop C: integers
+    # wrap exactly as the numpy backend's, floats agree to a few ulp (another multiplication
+    # order; float32 products in double)
     fg.config.update("enable_x64", True)  # 64-bit values stay 64-bit (reset by conftest)
     rng = np.random.default_rng(0)
     for dt in (np.float32, np.float64, np.int8, np.int32, np.uint16, np.int64):
@@ -1236,7 +1261,7 @@ def test_products_in_a_loop_body_are_c_routines():
             closed = fg.make_jaxpr(f)(x)
             with native_mode():
                 exe = pipeline.compile_jaxpr(closed)
-            assert "/* reduce_prod axes" in exe.as_text() and "loop */" in exe.as_text()
+            assert "reduces axes" in exe.as_text() and "loop */" in exe.as_text()
             got, want = exe(x)[0], pipeline.compile_jaxpr(closed, backend="numpy")(x)[0]
             assert got.dtype == want.dtype
             if np.dtype(dt).kind == "f":
@@ -1248,5 +1273,5 @@ def test_products_in_a_loop_body_are_c_routines():
     closed = fg.make_jaxpr(f)(m)
     with native_mode():
         exe = pipeline.compile_jaxpr(closed)
-    assert "/* reduce_prod axes" in exe.as_text()
+    assert "reduces axes" in exe.as_text() and "loop */" in exe.as_text()
     np.testing.assert_allclose(exe(m)[0], np.asarray(f(fnp.asarray(m))), rtol=1e-6)

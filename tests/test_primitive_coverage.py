@@ -3,8 +3,8 @@
 
 - Every fusible elementwise primitive has an expression in every backend that fuses
   (numpy, CUDA, native C) or is listed in
-  that backend's `UNFUSED` with a reason, never both; every fusible reduction's `reduce_op`
-  is computed by every backend.
+  that backend's `UNFUSED` with a reason, never both; every fusible reduction declares one
+  `ReduceOp` that every backend computes (and runs fused on each of them).
 - Backend tables hold only primitives of the kind they serve.
 - Every primitive has the rules its kind needs: abstract eval and impl; a batching rule
   (unless it has no operands); a jvp rule (unless it is not differentiable, by design); a
@@ -21,12 +21,11 @@ import pytest
 
 import funcgrad
 import funcgrad.numpy as fnp
-from funcgrad.backends import cstyle
 from funcgrad.backends.cuda import ops as cuda_ops
 from funcgrad.backends.native import build as native_build
 from funcgrad.backends.native import ops as native_ops
 from funcgrad.backends.numpy import ops as numpy_ops
-from funcgrad.core import Primitive, ShapedArray
+from funcgrad.core import Primitive, ReduceOp, ShapedArray
 from funcgrad.interpreters import ad, batching
 
 
@@ -45,14 +44,18 @@ FUSIBLE_ELEMENTWISE = [p for p in PRIMITIVES if p.kind == "elementwise" and p.fu
 # backend -> (has an expression for prim, UNFUSED)
 FUSING_BACKENDS = {
     "numpy": (lambda p: numpy_ops.elementwise_rule(p.name) is not None, numpy_ops.UNFUSED),
-    "cuda": (lambda p: p in cuda_ops.EXPR, cuda_ops.UNFUSED),
-    "native": (lambda p: p in native_ops.EXPR, native_ops.UNFUSED),
+    "cuda": (lambda p: p in cuda_ops.CudaC.code_for_op, cuda_ops.CudaC.unfused),
+    "native": (lambda p: p in native_ops.NativeC.code_for_op, native_ops.NativeC.unfused),
 }
 
-# backend -> the reduction ops (`reduce_op`) its kernels compute
-REDUCING_BACKENDS = {"numpy": set(numpy_ops.REDUCE),
-                     "cuda": set(cstyle.COMBINE) & set(cstyle.IDENTITY),
-                     "native": set(cstyle.COMBINE) & set(cstyle.IDENTITY)}
+FUSED_REDUCTIONS = [p for p in PRIMITIVES if p.kind == "reduction" and p.fusible]
+
+# backend -> what it needs of a reduction's `ReduceOp` to compute it in a kernel
+REDUCING_BACKENDS = {
+    "numpy": lambda op: isinstance(op.ufunc, np.ufunc) and op.ufunc.nin == 2,
+    "cuda": lambda op: op.combine in cuda_ops.CudaC.code_for_op,
+    "native": lambda op: op.combine in native_ops.NativeC.code_for_op,
+}
 
 # By design: no derivative (as in JAX), or no operands to carry a batch axis.
 NOT_DIFFERENTIABLE = {"nextafter": "not differentiable in JAX either",
@@ -84,14 +87,73 @@ def test_unfused_entries_are_fusible_primitives_with_reasons(backend):
         assert isinstance(why, str) and len(why) > 10, p
 
 
+def test_every_fused_reduction_declares_one_reduce_op():
+    assert {p.name for p in FUSED_REDUCTIONS} >= {"reduce_sum", "reduce_max", "reduce_min",
+                                                  "reduce_prod"}
+    for p in FUSED_REDUCTIONS:
+        op = p.reduce_op
+        assert isinstance(op, ReduceOp) and ReduceOp.named(op.name) is op, p
+        assert op.combine.kind == "elementwise" and op.combine.fusible, p
+        for kind in p.dtype_kinds:
+            dt = np.dtype({"b": "bool", "i": "int8", "u": "uint16", "f": "float16",
+                           "c": "complex64"}[kind])
+            np.asarray(op.identity(dt), dt)  # a value of every dtype it accepts
+            assert np.dtype(op.accumulate(dt)).kind in "biufc", (p, dt)
+
+
 @pytest.mark.parametrize("backend", sorted(REDUCING_BACKENDS))
-def test_every_fusible_reduction_is_computed_by_every_backend(backend):
-    ops = {p.reduce_op for p in PRIMITIVES if p.kind == "reduction" and p.fusible}
-    assert ops and ops <= REDUCING_BACKENDS[backend], ops - REDUCING_BACKENDS[backend]
+def test_every_fused_reduction_is_computed_by_every_backend(backend):
+    missing = [p.name for p in FUSED_REDUCTIONS if not REDUCING_BACKENDS[backend](p.reduce_op)]
+    assert not missing, f"{backend} cannot compute the fused reductions {missing}"
+
+
+REDUCTION_DTYPES = ["float32", "float16", "int32", "uint8", "bool"]
+
+
+@pytest.mark.parametrize("dtype", REDUCTION_DTYPES)
+def test_every_fused_reduction_runs_fused_on_every_backend(dtype):
+    # each fused reduction over the dtypes it accepts, as a kernel of the numpy backend, in C
+    # and through the CUDA text (CPU emulation) where those are at hand: eager's numbers
+    from funcgrad.backends.cuda import emulate, program
+    from funcgrad.compiler import pipeline
+    prims = [p for p in FUSED_REDUCTIONS if np.dtype(dtype).kind in p.dtype_kinds]
+    rng = np.random.default_rng(0)
+    x = (rng.integers(0, 2, (3, 6)).astype(bool) if dtype == "bool" else
+         (rng.normal(size=(3, 6)) * 2).astype(dtype) if dtype.startswith("f") else
+         rng.integers(0, 5, (3, 6)).astype(dtype))
+    fn = lambda x: [p.bind(x * x if dtype != "bool" else x, axes=ax) for p in prims
+                    for ax in ((1,), (0,), (0, 1))]
+    closed = funcgrad.make_jaxpr(fn)(x)
+    want = fn(fnp.asarray(x))
+    assert any(getattr(n, "spec", None) for n in pipeline.fuse(pipeline.optimize(
+        closed)).nodes), "no kernel"
+    results = {"numpy": pipeline.compile_jaxpr(closed, backend="numpy")(x)}
+    if native_build.compiler() is not None:
+        saved = funcgrad.config.native
+        funcgrad.config.update("native", "sync")
+        try:
+            exe = pipeline.compile_jaxpr(closed)
+        finally:
+            funcgrad.config.update("native", saved)
+        assert "void fg_k0(" in exe.as_text()
+        results["native"] = exe(x)
+    if emulate.compiler() is not None:
+        old = program.set_runtime(emulate.EmulatedRuntime())
+        try:
+            results["cuda emulation"] = pipeline.compile_jaxpr(closed, backend="cuda")(x)
+        finally:
+            program.set_runtime(old)
+    for name, got in results.items():
+        for g, w in zip(got, want):
+            w = np.asarray(w)
+            assert g.dtype == w.dtype, (name, g.dtype, w.dtype)
+            np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64),
+                                       rtol=2e-3 if dtype == "float16" else 1e-6, err_msg=name)
 
 
 def test_tables_hold_only_primitives_of_their_kind():
-    for table in (numpy_ops.ELEMENTWISE, cuda_ops.EXPR, native_ops.EXPR):
+    for table in (numpy_ops.ELEMENTWISE, cuda_ops.CudaC.code_for_op,
+                  native_ops.NativeC.code_for_op):
         bad = [p for p in table if not (isinstance(p, Primitive) and p.kind == "elementwise"
                                         and p.fusible)]
         assert not bad, bad
@@ -197,7 +259,7 @@ def test_the_linear_part_of_each_derivative_transposes(p):
 
 # --- every fusible primitive rendered and run by the native backend --------------------------
 
-NATIVE_RUNS = [p for p in FUSIBLE_ELEMENTWISE if p not in native_ops.UNFUSED]
+NATIVE_RUNS = [p for p in FUSIBLE_ELEMENTWISE if p not in native_ops.NativeC.unfused]
 # Computed by libm (or our C helpers) on one side and numpy on the other: ulps apart.
 LIBM_ULPS = 8
 

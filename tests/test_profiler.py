@@ -209,10 +209,8 @@ def test_convolution_flops_from_shapes():
 
 def test_cuda_programs_report_their_kernels_and_calls(monkeypatch):
     from funcgrad.backends.cuda import emulate, program
-    from funcgrad.compiler import call
     if emulate.compiler() is None:  # the fake-clock tests above check the same bookkeeping
         pytest.skip("no host C++ compiler to emulate the CUDA kernels with")
-    monkeypatch.setattr(call, "cupy_available", lambda: True)
     old = program.set_runtime(emulate.EmulatedRuntime())
     try:
         x, w = X[:32, :32], W[:32, :32]

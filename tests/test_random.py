@@ -23,7 +23,7 @@ CASES = {
     "key42": lambda: r.PRNGKey(42),
     "key_neg1": lambda: r.PRNGKey(-1),
     "key_big": lambda: r.PRNGKey(2**40 + 5),
-    "key_i32max": lambda: r.key(2**31 - 1),
+    "key_i32max": lambda: r.key_data(r.key(2**31 - 1)),  # typed key: its words
     "split0": lambda: r.split(K0),
     "split42_3": lambda: r.split(K42, 3),
     "split_shape": lambda: r.split(K42, (2, 3)),

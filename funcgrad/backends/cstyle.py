@@ -1,15 +1,20 @@
-"""The C-like expression table shared by the backends that print C (CUDA now, a native C
-backend later), after tinygrad's `code_for_op`: C types per dtype, scalar literals and one
-C expression per primitive, keyed by the primitive object.
+"""The one C base of the backends that print C (native C, CUDA), after tinygrad's
+`CStyleLanguage`: C types per dtype, scalar literals, one C expression per primitive (keyed by
+the primitive object), the statements of a kernel's element (load, instruction, store,
+reduction update) with the narrow-float policy, and the prelude's shared helpers.
 
 `CODE_FOR_OP[prim](args, dtypes, params)` returns the C expression of a kernel instruction
 whose operands are the (already typed) expressions `args` of dtype names `dtypes`. A
-backend's table is `collections.ChainMap(its overrides, CODE_FOR_OP)`: it lists only what
+dialect's table is `collections.ChainMap(its overrides, CODE_FOR_OP)`: it lists only what
 differs (CUDA: intrinsics), and sees expressions declared later from outside the package
 (`def_expression`). `expr(table, instr, args, dtypes)` looks an instruction up (its op
 names a fusible primitive, `Primitive.fusible_named`) or raises `Unsupported`.
 
-Expressions are C99 plus a few helpers every such backend's prelude defines: `fg_half`,
+`CStyleLanguage` holds the rules every dialect shares; a dialect subclasses it and overrides
+only what differs (`native.ops.NativeC`, `cuda.ops.CudaC`), and each renderer subclasses its
+dialect (`native.kernel.CKernel`, `cuda.renderer._Renderer`).
+
+Expressions are C99 plus a few helpers every dialect's prelude defines: `fg_half`,
 `fg_h2f`/`fg_f2h`/`fg_round_half` (float16 stored as 16 bits, computed in float32),
 `fg_max`/`fg_min` (NaN-propagating), `fg_nan[f]`/`fg_inf[f]`, `fg_digamma[f]`. Integer
 arithmetic wraps like numpy's (done in the unsigned type: signed overflow is undefined in
@@ -18,10 +23,12 @@ Float-to-integer casts saturate and map NaN to 0 (XLA's rule), as the numpy back
 eager lax do. Imports the primitives (lax) and no compiler pass.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from funcgrad import lax
-from funcgrad.core import Primitive
+from funcgrad.core import Primitive, ReduceOp
 
 TYPES = {
     "bool": ("bool", "bool"),
@@ -46,41 +53,6 @@ def ctype(dtype):
         return TYPES[dtype][1]
     except KeyError:
         raise Unsupported(f"dtype {dtype} has no C kernel type") from None
-
-
-def digamma_source(qualifier):
-    """C source of `fg_digamma`/`fg_digammaf` (the shared helper every C-like backend's
-    prelude holds), each function declared with `qualifier` ("static inline",
-    "__device__ __forceinline__")."""
-    return f"""{qualifier} double fg_digamma(double x) {{
-    const double pi = 3.141592653589793;
-    const bool refl = x < 0.5;
-    double z = refl ? 1.0 - x : x, acc = 0.0;
-    while (z < 10.0) {{ acc -= 1.0 / z; z += 1.0; }}
-    const double iz2 = 1.0 / (z * z);
-    double r = log(z) - 0.5 / z - iz2 * (1.0 / 12 - iz2 * (1.0 / 120 - iz2 * (1.0 / 252 - iz2 * (
-        1.0 / 240 - iz2 * (1.0 / 132 - iz2 * (691.0 / 32760 - iz2 / 12)))))) + acc;
-    if (refl) r -= pi / tan(pi * (x - rint(x)));
-    return (x <= 0.0 && x == floor(x)) ? fg_nan() : r;
-}}
-{qualifier} float fg_digammaf(float x) {{ return (float)fg_digamma((double)x); }}
-"""
-
-
-def half_nextafter_source(qualifier):
-    """C source of `fg_nextafter_half(x, y)`: the float16 after float16 `x` towards `y`, both
-    held in floats (a float32 `nextafterf` steps a float32 ulp, which rounds back to `x`), by
-    the half's bits, as numpy's float16 nextafter; it uses the prelude's `fg_half` helpers."""
-    return f"""{qualifier} float fg_nextafter_half(float x, float y) {{
-    if (x != x || y != y) return x + y;
-    if (x == y) return x;  /* numpy's float16 keeps x (-0 towards +0 is -0) */
-    fg_half h = fg_f2h(x);
-    if (x == 0.0f) h.x = y > 0.0f ? 0x0001 : 0x8001;
-    else if ((x < y) == (x > 0.0f)) ++h.x;
-    else --h.x;
-    return fg_h2f(h);
-}}
-"""
 
 
 def operands(instr, dtypes):
@@ -156,10 +128,12 @@ def _wrapping(op):
 
 
 def _minmax(fn, logical):
+    """`fn(a, b)`: numpy's maximum/minimum, NaN first, else on a tie (+0 and -0) its second
+    operand for float32/float64 but its first for float16 (`fg_maxh`), as numpy's loops do."""
     def rule(a, d, p):
         if _kind(d[0]) == "b":
             return f"({a[0]} {logical} {a[1]})"
-        return f"{fn}({a[0]}, {a[1]})"
+        return f"{fn}{'h' if d[0] == 'float16' else ''}({a[0]}, {a[1]})"
     return rule
 
 
@@ -270,8 +244,9 @@ def _select_n(a, d, p):
     return text
 
 
-def _clamp(a, d, p):
-    return f"fg_min(fg_max({a[1]}, {a[0]}), {a[2]})"
+def _clamp(a, d, p):  # min(max(x, lo), hi), numpy's order (lax.clamp's impl)
+    inner = _minmax("fg_max", "||")([a[1], a[0]], d, p)
+    return _minmax("fg_min", "&&")([inner, a[2]], d, p)
 
 
 def _integer_pow(a, d, p):
@@ -302,8 +277,8 @@ def _logistic(a, d, p):
 
 def _convert(a, d, p):
     dst = p["new_dtype"]
-    if dst == "float16":
-        return f"fg_round_half({a[0]})"
+    if dst == "float16":  # a double in one rounding (through float it would round twice)
+        return f"fg_round_half{'_d' if ctype(d[0]) == 'double' else ''}({a[0]})"
     if dst == "bool":
         return f"({a[0]} != 0)"
     if _kind(d[0]) == "f" and _kind(dst) in "iu":
@@ -390,39 +365,265 @@ def expr(table, instr, args, arg_dtypes):
     return rule(args, list(arg_dtypes), instr.param_dict)
 
 
-# --- reductions -------------------------------------------------------------------------------
+# --- narrow floats ----------------------------------------------------------------------------
 
-def _sum(acc, value, acc_dtype):
-    if _kind(acc_dtype) == "i":
-        u = _UNSIGNED[acc_dtype]
-        return f"(({ctype(acc_dtype)})(({u}){acc} + ({u}){value}))"
-    return f"({acc} + {value})"
+@dataclass(frozen=True)
+class NarrowFloat:
+    """A float stored in fewer bits than it is computed in: loaded into its compute type
+    (`TYPES`), rounded back to its own precision after every operation (as numpy computes
+    float16 ufuncs: in float32, each result rounded to float16), and stored as bits.
+    bfloat16 would be one more entry (funcgrad has no bfloat16 dtype: no ml_dtypes)."""
 
-
-def _extreme(dt, low):
-    """The lowest (or highest) value of numpy dtype `dt`: the identity of max (or min)."""
-    if dt.kind == "f":
-        return -np.inf if low else np.inf
-    if dt.kind == "b":
-        return 0 if low else 1
-    info = np.iinfo(dt)
-    return info.min if low else info.max
+    load: str  # C function: storage -> compute type
+    store: str  # C function: compute type -> storage (round to nearest even)
+    round: str  # C function: compute type -> compute type, rounded to this format
 
 
-# A kernel reduction's op (`KernelOutput.reduce`, a fusible reduction's `reduce_op`) ->
-# combining C expression `(acc, value, acc dtype)`, and its identity `(dtype, acc dtype)`.
-COMBINE = {"sum": _sum, "max": lambda acc, v, t: f"fg_max({acc}, {v})",
-           "min": lambda acc, v, t: f"fg_min({acc}, {v})"}
-IDENTITY = {"sum": lambda dt, acc: literal(0, acc),
-            "max": lambda dt, acc: literal(_extreme(dt, True), acc),
-            "min": lambda dt, acc: literal(_extreme(dt, False), acc)}
+NARROW = {"float16": NarrowFloat("fg_h2f", "fg_f2h", "fg_round_half")}
 
 
-def combine(op, acc, value, acc_dtype):
-    """C expression combining accumulator `acc` with `value` for reduction `op`."""
-    return COMBINE[op](acc, value, acc_dtype)
+# --- the base of every C dialect --------------------------------------------------------------
+
+class CStyleLanguage:
+    """The rules every C dialect shares; a kernel renderer subclasses its dialect, which
+    subclasses this (`native.ops.NativeC` -> `native.kernel.CKernel`, `cuda.ops.CudaC` ->
+    `cuda.renderer._Renderer`). Class attributes are the dialect: `code_for_op` (a ChainMap of
+    its overrides over `CODE_FOR_OP`), `unfused` (fusible primitives it prints no expression
+    for, with the reason), `qualifier` (of its helper functions). An instance renders one
+    kernel `layout` (`backends.layout.KernelLayout`); every name it prints is prefixed:
+    `p_` pointers, `v_` values.
+
+    Example:
+        >>> CStyleLanguage.store("out0", "float16", "i0", "v_t1")
+        'p_out0[i0] = fg_f2h(v_t1);'
+    """
+
+    code_for_op = CODE_FOR_OP
+    unfused = {}
+    qualifier = "static inline"
+
+    def __init__(self, layout):
+        self.layout = layout
+        spec = layout.spec
+        self.dtypes = {inp.name: inp.dtype for inp in spec.inputs}
+        self.dtypes.update({i.dst: i.dtype for i in spec.body})
+        for i in spec.body:
+            ctype(i.dtype)
+
+    # --- types and literals ------------------------------------------------------------------
+
+    ctype = staticmethod(ctype)
+    storage = staticmethod(storage)
+    literal = staticmethod(literal)
+
+    def value_type(self, dtype):
+        """The C type a kernel value of `dtype` is held in."""
+        return ctype(dtype)
+
+    def pointee(self, dtype):
+        """The C type a kernel's array of `dtype` points to."""
+        return storage(dtype)
+
+    def cast(self, text, dtype, to):
+        """C expression `text` of `dtype` converted to the compute type of `to`."""
+        return text if ctype(dtype) == ctype(to) else f"({ctype(to)}){text}"
+
+    # --- the statements of one element -------------------------------------------------------
+
+    def load(self, name, dtype, offset):
+        """The declaration of `v_<name>`, element `offset` of array `p_<name>`."""
+        text = f"p_{name}[{offset}]"
+        if dtype in NARROW:
+            text = f"{NARROW[dtype].load}({text})"
+        elif dtype == "bool" and self.pointee(dtype) != "bool":  # the bytes 0 and 1
+            text = f"({text} != 0)"
+        return f"const {self.value_type(dtype)} v_{name} = {text};"
+
+    def instr(self, instr, note=None):
+        """The declaration of `v_<dst>` computing fusion `Instr` `instr`, rounded to its
+        dtype when that is a narrow float, with comment `note` (already escaped)."""
+        args, dts = operands(instr, self.dtypes)
+        text = self.expression(instr, args, dts)
+        if instr.dtype in NARROW:
+            text = f"{NARROW[instr.dtype].round}({text})"
+        line = f"const {self.value_type(instr.dtype)} v_{instr.dst} = {text};"
+        return line + (f"  /* {note} */" if note else "")
+
+    def expression(self, instr, args, arg_dtypes):
+        """The C expression of `instr` over operand expressions `args` (a dialect's renderer
+        may print some instructions otherwise)."""
+        return expr(self.code_for_op, instr, args, arg_dtypes)
+
+    @staticmethod
+    def store(name, dtype, offset, value):
+        """The statement storing C expression `value` into element `offset` of array
+        `name`: `p_<name>[offset] = value;`, converted to the storage of a narrow float."""
+        if dtype in NARROW:
+            value = f"{NARROW[dtype].store}({value})"
+        return f"p_{name}[{offset}] = {value};"
+
+    # --- reductions (derived from their `ReduceOp`) -----------------------------------------
+
+    @staticmethod
+    def identity(op, dtype, acc_dtype):
+        """The identity of reduction `op` (a `ReduceOp`'s name) over `dtype`, as a literal of
+        `acc_dtype`."""
+        return literal(ReduceOp.named(op).identity(np.dtype(dtype)), acc_dtype)
+
+    def combine(self, op, acc, value, acc_dtype, dtype):
+        """C expression folding `value` into accumulator `acc` (of `acc_dtype`) for reduction
+        `op` over `dtype`: the dialect's expression of the op's `combine` primitive, in the
+        accumulator's dtype, or, for an op that selects (max, min) over floats, in the
+        value's dtype, whose tie rule numpy's fold follows (float16 keeps the first of equal
+        values). (Never a bool's `||`: it would skip a warp shuffle in its operand.)"""
+        rec = ReduceOp.named(op)
+        rule = self.code_for_op.get(rec.combine)
+        if rule is None:
+            raise Unsupported(f"reduction {op}: no C expression for its combine "
+                              f"{rec.combine.name}")
+        dt = dtype if rec.selects and np.dtype(dtype).kind == "f" else acc_dtype
+        return rule([acc, value], [dt, dt], {})
+
+    def zero_sign(self, r, acc, loops, body):
+        """Lines giving a float max/min reduction's zero result numpy's sign: numpy folds
+        its binary maximum/minimum left to right, which of equal values keeps the later one
+        (float16: the earlier), so a zero result has the sign of the row's last (first)
+        zero. A renderer whose lanes fold interleaved elements loses that order; when the
+        result `acc` is 0 (rarely: nothing is read again otherwise) these lines read the row
+        again through `loops` (headers in `scan_backward(r)` order) and `body` (the
+        statements computing `v_<r.value>`) and take the first zero they meet. [] for
+        other reductions."""
+        if not ReduceOp.named(r.op).selects or np.dtype(r.dtype).kind != "f":
+            return []
+        v, label = f"v_{r.value}", f"fg_zero_{acc}"
+        lines, depth = [f"if ({acc} == 0) {{"], 1
+        for head in loops:
+            lines.append("    " * depth + head)
+            depth += 1
+        lines += ["    " * depth + ln for ln in body]
+        lines.append("    " * depth + f"if ({v} == 0) {{ {acc} = {v}; goto {label}; }}")
+        lines += ["    " * d + "}" for d in reversed(range(depth))]
+        return lines + [f"{label}:;"]
+
+    @staticmethod
+    def scan_backward(r):
+        """Whether `zero_sign` reads the row from its last element (numpy keeps the last
+        of equal values; float16's loops keep the first)."""
+        return r.dtype != "float16"
+
+    # --- the prelude's shared helpers --------------------------------------------------------
+
+    @classmethod
+    def half_source(cls):
+        """Portable C of `fg_half` (float16 as its 16 bits) and its conversions from and to
+        float, round to nearest even (a dialect with hardware conversions prints its own)."""
+        return half_source(cls.qualifier)
+
+    @classmethod
+    def special_values_source(cls):
+        """C of `fg_inf[f]()` and `fg_nan[f]()` from <math.h>'s INFINITY and NAN."""
+        return special_values_source(cls.qualifier)
+
+    @classmethod
+    def helpers_source(cls):
+        """C of the helpers the shared expressions call, on top of the dialect's `fg_half`
+        conversions, special values and `fg_max`/`fg_min`."""
+        q = cls.qualifier
+        return (f"{q} float fg_round_half(float x) {{ return fg_h2f(fg_f2h(x)); }}\n"
+                f"{q} float fg_round_half_d(double x) {{ return fg_h2f(fg_d2h(x)); }}\n"
+                + half_minmax_source(q) + digamma_source(q) + half_nextafter_source(q))
 
 
-def identity(op, dtype, acc_dtype):
-    """The identity of reduction `op` over values of `dtype`, as a literal of `acc_dtype`."""
-    return IDENTITY[op](np.dtype(dtype), acc_dtype)
+def half_source(qualifier):
+    """Portable C (and C++) of `fg_half` and `fg_h2f`/`fg_f2h`/`fg_d2h` (from double in one
+    rounding), functions declared with `qualifier`; needs <math.h> and <string.h>."""
+    q = qualifier
+    return f"""typedef struct {{ unsigned short x; }} fg_half;
+{q} float fg_h2f(fg_half h) {{
+    const unsigned s = (h.x & 0x8000u) << 16, e = (h.x >> 10) & 0x1f, m = h.x & 0x3ff;
+    unsigned bits;
+    if (e == 0x1f) bits = s | 0x7f800000u | (m << 13);
+    else if (e) bits = s | ((e + 112) << 23) | (m << 13);
+    else if (!m) bits = s;
+    else {{ float f = ldexpf((float)m, -24); memcpy(&bits, &f, 4); bits |= s; }}
+    float f; memcpy(&f, &bits, 4); return f;
+}}
+{q} fg_half fg_f2h(float f) {{
+    unsigned b; memcpy(&b, &f, 4);
+    const unsigned short s = (b >> 16) & 0x8000;
+    const float a = fabsf(f);
+    fg_half h;
+    if (a != a) {{ h.x = s | 0x7e00; return h; }}
+    if (a >= 65520.0f) {{ h.x = s | 0x7c00; return h; }}
+    if (a < 6.103515625e-05f) {{ h.x = s | (unsigned short)nearbyintf(a * 16777216.0f); return h; }}
+    unsigned ab; memcpy(&ab, &a, 4);
+    unsigned mant = ab & 0x7fffff, exp = (ab >> 23) - 112;
+    unsigned r = (exp << 10) | (mant >> 13);
+    const unsigned rest = mant & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (r & 1))) ++r;
+    h.x = s | (unsigned short)r; return h;
+}}
+/* double -> half in one rounding: first to float rounding to odd (toward zero, then the last
+   bit set when inexact: 24 bits keep the 11 + 2 a correct second rounding needs) */
+{q} fg_half fg_d2h(double x) {{
+    float f = (float)x;
+    if (f == f && (double)f != x) {{
+        if (fabs((double)f) > fabs(x)) f = nextafterf(f, 0.0f);
+        unsigned b; memcpy(&b, &f, 4); b |= 1u; memcpy(&f, &b, 4);
+    }}
+    return fg_f2h(f);
+}}
+"""
+
+
+def half_minmax_source(qualifier):
+    """C of `fg_maxh`/`fg_minh`: numpy's float16 maximum/minimum (NaN first, else the first
+    operand on a tie: maximum(+0, -0) is +0 for float16, -0 for float32), on halves held in
+    floats."""
+    q = qualifier
+    return (f"{q} float fg_maxh(float a, float b) {{ return (a >= b || a != a) ? a : b; }}\n"
+            f"{q} float fg_minh(float a, float b) {{ return (a <= b || a != a) ? a : b; }}\n")
+
+
+def special_values_source(qualifier):
+    """C of `fg_inf[f]()` and `fg_nan[f]()`, declared with `qualifier`; needs <math.h>."""
+    q = qualifier
+    return (f"{q} float fg_inff(void) {{ return INFINITY; }}\n"
+            f"{q} float fg_nanf(void) {{ return NAN; }}\n"
+            f"{q} double fg_inf(void) {{ return INFINITY; }}\n"
+            f"{q} double fg_nan(void) {{ return NAN; }}\n")
+
+
+def digamma_source(qualifier):
+    """C source of `fg_digamma`/`fg_digammaf` (the shared helper every C-like backend's
+    prelude holds), each function declared with `qualifier` ("static inline",
+    "__device__ __forceinline__")."""
+    return f"""{qualifier} double fg_digamma(double x) {{
+    const double pi = 3.141592653589793;
+    const bool refl = x < 0.5;
+    double z = refl ? 1.0 - x : x, acc = 0.0;
+    while (z < 10.0) {{ acc -= 1.0 / z; z += 1.0; }}
+    const double iz2 = 1.0 / (z * z);
+    double r = log(z) - 0.5 / z - iz2 * (1.0 / 12 - iz2 * (1.0 / 120 - iz2 * (1.0 / 252 - iz2 * (
+        1.0 / 240 - iz2 * (1.0 / 132 - iz2 * (691.0 / 32760 - iz2 / 12)))))) + acc;
+    if (refl) r -= pi / tan(pi * (x - rint(x)));
+    return (x <= 0.0 && x == floor(x)) ? fg_nan() : r;
+}}
+{qualifier} float fg_digammaf(float x) {{ return (float)fg_digamma((double)x); }}
+"""
+
+
+def half_nextafter_source(qualifier):
+    """C source of `fg_nextafter_half(x, y)`: the float16 after float16 `x` towards `y`, both
+    held in floats (a float32 `nextafterf` steps a float32 ulp, which rounds back to `x`), by
+    the half's bits, as numpy's float16 nextafter; it uses the prelude's `fg_half` helpers."""
+    return f"""{qualifier} float fg_nextafter_half(float x, float y) {{
+    if (x != x || y != y) return x + y;
+    if (x == y) return x;  /* numpy's float16 keeps x (-0 towards +0 is -0) */
+    fg_half h = fg_f2h(x);
+    if (x == 0.0f) h.x = y > 0.0f ? 0x0001 : 0x8001;
+    else if ((x < y) == (x > 0.0f)) ++h.x;
+    else --h.x;
+    return fg_h2f(h);
+}}
+"""

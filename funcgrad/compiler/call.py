@@ -6,7 +6,7 @@
   name:    the function's name (`f`, `jvp(f)`, `transpose(jvp(f))`, ...),
   donated: one bool per input; all False in a bound equation (buffers are donated only by
            jit's own eager call, in compiler/jit_cache.py),
-  backend: "cpu" or "cuda".
+  backend: a registered backend's name ("cpu", "numpy", "cuda", ...).
 Eagerly it compiles the sub-program once (kept by the program cache of jit_cache.py, keyed
 on the jaxpr object, backend and donation) and runs it on numpy values. Transforms keep it
 a compiled call, with the interpreters' sub-program transforms: jvp binds `jit_p` of the
@@ -21,13 +21,12 @@ This module must not import funcgrad.compiler.jit (the user-facing API sits on t
 
 import contextlib
 import gc
-import importlib.util
 import threading
 
 import numpy as np
 
-from funcgrad import dtypes, errors
-from funcgrad.compiler.jit_cache import programs, reraise
+from funcgrad import backends, dtypes, errors
+from funcgrad.compiler.jit_cache import log, programs, reraise, run
 from funcgrad.compiler.jit_cache import stats as _stats
 from funcgrad.config import config
 from funcgrad.core import (
@@ -46,10 +45,10 @@ from funcgrad.core import (
     to_array,
 )
 from funcgrad.core.array import device_provider
+from funcgrad.core.trace import NONFINITE, nonfinite
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters import partial_eval as pe
 
-KNOWN_BACKENDS = ("cpu", "cuda", "numpy")  # "cpu": native C kernels when a compiler is found
 _cfg = config._values
 stats = _stats.counts  # ("compile", name) and ("run", name): a view of jit_cache.stats
 
@@ -60,28 +59,16 @@ BackendUnavailableError = errors.BackendUnavailableError  # re-exported: its old
 # --- backends ---------------------------------------------------------------------------------
 
 def check_backend(backend):
-    """The canonical backend name for `backend` (None means "cpu"); unknown names raise."""
+    """The canonical backend name for `backend` (None means "cpu"); names not registered in
+    `funcgrad.backends` (`register_backend`) raise."""
     if backend is None:
         return "cpu"
-    if backend not in KNOWN_BACKENDS:
+    if backend not in backends.names():
         raise errors.FuncgradValueError(
             f"jit: unknown backend {backend!r}; known backends are "
-            f"{', '.join(repr(b) for b in KNOWN_BACKENDS)}\n{errors.where()}")
+            f"{', '.join(repr(b) for b in backends.names())} (add one with "
+            f"funcgrad.backends.register_backend)\n{errors.where()}")
     return backend
-
-
-def cupy_available():
-    return importlib.util.find_spec("cupy") is not None
-
-
-def require_backend(backend):
-    """Raise a clear error when `backend` cannot run here."""
-    if backend == "cuda" and not cupy_available():
-        raise BackendUnavailableError(
-            "jit: backend='cuda' needs CuPy, which is not installed.\n"
-            "  hint: install it with `pip install funcgrad[cuda13]` (CUDA 13) or "
-            "`pip install funcgrad[cuda12]` (CUDA 12), or use backend='cpu'.\n"
-            f"{errors.where()}")
 
 
 # --- compiling and running --------------------------------------------------------------------
@@ -121,7 +108,6 @@ def executable(closed, backend, donated, name):
 
 
 def _compile(closed, backend, donated, name):
-    require_backend(backend)
     from funcgrad.compiler import pipeline
     outs = {v for v in closed.jaxpr.outvars if type(v) is Var}
     # A donated input that is returned unchanged passes its buffer through as the output.
@@ -130,6 +116,9 @@ def _compile(closed, backend, donated, name):
     # The code is built from a copy of the wrapper: cached code must not refer to the program
     # it is cached for (`jit_cache.ProgramCache`).
     copy = ClosedJaxpr(closed.jaxpr, closed.consts)
+    if _cfg["log_compiles"]:
+        log(f"Compiling jit({name}) for {backend} with inputs "
+            f"{', '.join(a.str_short() for a in closed.in_avals) or '()'}")
     try:
         with gc_paused():
             return pipeline.compile_jaxpr(copy, backend=backend, donate_argnums=donate)
@@ -149,12 +138,12 @@ def _jit_impl(*args, jaxpr, name, donated, backend):
     # A bound equation never overwrites its operands: jit's own eager call donates buffers.
     exe = executable(jaxpr, backend, (False,) * len(args), name)
     try:
-        outs = exe(*vals)
+        outs = run(exe, vals, name)
     except Exception as e:
         reraise(e, exe, name)
     stats["run", name] += 1
     res = _wrap_all(outs, jaxpr.out_avals)
-    if _cfg["debug_nans"]:
+    if _cfg["debug_nans"] or _cfg["debug_infs"]:
         _check_nans(jaxpr, args, res, name)
     return res
 
@@ -170,11 +159,12 @@ def _wrap_all(outs, avals):
 
 
 def _check_nans(closed, args, outs, name):
-    bad = [i for i, o in enumerate(outs)
-           if dtypes.is_inexact(o.dtype) and np.isnan(o._value).any()]
+    found = [(i, nonfinite(o._value)) for i, o in enumerate(outs) if dtypes.is_inexact(o.dtype)]
+    bad = [i for i, what in found if what]
     if not bad:
         return
-    note = f"(jit({name}) produced a NaN; it was re-run op by op to find where)"
+    what = dict(found)[bad[0]]
+    note = f"(jit({name}) produced {NONFINITE[what]}; it was re-run op by op to find where)"
     try:
         eval_jaxpr(closed.jaxpr, closed.consts, *args)
     except FloatingPointError as e:
@@ -182,7 +172,7 @@ def _check_nans(closed, args, outs, name):
             raise
         raise FloatingPointError(f"{e}\n  {note}") from None
     raise FloatingPointError(
-        f"debug_nans: jit({name}) produced a NaN in output {bad[0]} "
+        f"debug_{what}s: jit({name}) produced {NONFINITE[what]} in output {bad[0]} "
         f"({closed.out_avals[bad[0]]}), but re-running it op by op did not; the difference "
         f"comes from compiled arithmetic (fusion, reassociation).\n{errors.where()}")
 
@@ -384,5 +374,5 @@ ad.transpose_rules[jit_p] = _jit_transpose
 batching.batch_rules[jit_p] = _jit_batch
 pe.partial_eval_rules[jit_p] = _jit_partial_eval
 
-__all__ = ["BackendUnavailableError", "KNOWN_BACKENDS", "call_jaxpr", "check_backend",
-           "executable", "jit_p", "require_backend", "stats"]
+__all__ = ["BackendUnavailableError", "call_jaxpr", "check_backend",
+           "executable", "jit_p", "stats"]

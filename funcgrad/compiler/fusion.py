@@ -83,7 +83,8 @@ class Instr:
 @dataclass(frozen=True)
 class KernelOutput:
     """An array a kernel writes: `value` over the iteration space, or its reduction by
-    `reduce` ("sum", "max", "min") over the kernel's `reduce_axes`."""
+    `reduce` (a `ReduceOp`'s name: "sum", "max", "min", "prod") over the kernel's
+    `reduce_axes`."""
 
     name: str
     value: str
@@ -516,7 +517,7 @@ def _kernel(g, rep, eqns, classes, users, index):
         out = eqn.outvars[0]
         if classes[m] == "reduce":
             outputs.append(KernelOutput(f"out{len(outputs)}", args[0], _dtype_name(out.aval.dtype),
-                                        out.aval.shape, eqn.prim.reduce_op))
+                                        out.aval.shape, eqn.prim.reduce_op.name))
             out_vars.append(out)
             out_eqns.append(eqn)
             continue

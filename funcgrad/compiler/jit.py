@@ -21,7 +21,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from funcgrad import dtypes, errors
+from funcgrad import backends, dtypes, errors
+from funcgrad.abstract_eval import ShapeDtypeStruct
 from funcgrad.compiler import call
 from funcgrad.compiler.jit_cache import (
     _KWARGS,
@@ -30,8 +31,11 @@ from funcgrad.compiler.jit_cache import (
     _key_diff,
     call_donating,
     check_donation,
+    log,
     reraise,
+    run,
     warn_unusable_donations,
+    watchers,
 )
 from funcgrad.config import config
 from funcgrad.core import (
@@ -47,6 +51,7 @@ from funcgrad.core import (
 )
 from funcgrad.interpreters.partial_eval import closure_convert
 from funcgrad.tree_util import (
+    HashableNodes,
     PyTreeDef,
     SequenceKey,
     _flatten,
@@ -68,7 +73,7 @@ _CANONICAL = frozenset()  # numpy dtypes a plain ndarray argument may have on th
 
 def _on_config_change(name, value):
     global _FAST, _X64, _CANONICAL
-    _FAST = not (_cfg["disable_jit"] or _cfg["debug_nans"])
+    _FAST = not (_cfg["disable_jit"] or _cfg["debug_nans"] or _cfg["debug_infs"])
     _X64 = bool(_cfg["enable_x64"])
     _CANONICAL = frozenset(d for d in dtypes._SHORT if dtypes.canonicalize(d) == d)
 
@@ -100,7 +105,9 @@ def jit(fun=None, static_argnums=None, static_argnames=None, donate_argnums=None
             `donate_argnames`: the same by name (also for arguments passed by keyword).
         backend: "cpu" (default: fused kernels in C when a C compiler is found, see
             `config.native`, else numpy), "numpy" (always the numpy code generator) or
-            "cuda" (needs CuPy).
+            "cuda" (needs CuPy and a GPU to run; `.lower(...).compile().as_text()` shows its
+            CUDA source anywhere), or a backend added with
+            `funcgrad.backends.register_backend`.
         in_shardings, out_shardings: how the arguments and results are laid out over
             devices (a `funcgrad.sharding` sharding, a `PartitionSpec` over the mesh of
             `set_mesh`, or a pytree prefix of them; None: as they come). Arguments are placed
@@ -169,6 +176,7 @@ class Jitted:
         self._backend = call.check_backend(backend)
         self._inline = bool(inline)
         _check_compiler_options(compiler_options, self._name)
+        self._takes_buffers = backends.capabilities(self._backend).takes_donated_buffers
         self._signature = _signature_of(fun)
         self._static_nums, self._static_names = _static_args(
             self._signature, _ints(static_argnums, "static_argnums"),
@@ -231,7 +239,8 @@ class Jitted:
         if entry.donate:
             return call_donating(entry, leaves, vals, lambda: self._names_of(args, kwargs))
         try:  # the executable reports its own failures; anything else is wrapped
-            outs = exe(*entry.const_vals, *vals)
+            outs = run(exe, [*entry.const_vals, *vals], self._name) if watchers else \
+                exe(*entry.const_vals, *vals)
         except Exception as e:
             reraise(e, exe, self._name)
         return entry.build_outputs(outs)
@@ -239,6 +248,12 @@ class Jitted:
     def _bind(self, key, leaves, args, kwargs):
         if _cfg["disable_jit"]:  # a `Compiled` called with jit disabled
             return self._fun(*args, **kwargs)
+        if current_trace() is None and ShapeDtypeStruct in map(type, leaves):
+            name = self._names_of(args, kwargs)[list(map(type, leaves)).index(ShapeDtypeStruct)]
+            raise errors.FuncgradTypeError(
+                f"jit({self._name}): argument `{name}` is a ShapeDtypeStruct, which has no "
+                f"values to compute with\n{errors.where()}\n  hint: use it with "
+                f"jit({self._name}).lower(...) or eval_shape; call with arrays.")
         return self._bind_entry(self._lookup(key, args, kwargs), leaves, args, kwargs)
 
     def _bind_entry(self, entry, leaves, args, kwargs):
@@ -314,11 +329,12 @@ class Jitted:
         cache = self._cache
         try:
             entry = cache.entries.get(key)
-        except TypeError:  # an unhashable static argument
+        except TypeError:  # an unhashable static argument, or aux data that do not hash
             for static in self._split(args, kwargs)[1]:
                 if static is not _KWARGS:
                     _check_hashable(self._name, static[0], static[2])
-            raise
+            key = (HashableNodes(key[0]),) + key[1:]  # (a dict as aux data: JAX takes it)
+            entry = cache.entries.get(key)
         if entry is not None:
             entry.hits += 1
             return entry
@@ -326,6 +342,8 @@ class Jitted:
         info = self._split(args, kwargs)[0]
         names = self._leaf_names(info)
         reason = cache.explain(key, names)
+        if _cfg["explain_cache_misses"]:
+            log(f"jit: tracing `{self._name}` again (cache miss): {reason}")
         entry = self._trace(key, info, names, args, kwargs)
         cache.traces += 1
         cache.recent.append((key, names))
@@ -364,7 +382,8 @@ class Jitted:
             self._check_outputs(out, out_leaves)
             closed, consts = closure_convert(*b.to_jaxpr(out_leaves))
         donated = (False,) * len(consts) + self._donated_leaves(info, len(sig))
-        entry = _Entry(closed, consts, out_tree, donated, self._name, self._backend)
+        entry = _Entry(closed, consts, out_tree, donated, self._name, self._backend,
+                       self._takes_buffers)
         if entry.donate:
             warn_unusable_donations(closed, donated, [""] * len(consts) + names, self._name)
         return entry
@@ -612,11 +631,15 @@ class Compiled:
 # --- keys -------------------------------------------------------------------------------------
 
 def _other_leaf(x):
-    """`(signature, value)` of a leaf that is not an Array or a canonical ndarray: a tracer
-    (no value), a Python scalar or another NumPy value (converted); None for a non-array."""
+    """`(signature, value)` of a leaf that is not an Array or a canonical ndarray: a tracer or
+    a `ShapeDtypeStruct` (no value), a Python scalar or another NumPy value (converted); None
+    for a non-array."""
     if isinstance(x, Tracer):
         a = x.aval
         return (a.shape, a.dtype, a.weak_type) + (() if a.vma is None else (a.vma,)), None
+    if type(x) is ShapeDtypeStruct:  # (`jitted.lower(ShapeDtypeStruct(...))`)
+        a = x.aval
+        return (a.shape, a.dtype, a.weak_type), None
     if type(x) in _SCALARS or isinstance(x, (np.ndarray, np.generic)):
         try:
             a = to_array(x)

@@ -57,6 +57,22 @@ class Stats:
 
 stats = Stats()
 
+# Runs watched by a `funcgrad.profiler` trace session: while it holds a function
+# `watch(name, exe, args) -> outputs`, every eager run of a compiled program goes through it.
+watchers = []
+
+
+def run(exe, args, name):
+    """`exe(*args)`, through the trace session's watcher while one is on."""
+    return exe(*args) if not watchers else watchers[0](name, exe, args)
+
+
+def log(message):
+    """`message` on the logger "funcgrad" at WARNING (`log_compiles`, `explain_cache_misses`:
+    shown by default, as JAX's)."""
+    import logging
+    logging.getLogger("funcgrad").warning(message)
+
 
 # --- compiled code and derived programs, per program -----------------------------------------
 
@@ -118,6 +134,11 @@ class ProgramCache:
         rec = self._records.get(id(program))
         return list(rec) if rec is not None and rec.ref() is program else []
 
+    def clear(self):
+        """Drop what is cached for every program."""
+        while self._records:
+            self._release_values(list(self._records.popitem()[1].items()))
+
     def release(self, program):
         """Drop what is cached for `program`, and for the programs derived from it, now (their
         generated sources leave `linecache` with them); later calls compile again."""
@@ -156,15 +177,15 @@ class _Entry:
 
     `donate`: positions (among the call's leaves) of donated arguments, checked on every
     call, `kept` the others; `donated`: one bool per program input, the donation the code is
-    compiled for, none unless `takes_buffers` (not on the CUDA backend: its pool reuses
-    memory).
+    compiled for, none unless the backend takes donated buffers (a capability it declares,
+    `funcgrad.backends.capabilities`: not CUDA, whose pool reuses memory).
     """
 
     __slots__ = ("jaxpr", "consts", "const_vals", "out_tree", "build_outputs", "name",
                  "bind_params", "donate", "kept", "takes_buffers", "donated", "exe",
                  "cacheable", "hits", "seen_hits")
 
-    def __init__(self, jaxpr, consts, out_tree, donated, name, backend):
+    def __init__(self, jaxpr, consts, out_tree, donated, name, backend, takes_buffers):
         self.jaxpr, self.consts, self.out_tree, self.name = jaxpr, consts, out_tree, name
         self.cacheable = not any(isinstance(c, Tracer) for c in consts)
         self.const_vals = [c._value for c in consts] if self.cacheable else None
@@ -173,7 +194,7 @@ class _Entry:
         self.donate = tuple(i for i, d in enumerate(mask) if d)
         self.kept = tuple(i for i, d in enumerate(mask) if not d)
         no_donation = (False,) * len(donated)
-        self.takes_buffers = bool(self.donate) and backend != "cuda"
+        self.takes_buffers = bool(self.donate) and takes_buffers
         self.donated = donated if self.takes_buffers else no_donation
         self.bind_params = dict(jaxpr=jaxpr, name=name, donated=no_donation, backend=backend)
         self.exe = None
@@ -266,6 +287,7 @@ class _FunCache:
         self.warned = False
         # A dead function's cache releases its programs at once.
         weakref.finalize(self, _release_all, self.entries)
+        _all_caches.add(self)
 
     @property
     def hits(self):
@@ -322,6 +344,15 @@ def _release_all(entries):
 
 
 _shared_caches = weakref.WeakKeyDictionary()  # function -> {options: _FunCache}
+_all_caches = weakref.WeakSet()  # every live _FunCache (for `clear_all`)
+
+
+def clear_all():
+    """Forget every trace of every jitted function and every compiled program
+    (`funcgrad.clear_caches`); later calls trace and compile again."""
+    for cache in list(_all_caches):
+        cache.clear()
+    programs.clear()
 
 
 def _cache_for(fun, options):

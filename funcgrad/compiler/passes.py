@@ -15,10 +15,13 @@ This module reads primitives through what they declare (`kind`, `rank0_operands`
 names the lax primitives it holds for.
 """
 
+import weakref
+
 import numpy as np
 
 from funcgrad import lax
 from funcgrad.core import Array, ClosedJaxpr, Eqn, Jaxpr, Literal, Var, bind_at, set_trace
+from funcgrad.core.nesting import nests
 
 # --- helpers ---------------------------------------------------------------------------------
 
@@ -28,7 +31,20 @@ def has_effects(eqn):
     including a higher-order equation whose sub-program contains such an equation."""
     if getattr(eqn.prim, "effectful", False):
         return True
-    return bool(eqn.params) and any(has_effects(e) for j in _subjaxprs(eqn) for e in j.eqns)
+    return bool(eqn.params) and any(_program_has_effects(j) for j in _subjaxprs(eqn))
+
+
+_effects = weakref.WeakKeyDictionary()  # Jaxpr -> has_effects of one of its equations
+
+
+@nests
+def _program_has_effects(jaxpr):
+    """Once per program (the IR is immutable): every pass asks for every equation, and a
+    program nested 100 deep would be walked once per enclosing level."""
+    found = _effects.get(jaxpr)
+    if found is None:
+        found = _effects[jaxpr] = any(has_effects(e) for e in jaxpr.eqns)
+    return found
 
 
 def _subjaxprs(eqn):
@@ -362,7 +378,8 @@ def _simplify_view(eqn, defs):
     if not eqn.invars or len(eqn.outvars) != 1:  # iota, multi-output primitives
         return None
     prim, x, out, p = eqn.prim, eqn.invars[0], eqn.outvars[0], eqn.params
-    if prim is lax.stop_gradient_p or (prim is lax.integer_pow_p and p["y"] == 1):
+    identity = prim is lax.stop_gradient_p or prim.identity  # (checkpoint_name's name_p)
+    if identity or (prim is lax.integer_pow_p and p["y"] == 1):
         return x
     if prim is lax.convert_element_type_p:
         return x if x.aval.dtype == out.aval.dtype else None

@@ -21,6 +21,7 @@ from funcgrad.compiler.jit_cache import stats as _counters
 from funcgrad.compiler.passes import cse, dce, fold_constants, inline_calls, simplify
 from funcgrad.config import config
 from funcgrad.core import typecheck_jaxpr
+from funcgrad.core.nesting import nests
 
 stats = _counters.pipeline  # {"compiles", "compile_seconds", "last_seconds"}
 
@@ -53,7 +54,8 @@ def compile_jaxpr(closed, backend="cpu", donate_argnums=(), optimize_ir=True):
 
     Args:
         closed: the program; its consts are bound into the compiled code once.
-        backend: "cpu" (numpy source).
+        backend: a registered backend's name ("cpu": C kernels or numpy source, "numpy",
+            "cuda", or one added with `funcgrad.backends.register_backend`).
         donate_argnums: positions of arguments whose buffers the program may reuse.
         optimize_ir: run `optimize` first (default True).
 
@@ -62,6 +64,14 @@ def compile_jaxpr(closed, backend="cpu", donate_argnums=(), optimize_ir=True):
         generated source, `exe.ir_text()` the optimized IR, `exe.memory_analysis()` the
         predicted memory use, `exe.profile(*arrays)` per-statement timings.
     """
+    return _compile(closed, backend, tuple(donate_argnums), optimize_ir, {})
+
+
+@nests
+def _compile(closed, backend, donate_argnums, optimize_ir, compiled):
+    """`compile_jaxpr`; `compiled` holds the sub-programs compiled so far for the outermost
+    program, by identity: a backend may ask for one twice (the native backend compiles a
+    branch, then prints its nested branches in C), which must not cost 2^depth compiles."""
     t0 = time.perf_counter()
     opt = optimize(closed) if optimize_ir else closed
     t1 = time.perf_counter()
@@ -69,8 +79,11 @@ def compile_jaxpr(closed, backend="cpu", donate_argnums=(), optimize_ir=True):
     t2 = time.perf_counter()
 
     def subprogram(sub):  # bodies of cond/while/scan and calls, for the same backend
-        return compile_jaxpr(sub, backend)
-    exe = get_backend(backend).compile_program(program, tuple(donate_argnums), opt,
+        hit = compiled.get(id(sub))
+        if hit is None:  # (the entry keeps `sub` alive, so its id stays its own)
+            hit = compiled[id(sub)] = (sub, _compile(sub, backend, (), True, compiled))
+        return hit[1]
+    exe = get_backend(backend).compile_program(program, donate_argnums, opt,
                                                compile_subprogram=subprogram)
     t3 = time.perf_counter()
     _counters.compiled(t3 - t0, {"optimize": t1 - t0, "fuse": t2 - t1, "render": t3 - t2})

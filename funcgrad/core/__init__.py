@@ -16,6 +16,7 @@ from funcgrad.core.ir import (
     typecheck_jaxpr,
 )
 from funcgrad.core.ops import ops, register_op
+from funcgrad.core.reduce_op import ReduceOp
 from funcgrad.core.trace import (
     Builder,
     Primitive,
@@ -25,10 +26,12 @@ from funcgrad.core.trace import (
     concrete_value,
     current_source,
     current_trace,
+    eval_concrete,
     eval_jaxpr,
     get_aval,
     is_concrete,
     jaxpr_as_fun,
+    name_scope,
     new_builder,
     set_trace,
     source_context,
@@ -38,8 +41,9 @@ from funcgrad.core.trace import (
 
 __all__ = [
     "Array", "ArrayBase", "Builder", "ClosedJaxpr", "Eqn", "Jaxpr", "JaxprTypeError", "Literal",
-    "Primitive", "ShapedArray", "Tracer", "Var", "bind_at", "concrete_value", "current_source",
-    "computing_known_for", "current_trace", "eval_jaxpr", "get_aval", "is_concrete",
-    "jaxpr_as_fun", "new_builder", "ops", "pp_jaxpr", "register_op", "set_trace",
-    "source_context", "to_array", "trace_to_jaxpr", "typecheck_jaxpr", "vma_rules",
+    "Primitive", "ReduceOp", "ShapedArray", "Tracer", "Var", "bind_at", "concrete_value",
+    "current_source", "computing_known_for", "current_trace", "eval_concrete", "eval_jaxpr",
+    "get_aval", "is_concrete", "jaxpr_as_fun", "name_scope", "new_builder", "ops", "pp_jaxpr",
+    "register_op", "set_trace", "source_context", "to_array", "trace_to_jaxpr",
+    "typecheck_jaxpr", "vma_rules",
 ]

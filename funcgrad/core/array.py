@@ -67,7 +67,11 @@ class Array(ArrayBase):
         return ShapedArray(v.shape, v.dtype, self.weak_type)
 
     def __array__(self, dtype=None, copy=None):
+        # NumPy 2 trusts `copy`: `np.array(x)` (copy=True) must get a new, writable array;
+        # `np.asarray(x)` gets a read-only view of the immutable value, as of a JAX array
         v = self._value
+        if copy:
+            return np.array(host_value(v), dtype=dtype, copy=True)
         v = np.asarray(v).view() if type(v) is np.ndarray else host_value(v)
         v.flags.writeable = False
         return v if dtype is None else v.astype(dtype)

@@ -3,9 +3,10 @@
 A `Jaxpr` is a straight-line program of `Eqn`s, each applying one primitive to
 variables or literals and defining one or more output variables. Programs are
 immutable and printed in a jaxpr-like text form (names are given at print time).
-This module imports numpy and funcgrad.dtypes only.
+This module imports numpy and funcgrad.dtypes only (and weakref).
 """
 
+import weakref
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -230,8 +231,15 @@ class JaxprTypeError(TypeError):
     pass
 
 
+_checked = weakref.WeakSet()  # programs typechecked already (the IR is immutable)
+
+
 def typecheck_jaxpr(jaxpr):
-    """Re-derive every equation's output types and check every variable is defined once."""
+    """Re-derive every equation's output types and check every variable is defined once.
+    A program checked before is not checked again (a sub-program shared by many programs,
+    each level of a deeply nested one, costs one check)."""
+    if jaxpr in _checked:
+        return
     defined = set()
 
     def define(v):
@@ -263,3 +271,4 @@ def typecheck_jaxpr(jaxpr):
             define(v)
     for v in jaxpr.outvars:
         read(v)
+    _checked.add(jaxpr)

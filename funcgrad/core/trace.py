@@ -20,12 +20,16 @@ from funcgrad import dtypes, errors
 from funcgrad.config import config
 from funcgrad.core.array import Array, ArrayBase, _device_types, to_array
 from funcgrad.core.ir import ClosedJaxpr, Eqn, Jaxpr, Literal, ShapedArray, Var
+from funcgrad.core.nesting import nests
 from funcgrad.core.ops import ops
+from funcgrad.core.reduce_op import ReduceOp
 
 _trace_ctx = contextvars.ContextVar("funcgrad_trace", default=None)
 _source_override = contextvars.ContextVar("funcgrad_source", default=None)
 _known_for = contextvars.ContextVar("funcgrad_known_for", default=None)
 _impl_known_for = contextvars.ContextVar("funcgrad_impl_known_for", default=None)
+_name_stack = contextvars.ContextVar("funcgrad_name_stack", default="")  # "outer/inner/"
+_eval_now = contextvars.ContextVar("funcgrad_eval_now", default=False)
 
 
 def current_trace():
@@ -72,7 +76,36 @@ class source_context:  # noqa: N801  (used like a function: `with source_context
 
 
 def current_source():
-    return _source_override.get() or errors.user_frame(2)
+    return _source_override.get() or _named(errors.user_frame(2))
+
+
+@contextlib.contextmanager
+def name_scope(name):
+    """Prefix `name/` to the function name of the source of every equation recorded inside
+    (`model.py:12 (block/loss)`): generated code, profiles and pictures show it."""
+    token = _name_stack.set(f"{_name_stack.get()}{name}/")
+    try:
+        yield
+    finally:
+        _name_stack.reset(token)
+
+
+def _named(frame):
+    names = _name_stack.get()
+    if not names or frame is None:
+        return frame
+    return (frame[0], frame[1], names + frame[2])
+
+
+@contextlib.contextmanager
+def eval_concrete():
+    """Inside the block, a primitive applied to values that are all concrete (no tracer) runs
+    now, even under a trace (`funcgrad.ensure_compile_time_eval`)."""
+    token = _eval_now.set(True)
+    try:
+        yield
+    finally:
+        _eval_now.reset(token)
 
 
 class Primitive:
@@ -89,11 +122,13 @@ class Primitive:
     - `dtype_kinds`: the numpy kind letters of the operands it accepts ("fc"), or None;
     - `fusible`: a kernel may compute it (elementwise, reduction) or read an operand
       through it (view);
-    - `reduce_op`: a fusible reduction's op in a kernel ("sum", "max", "min");
+    - `reduce_op`: a fusible reduction's op (a `ReduceOp`: what every backend needs to
+      compute it in a kernel);
     - `view_axes`: a fusible view's rule `(operand shape, out shape, **params)` -> operand
       axis -> output axis (-1: a dropped unit axis), or None where it is no such relabeling;
     - `rank0_operands`: each operand may be rank-0 and broadcasts (lax's binary ops);
-    - `effectful`: it has a side effect (dead-code elimination keeps it).
+    - `effectful`: it has a side effect (dead-code elimination keeps it);
+    - `identity`: it returns its one operand unchanged (the simplifier drops it).
 
     Example:
         >>> sin_p = Primitive("sin")
@@ -109,6 +144,7 @@ class Primitive:
     view_axes = None
     rank0_operands = False
     effectful = False
+    identity = False  # returns its one operand unchanged: the compiler's simplifier drops it
     calls_body = False  # applies its `jaxpr` param to its operands: compiles as a plain call
     _fusible = weakref.WeakValueDictionary()  # name -> the fusible primitive of that name
 
@@ -132,8 +168,9 @@ class Primitive:
             raise ValueError(f"{self.name}: kind must be one of {self.KINDS}, got {kind!r}")
         if fusible and kind not in ("elementwise", "reduction", "view"):
             raise ValueError(f"{self.name}: a {kind} primitive cannot be fusible")
-        if fusible and kind == "reduction" and reduce_op is None:
-            raise ValueError(f"{self.name}: a fusible reduction declares its reduce_op")
+        if fusible and kind == "reduction" and not isinstance(reduce_op, ReduceOp):
+            raise ValueError(f"{self.name}: a fusible reduction declares its reduce_op (a "
+                             f"ReduceOp), got {reduce_op!r}")
         if fusible and kind == "view" and view_axes is None:
             raise ValueError(f"{self.name}: a fusible view declares its view_axes rule")
         if fusible:
@@ -175,7 +212,7 @@ class Primitive:
 
     def bind(self, *args, **params):
         trace = _trace_ctx.get()
-        if trace is None:
+        if trace is None or (_eval_now.get() and not any(isinstance(a, Tracer) for a in args)):
             return eager_bind(self, args, params)
         return trace.process(self, args, params)
 
@@ -207,11 +244,13 @@ def eager_bind(prim, args, params):
         finally:
             _impl_known_for.reset(tokens[2]), _known_for.reset(tokens[1])
             _trace_ctx.reset(tokens[0])
-    vals, key = [], [prim]
+    vals, key, raw = [], [prim], None
     for a in args:
         if type(a) is not Array:
             if isinstance(a, Tracer):
                 _leaked(a, prim)
+            if type(a) is np.ndarray:
+                raw = [a] if raw is None else raw + [a]
             a = _operand(prim, a)
         v = a._value
         vals.append(v)
@@ -247,13 +286,26 @@ def eager_bind(prim, args, params):
                 f"{prim.name}: the eager implementation failed on inputs "
                 f"{[(v.shape, v.dtype) for v in vals]} ({type(e).__name__}: "
                 f"{e}); this is a funcgrad bug\n{errors.where(errors.user_frame(2))}") from e
+    if raw is not None:
+        out = _unaliased(out, raw, prim.multiple_results)
     if prim.multiple_results:
         res = [_wrap(o, a) for o, a in zip(out, out_aval)]
     else:
         res = _wrap(out, out_aval)
-    if config._values["debug_nans"]:
+    if config._values["debug_nans"] or config._values["debug_infs"]:
         _check_nans(prim, res)
     return res
+
+
+def _unaliased(out, raw, multiple):
+    """An eager result that shares no memory with the NumPy arrays `raw` the caller passed
+    (a view op's result would be a view of one): the caller may write to them later, and a
+    funcgrad array is immutable (JAX copies its inputs too)."""
+    def own(o):
+        if isinstance(o, np.ndarray) and any(np.may_share_memory(o, r) for r in raw):
+            return o.copy()
+        return o
+    return [own(o) for o in out] if multiple else own(out)
 
 
 def _cached_abstract_eval(prim, avals, params):
@@ -292,12 +344,27 @@ def _wrap(v, aval):
 
 
 def _check_nans(prim, res):
+    """debug_nans/debug_infs: a FloatingPointError when an output of `prim` has a NaN/inf."""
     for r in res if isinstance(res, list) else [res]:
-        if dtypes.is_inexact(r.dtype) and np.isnan(r._value).any():
+        bad = nonfinite(r._value) if dtypes.is_inexact(r.dtype) else None
+        if bad is not None:
             src = _source_override.get() or errors.user_frame(3)
             raise FloatingPointError(
-                f"debug_nans: primitive {prim.name} produced a NaN (output {r.aval})\n"
-                f"{errors.where(src)}")
+                f"debug_{bad}s: primitive {prim.name} produced {NONFINITE[bad]} "
+                f"(output {r.aval})\n{errors.where(src)}")
+
+
+NONFINITE = {"nan": "a NaN", "inf": "an inf"}
+
+
+def nonfinite(value):
+    """"nan" or "inf" when the checks asked for (`config.debug_nans`, `debug_infs`) find one in
+    the numpy value `value`, else None."""
+    if config._values["debug_nans"] and np.isnan(value).any():
+        return "nan"
+    if config._values["debug_infs"] and np.isinf(value).any():
+        return "inf"
+    return None
 
 
 def _operand(prim, x):
@@ -608,7 +675,7 @@ class Builder:
             out_avals_l = [a if a.vma is not None else a.update(vma=out_vma)
                            for a in out_avals_l]
         out_vals = None
-        src = _source_override.get() or errors.user_frame(3)
+        src = _source_override.get() or _named(errors.user_frame(3))
         if self.compute_known and all(v is not None for v in vals):
             tokens = _known_for.set(self), _source_override.set(src)
             try:
@@ -653,6 +720,7 @@ def new_builder(name, compute_known=False, parent=None):
         b.alive = False
 
 
+@nests
 def trace_to_jaxpr(fun, in_avals, name="make_jaxpr"):
     """Trace `fun(*tracers)` (flat lists in and out) abstractly into a ClosedJaxpr."""
     with new_builder(name) as b:
@@ -662,6 +730,7 @@ def trace_to_jaxpr(fun, in_avals, name="make_jaxpr"):
     return ClosedJaxpr(jaxpr, consts)
 
 
+@nests
 def eval_jaxpr(jaxpr, consts, *args):
     """Evaluate `jaxpr` by binding each equation in the current trace (re-traceable)."""
     env = {}

@@ -18,7 +18,10 @@ Equations of primitives marked `effectful = True` (debug printing) are kept by D
 the caller asks to drop them. This module imports only funcgrad.core.
 """
 
+import contextvars
+
 from funcgrad.core import ClosedJaxpr, Jaxpr, Literal, Var, trace_to_jaxpr
+from funcgrad.core.nesting import nests
 
 partial_eval_rules = {}
 
@@ -58,6 +61,13 @@ def is_effectful(eqn):
     return getattr(eqn.prim, "effectful", False)
 
 
+# The splits made during one outermost `partial_eval_jaxpr` call, by (program, unknowns,
+# instantiate): a rule that splits a sub-program twice (cond: once to learn which outputs
+# are unknown, once to split) finds the inner splits made the first time, so nested
+# sub-programs cost linear time, not 2^depth.
+_splits = contextvars.ContextVar("partial_eval_splits", default=None)
+
+
 def partial_eval_jaxpr(closed, in_unknowns, instantiate):
     """Split `closed` into a known and an unknown program.
 
@@ -79,9 +89,25 @@ def partial_eval_jaxpr(closed, in_unknowns, instantiate):
         known is `{ lambda ; a. let c = sin a in (c,) }` (residual `c`), unknown is
         `{ lambda ; c b. let d = mul c b in (d,) }`.
     """
-    jaxpr = closed.jaxpr
     if isinstance(instantiate, bool):
-        instantiate = [instantiate] * len(jaxpr.outvars)
+        instantiate = [instantiate] * len(closed.jaxpr.outvars)
+    key = (id(closed), tuple(in_unknowns), tuple(instantiate))
+    splits = _splits.get()
+    if splits is None:
+        token = _splits.set({})
+        try:
+            return partial_eval_jaxpr(closed, in_unknowns, instantiate)
+        finally:
+            _splits.reset(token)
+    hit = splits.get(key)
+    if hit is None:  # (the entry keeps `closed` alive, so its id stays its own)
+        hit = splits[key] = (closed, _partial_eval(closed, in_unknowns, instantiate))
+    return hit[1]
+
+
+@nests
+def _partial_eval(closed, in_unknowns, instantiate):
+    jaxpr = closed.jaxpr
     unknown = {v for v, u in zip(jaxpr.invars, in_unknowns) if u}
     known_eqns, unknown_eqns = [], []
     for eqn in jaxpr.eqns:

@@ -11,6 +11,7 @@ from funcgrad import errors as _errors
 from funcgrad.interpreters.ad import add_any_p
 from funcgrad.lax import associative_scan as _associative_scan_family
 from funcgrad.lax import (
+    barrier,
     bit_ops,
     composites,
     control_flow,
@@ -36,6 +37,7 @@ from funcgrad.lax import (
 )
 from funcgrad.lax import fft as _fft_family  # the module; `fft` is lax.fft, as in JAX
 from funcgrad.lax.associative_scan import *  # noqa: F403
+from funcgrad.lax.barrier import *  # noqa: F403
 from funcgrad.lax.bit_ops import *  # noqa: F403
 from funcgrad.lax.composites import *  # noqa: F403
 from funcgrad.lax.control_flow import *  # noqa: F403
@@ -61,8 +63,8 @@ from funcgrad.lax.special import *  # noqa: F403
 from funcgrad.lax.special_series import *  # noqa: F403
 
 __all__ = sorted({"add_any_p"}.union(*(m.__all__ for m in (
-    control_flow, conv_shapes, convolution, elementwise, _fft_family, indexing, linalg, logic,
-    parallel, parallel_ops, precision, reductions, shape, slicing, sorting, special,
+    barrier, control_flow, conv_shapes, convolution, elementwise, _fft_family, indexing, linalg,
+    logic, parallel, parallel_ops, precision, reductions, shape, slicing, sorting, special,
     composites, _associative_scan_family, bit_ops, special_series, conv_patches, rng, ragged,
     linear_solve))))
 

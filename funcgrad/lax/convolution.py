@@ -2,9 +2,11 @@
 
 `conv_general_dilated` (XLA Conv: strides, padding, lhs/rhs dilation, feature and batch
 groups, any layout), `reduce_window_{sum,max,min}` and the `select_and_gather_add` /
-`select_and_scatter_add` pair behind max-pooling derivatives. Eager implementations pad
-and dilate with numpy, take a strided `sliding_window_view` and contract it with one
-(batched) matmul (im2col). This module imports only the core, the interpreters and other
+`select_and_scatter_add` pair behind max-pooling derivatives. A convolution's
+implementation is its `conv_plan.ConvPlan` (the input's windows packed into BLAS gemm calls,
+which the native tier's C routine repeats bit for bit); the windowed reductions fold one
+window axis at a time (`fold_windows`); the selections pad and dilate with numpy and take a
+strided `sliding_window_view`. This module imports only the core, the interpreters and other
 `funcgrad.lax` wrappers.
 """
 
@@ -18,7 +20,7 @@ from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, concrete_value, get_aval
 from funcgrad.core.placement import place
 from funcgrad.interpreters import ad, batching
-from funcgrad.lax import pooling
+from funcgrad.lax import conv_plan, pooling
 from funcgrad.lax.precision import canonicalize_precision
 from funcgrad.lax.utils import quiet, static_ints
 
@@ -266,43 +268,10 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
                        lhs.weak_type and rhs.weak_type)
 
 
-def _conv_canonical(x, w, strides, padding, lhs_dilation, rhs_dilation, fgc, bgc):
-    """Conv of x (N, C, spatial...) and w (O, I, window...) into (N/bgc, O, out...)."""
-    nsp = x.ndim - 2
-    x = _dilate_pad(x, 0, ((0, 0), (0, 0)) + padding, (1, 1) + lhs_dilation)
-    n, c = x.shape[:2]
-    o, window = w.shape[0], w.shape[2:]
-    out_sp = tuple(_stride_dim(p, _dilate_dim(k, r), s)
-                   for p, k, r, s in zip(x.shape[2:], window, rhs_dilation, strides))
-    groups, nb, cg, og = fgc * bgc, n // bgc, c // fgc, o // (fgc * bgc)
-    out_shape = (nb, o) + out_sp
-    if 0 in out_shape:
-        return np.zeros(out_shape, x.dtype)
-    if cg == 0 or 0 in window:
-        return np.zeros(out_shape, x.dtype)
-    sp_axes = tuple(range(2, 2 + nsp))
-    patches = _windows(x, sp_axes, window, strides, rhs_dilation)  # (N, C, out..., win...)
-    patches = patches.reshape((bgc, nb, fgc, cg) + out_sp + window)
-    order = (0, 2, 1) + tuple(range(4, 4 + nsp)) + (3,) + tuple(range(4 + nsp, 4 + 2 * nsp))
-    n_out, n_win = int(np.prod(out_sp)), int(np.prod(window))
-    a = patches.transpose(order).reshape(groups, nb * n_out, cg * n_win)
-    b = w.reshape(groups, og, cg * n_win).transpose(0, 2, 1)
-    res = np.matmul(a, b).reshape((groups, nb) + out_sp + (og,))
-    res = res.transpose((1, 0, 2 + nsp) + tuple(range(2, 2 + nsp)))
-    return res.reshape(out_shape)
-
-
-def _conv_impl(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
-               dimension_numbers, feature_group_count, batch_group_count, precision,
-               preferred_element_type):
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    if preferred_element_type is not None:
-        lhs = lhs.astype(preferred_element_type, copy=False)
-        rhs = rhs.astype(preferred_element_type, copy=False)
-    out = _conv_canonical(lhs.transpose(lhs_spec), rhs.transpose(rhs_spec), window_strides,
-                          padding, lhs_dilation, rhs_dilation, feature_group_count,
-                          batch_group_count)
-    return out.transpose(np.argsort(out_spec))
+def _conv_impl(lhs, rhs, **params):
+    out = _conv_abstract(get_aval(lhs), get_aval(rhs), **params)
+    p = conv_plan.plan_of(lhs.shape, rhs.shape, rhs.dtype, out.shape, out.dtype, **params)
+    return conv_plan.run_numpy(p, lhs, rhs)
 
 
 def _spec_t(spec):
@@ -535,7 +504,29 @@ def _window_batch(prim):
     return rule
 
 
-def _reduce_window_prim(kind, reducer, kinds, ufunc=None):
+def fold_windows(x, ufunc, ident, *, window_dimensions, window_strides, padding,
+                 base_dilation, window_dilation):
+    """The windowed reduction of numpy `x` by `ufunc` (np.add, np.maximum, np.minimum), one
+    axis at a time from the last: along each axis, a window's taps fold left in order into
+    its first. The native tier's routine (`backends/native/windows.py`) folds in this order,
+    so both give the same bits."""
+    xp = _dilate_pad(x, ident, padding, base_dilation)
+    for d in reversed(range(x.ndim)):
+        w, s, r = window_dimensions[d], window_strides[d], window_dilation[d]
+        n = _stride_dim(xp.shape[d], _dilate_dim(w, r), s)
+        taps = [xp[(slice(None),) * d + (slice(j * r, j * r + (n - 1) * s + 1, s),)]
+                for j in range(w)]
+        if w == 1:
+            xp = taps[0]
+            continue
+        acc = np.array(taps[0])
+        for tap in taps[1:]:
+            ufunc(acc, tap, out=acc)
+        xp = acc
+    return np.ascontiguousarray(xp)
+
+
+def _reduce_window_prim(kind, ufunc, kinds):
     name = f"reduce_window_{kind}"
     p = Primitive(name)
 
@@ -549,11 +540,7 @@ def _reduce_window_prim(kind, reducer, kinds, ufunc=None):
         ident = _identity(kind, x.dtype)
         if 0 in out_shape or 0 in params["window_dimensions"]:
             return np.full(out_shape, ident, x.dtype)
-        layout = ufunc and pooling.blocked(x.shape, **params)
-        if layout:  # windows tiling the operand: one ufunc call per window offset
-            return pooling.reduce_blocks(x, ufunc, layout, out_shape)
-        v = _window_view(x, ident, **params)
-        return reducer(v, axis=tuple(range(x.ndim, 2 * x.ndim)))
+        return fold_windows(x, ufunc, ident, **params)
     p.def_impl(quiet(impl))
     p.def_abstract_eval(abstract)
     batching.batch_rules[p] = _window_batch(p)
@@ -587,8 +574,7 @@ def _reduce_window_sum_transpose(ct, operand, *, window_dimensions, window_strid
     return [out]
 
 
-reduce_window_sum_p = _reduce_window_prim(
-    "sum", lambda v, axis: np.sum(v, axis=axis, dtype=v.dtype), "iufc")
+reduce_window_sum_p = _reduce_window_prim("sum", np.add, "iufc")
 ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
 
 
@@ -624,17 +610,17 @@ def _chooser_jvp(kind):
     # sum when the windows tile the operand (pooling.py), else select_and_gather_add
     def rule(primals, out, tangents, **params):
         layout = pooling.blocked(get_aval(primals[0]).shape, **params)
-        if layout and pooling.unrolled(layout) and get_aval(primals[0]).dtype.kind == "f":
-            return pooling.chooser_jvp(tangents[0], primals[0], out, layout)
+        if layout and get_aval(primals[0]).dtype.kind == "f":
+            return pooling.chooser_jvp(tangents[0], primals[0], layout, kind)
         return select_and_gather_add_p.bind(tangents[0], primals[0], select_prim=kind,
                                             **params)
     return rule
 
 
-reduce_window_max_p = _reduce_window_prim("max", np.max, "biuf", np.maximum)
+reduce_window_max_p = _reduce_window_prim("max", np.maximum, "biuf")
 ad.jvp_rules[reduce_window_max_p] = _chooser_jvp("max")
 
-reduce_window_min_p = _reduce_window_prim("min", np.min, "biuf", np.minimum)
+reduce_window_min_p = _reduce_window_prim("min", np.minimum, "biuf")
 ad.jvp_rules[reduce_window_min_p] = _chooser_jvp("min")
 
 

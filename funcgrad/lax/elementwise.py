@@ -17,7 +17,7 @@ from funcgrad import dtypes, errors
 from funcgrad.core import Array, Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
 from funcgrad.interpreters.ad import defjvp, defjvp_zero
-from funcgrad.lax.logic import eq, ge, select_n
+from funcgrad.lax.logic import bitwise_and, bitwise_not, bitwise_or, eq, ge, select_n
 from funcgrad.lax.shape import broadcast_in_dim, full
 from funcgrad.lax.utils import accurate, binop, match_scalars, np_operands, quiet, unop
 
@@ -168,9 +168,16 @@ def _replace_zero(x):
 
 
 def _pow_jvp_x(t, x, y, out):
-    yb = _bcast(y, out)
-    jac = mul(_replace_zero(yb), pow(x, sub(y, _const(y, 1))))
-    return mul(t, select_n(eq(yb, _const(y, 0)), jac, _full_like(out, 0)))
+    # y * x ** (y - 1), exactly: 0 where y == 0, with its derivative in y (1 / x) kept. Where
+    # y == 0 and x is 0 or not finite, x is replaced by 1: y * x ** (y - 1) would be 0 * inf
+    # or NaN there, and so would the derivatives of the unused value (grad(grad(x ** 0.))(0.))
+    xb, yb = _bcast(x, out), _bcast(y, out)
+    odd = eq(xb, _const(x, 0))
+    if get_aval(x).dtype.kind == "f":
+        odd = bitwise_or(odd, bitwise_not(is_finite(xb)))
+    odd = bitwise_and(eq(yb, _const(y, 0)), odd)
+    safe_x = select_n(odd, xb, _full_like(out, 1))
+    return mul(t, mul(yb, pow(safe_x, sub(y, _const(y, 1)))))
 
 
 def _pow_jvp_y(t, x, y, out):

@@ -3,19 +3,21 @@
 When every window is its own block of the operand (strides equal to the window, no padding,
 no dilation: the common `MaxPool2d(k)`), the derivative of `reduce_window_max`/`min` (JAX's
 `select_and_gather_add`, transposed to `select_and_scatter_add`) is a product with the
-one-hot mask of each window's first extremal element in the block layout
-`(o0, w0, o1, w1, ...)`: the gradient is the cotangent broadcast over each block where the
-mask is set, zero elsewhere: elementwise work that fuses. The mask is built offset by offset
-from strided slices (one small kernel), which numpy runs far faster than reductions over tiny
-window axes; the eager reduction runs the same way. `convolution.py` calls it; it imports only lax.
+one-hot mask of each window's selected element in the block layout `(o0, w0, o1, w1, ...)`:
+the gradient is the cotangent broadcast over each block where the mask is set, zero
+elsewhere, elementwise work that fuses into one kernel. The mask is one primitive,
+`window_choice_mask` (one pass over the operand: a C routine on the native tier,
+`backends/native/windows.py`; numpy below, window offset by offset), kept as the residual
+of the forward pass. `convolution.py` calls it; it imports the core, the interpreters and lax.
 """
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 
 from funcgrad import lax
+from funcgrad.core import Primitive, ShapedArray
+from funcgrad.interpreters import ad, batching
 
 __all__ = []
 
@@ -48,6 +50,13 @@ def blocked(shape, window_dimensions, window_strides, padding, base_dilation,
     return Layout(crop, tuple(block), tuple(axes), tuple(window_dimensions))
 
 
+def tiling(shape, window):
+    """The `Layout` of windows `window` with strides `window` over `shape` (or None)."""
+    nd = len(shape)
+    return blocked(tuple(shape), tuple(window), tuple(window), ((0, 0),) * nd, (1,) * nd,
+                   (1,) * nd)
+
+
 def to_blocks(x, layout):
     """The lax value `x` cropped to the windows and reshaped into blocks."""
     if tuple(x.shape) != layout.crop:
@@ -55,65 +64,56 @@ def to_blocks(x, layout):
     return lax.reshape(x, layout.block)
 
 
-MAX_UNROLLED = 16  # windows of more elements keep select_and_gather_add
+# --- window_choice_mask ------------------------------------------------------------------------
+def _better(kind, best, v):
+    """Where `v` replaces the window's selection so far (numpy's argmax/argmin: the first
+    extremal element, the first NaN winning)."""
+    beats = np.greater(v, best) if kind == "max" else np.less(v, best)
+    return np.equal(best, best) & (beats | np.not_equal(v, v))
 
 
-def _strided(x, k, window, out_shape):
-    """The elements at offset `k` of every window (shape `out_shape`)."""
-    if isinstance(x, np.ndarray):
-        return x[tuple(slice(o, o + n * w, w) for o, n, w in zip(k, out_shape, window))]
-    return lax.slice(x, k, tuple(o + (n - 1) * w + 1 for o, n, w in zip(k, out_shape, window)),
-                     window)
-
-
-def reduce_blocks(x, ufunc, layout, out_shape):
-    """The eager window reduction (`np.maximum`/`np.minimum`) of the numpy array `x`: the
-    windows' elements combined offset by offset, in row-major window order."""
+def _choice_mask_impl(x, *, window_dimensions, select_prim):
+    layout = tiling(x.shape, window_dimensions)
     window = layout.window
-    ks = list(np.ndindex(*window))
-    out = np.array(_strided(x, ks[0], window, out_shape))
-    for k in ks[1:]:
-        ufunc(out, _strided(x, k, window, out_shape), out=out)
-    return out
+    mask = np.zeros(layout.crop, bool)
+    taps = [tuple(slice(k, c, w) for k, c, w in zip(ks, layout.crop, window))
+            for ks in np.ndindex(*window)]
+    best = np.array(x[taps[0]])
+    chosen = np.zeros(best.shape, np.int32)
+    extremum = np.maximum if select_prim == "max" else np.minimum  # the value selected so far
+    for t, tap in enumerate(taps[1:], 1):  # (arithmetic: numpy's masked selects are slower)
+        v = x[tap]
+        np.maximum(chosen, _better(select_prim, best, v) * np.int32(t), out=chosen)
+        extremum(best, v, out=best)
+    for t, tap in enumerate(taps):
+        np.equal(chosen, t, out=mask[tap])
+    return mask.reshape(layout.block)
 
 
-def _interleave(pieces, window):
-    """The inverse of `_strided` for all offsets at once, as block-shaped data: `pieces[k]`
-    (row-major over the window offsets) placed at offset k of every window, in the block
-    layout `(o0, w0, o1, w1, ...)` (unit windows have no block axis)."""
-    for d in reversed(range(len(window))):  # axes before d are not expanded yet: o_d is at d
-        if window[d] != 1:
-            w = window[d]
-            pieces = [lax.concatenate([lax.expand_dims(p, (d + 1,)) for p in pieces[i:i + w]],
-                                      d + 1) for i in range(0, len(pieces), w)]
-    return pieces[0]
+def _choice_mask_abstract(x, *, window_dimensions, select_prim):
+    return ShapedArray(tiling(x.shape, window_dimensions).block, np.dtype(bool))
 
 
-def first_choice_mask(x, out, layout):
-    """The boolean mask, in the block shape, of each window's selected element: the first
-    (row-major in the window) element equal to the window's extremum `out`, or its first NaN
-    when it has one (numpy's argmax/argmin, which `select_and_gather_add` uses)."""
-    window, out_shape = layout.window, tuple(out.shape)
-    taken, chosen = None, []
-    for k in np.ndindex(*window):
-        xk = _strided(x, k, window, out_shape)
-        hit = lax.bitwise_or(lax.eq(xk, out), lax.ne(xk, xk))
-        chosen.append(hit if taken is None else lax.bitwise_and(hit, lax.bitwise_not(taken)))
-        taken = hit if taken is None else lax.bitwise_or(taken, hit)
-    return _interleave(chosen, window)
+def _choice_mask_batch(args, dims, *, window_dimensions, select_prim):
+    x = batching.bdim_at_front(args[0], dims[0], args[0].shape[dims[0]])
+    return choice_mask_p.bind(x, window_dimensions=(1,) + window_dimensions,
+                              select_prim=select_prim), 0
 
 
-def unrolled(layout):
-    """Whether the window is small enough for `chooser_jvp`."""
-    return math.prod(layout.window) <= MAX_UNROLLED
+choice_mask_p = Primitive("window_choice_mask")
+choice_mask_p.def_impl(_choice_mask_impl)
+choice_mask_p.def_abstract_eval(_choice_mask_abstract)
+ad.defjvp_zero(choice_mask_p)
+batching.batch_rules[choice_mask_p] = _choice_mask_batch
 
 
-def chooser_jvp(t, x, out, layout):
+def chooser_jvp(t, x, layout, kind):
     """The tangent of the selected element of every window: `sum(where(mask, t_blocks, 0))`
     (an inf or NaN tangent elsewhere in the window stays out). Its transpose, the gradient, is
     `where(mask, ct, 0)` with `ct` broadcast over the blocks. Only the sign of a zero may
     differ from select_and_gather_add/select_and_scatter_add (a -0.0 tangent sums to +0.0; a
     -0.0 cotangent stays -0.0 where the scatter's `0 + ct` gives +0.0)."""
     tb = to_blocks(t, layout)
-    masked = lax.select_n(first_choice_mask(x, out, layout), lax.full_like(tb, 0), tb)
+    mask = choice_mask_p.bind(x, window_dimensions=layout.window, select_prim=kind)
+    masked = lax.select_n(mask, lax.full_like(tb, 0), tb)
     return lax.reduce_sum(masked, layout.axes)

@@ -10,9 +10,10 @@ lax slices, so they are exact, differentiable again and transposable.
 import numpy as np
 
 from funcgrad import dtypes, errors
-from funcgrad.core import Primitive, ShapedArray, get_aval
+from funcgrad.core import Primitive, ReduceOp, ShapedArray, get_aval
 from funcgrad.core.placement import place
 from funcgrad.interpreters import ad, batching
+from funcgrad.lax.elementwise import add_p, max_p, min_p, mul_p
 from funcgrad.lax.shape import broadcast_in_dim, full_like, reshape, rev, transpose
 from funcgrad.lax.utils import check_kind, quiet, static_int, static_ints
 
@@ -31,7 +32,7 @@ def _reduced_aval(name, x, axes, dtype=None, weak_type=None):
 
 def _reduction(name, impl, kinds, reduce_op=None):
     """A primitive reducing its operand over `axes` with `impl(x, axes)`; one with a
-    `reduce_op` ("sum", "max", "min") may end a fused kernel."""
+    `reduce_op` (a `ReduceOp`) may end a fused kernel."""
     p = Primitive(name)
     p.def_impl(quiet(lambda x, *, axes: impl(x, axes)))
 
@@ -56,6 +57,19 @@ def _highest(dt):
     return True if dt.kind == "b" else np.iinfo(dt).max if dt.kind in "iu" else np.inf
 
 
+def _widened(dtype):
+    """What a kernel accumulates `dtype` in: float16 in float32 (as numpy's float16 loops),
+    bools and small integers in 32-bit integers, every other dtype in itself."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return "float32" if dt.itemsize < 4 else dt.name
+    if dt.kind == "b":
+        return "int32"
+    if dt.itemsize < 4:
+        return "int32" if dt.kind == "i" else "uint32"
+    return dt.name
+
+
 # --- reduce_sum -------------------------------------------------------------------------------
 def reduce_sum(operand, axes, *, out_sharding=None):
     """Sum of `operand` over `axes` (distinct non-negative ints); integer dtypes wrap around.
@@ -75,8 +89,9 @@ def _reduce_sum_transpose(ct, x, *, axes):
     return [broadcast_in_dim(ct, shape, kept)]
 
 
+SUM = ReduceOp("sum", add_p, np.add, lambda dt: 0, _widened, openmp="+", pairwise=True)
 reduce_sum_p = _reduction("reduce_sum", lambda x, axes: np.sum(x, axis=axes, dtype=x.dtype),
-                          "iufc", "sum")
+                          "iufc", SUM)
 ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
 
 
@@ -104,8 +119,9 @@ def _reduce_chooser_jvp(primals, out, tangents, *, axes):
     return lax.div(reduce_sum(lax.mul(t, at), axes), reduce_sum(at, axes))
 
 
+MAX = ReduceOp("max", max_p, np.maximum, _lowest, _widened, openmp="max", selects=True)
 reduce_max_p = _reduction(
-    "reduce_max", lambda x, axes: np.max(x, axis=axes, initial=_lowest(x.dtype)), "biuf", "max")
+    "reduce_max", lambda x, axes: np.max(x, axis=axes, initial=_lowest(x.dtype)), "biuf", MAX)
 ad.jvp_rules[reduce_max_p] = _reduce_chooser_jvp
 
 
@@ -119,8 +135,9 @@ def reduce_min(operand, axes):
     return reduce_min_p.bind(operand, axes=_axes("reduce_min", axes))
 
 
+MIN = ReduceOp("min", min_p, np.minimum, _highest, _widened, openmp="min", selects=True)
 reduce_min_p = _reduction(
-    "reduce_min", lambda x, axes: np.min(x, axis=axes, initial=_highest(x.dtype)), "biuf", "min")
+    "reduce_min", lambda x, axes: np.min(x, axis=axes, initial=_highest(x.dtype)), "biuf", MIN)
 ad.jvp_rules[reduce_min_p] = _reduce_chooser_jvp
 
 
@@ -150,8 +167,9 @@ def _reduce_prod_jvp(primals, out, tangents, *, axes):
     return reshape(_slice_axis(tan, n - 1, n, 0), get_aval(out).shape)
 
 
+PROD = ReduceOp("prod", mul_p, np.multiply, lambda dt: 1, _widened, openmp="*")
 reduce_prod_p = _reduction(
-    "reduce_prod", lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype), "iufc")
+    "reduce_prod", lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype), "iufc", PROD)
 ad.jvp_rules[reduce_prod_p] = _reduce_prod_jvp
 
 

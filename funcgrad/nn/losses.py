@@ -148,7 +148,7 @@ def l2_loss(predictions, targets=None):
     return 0.5 * fnp.square(_errors("l2_loss", predictions, targets))
 
 
-def huber_loss(predictions, targets=None, delta=1.0):
+def huber_loss(predictions, targets=None, *, delta=1.0):
     """Elementwise Huber loss: 0.5 e**2 for |e| <= delta, delta (|e| - 0.5 delta) beyond.
 
     Example:

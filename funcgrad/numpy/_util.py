@@ -11,8 +11,10 @@ from math import copysign
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
+from funcgrad.config import config
 from funcgrad.core import Array, ArrayBase, concrete_value, to_array
 from funcgrad.core.array import host_value
+from funcgrad.devices import own_buffer
 
 _PY_SCALARS = (bool, int, float, complex)
 _BCAST_CACHE = {}
@@ -32,11 +34,13 @@ def asarray_operand(name, x, dtype=None):
     funcgrad.numpy. Python scalars and array-likes become Arrays; a (nested) list or tuple
     holding traced values is stacked (`stack_sequence`), so derivatives flow through it. With
     `dtype`, an array-like is converted to `dtype` by NumPy (one rounding); an Array or tracer
-    is returned as it is."""
+    is returned as it is. A NumPy array is copied when the Array would share its memory: the
+    caller may write to it later, and a view op's result would change (JAX copies too)."""
     if isinstance(x, ArrayBase):
         return x
     try:
-        return to_array(x) if dtype is None else to_array(np.asarray(x, dtype))
+        out = to_array(x) if dtype is None else to_array(np.asarray(x, dtype))
+        return own_buffer(out, x) if type(x) is np.ndarray else out
     except errors.TracerArrayConversionError:  # raised by a tracer inside the list
         if not isinstance(x, (list, tuple)):
             raise
@@ -200,8 +204,8 @@ def convert(x, dtype, weak=False):
 def promote(name, args, inexact=False, broadcast=True):
     """Operands converted to their common dtype (JAX's lattice) and broadcast to one shape.
 
-    Python scalars are weak; with `inexact` an integer/bool result becomes the default float
-    (as `true_divide` and `sin` need). Rank-0 operands are left rank-0: lax elementwise ops
+    Python scalars are weak; with `inexact` an integer/bool result becomes a float (JAX's
+    `to_inexact`: true_divide, sin). Rank-0 operands are left rank-0: lax elementwise ops
     broadcast them. Returns a list (a tuple for two operands, see `promote2`).
     """
     if len(args) == 2:
@@ -209,10 +213,30 @@ def promote(name, args, inexact=False, broadcast=True):
     args = [a if type(a) in _PY_SCALARS else asarray_operand(name, a) for a in args]
     ps = [parts(a) for a in args]
     dt, weak = dtypes.promote_types(*[(p[1], p[2]) for p in ps])
-    if inexact and dt.kind not in "fc":
-        dt = dtypes.default_float()
+    if inexact:
+        dt = dtypes.to_inexact(dt)
+    if broadcast and len({len(p[0]) for p in ps if p[0]}) > 1:
+        check_rank_promotion(name, [p[0] for p in ps])
     shape = broadcast_shapes(name, *[p[0] for p in ps]) if broadcast else None
     return [_fit(name, a, s, d, dt, weak, shape) for a, (s, d, _) in zip(args, ps)]
+
+
+def check_rank_promotion(name, shapes):
+    """`config.numpy_rank_promotion`: "warn" or "raise" when operands of different nonzero
+    ranks broadcast (JAX's messages); "allow" (the default) does nothing."""
+    mode = config._values["numpy_rank_promotion"]
+    if mode == "allow":
+        return
+    shapes = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "raise":
+        raise errors.FuncgradValueError(
+            f"Operands could not be broadcast together for {name} on shapes {shapes} and with "
+            f"the config option jax_numpy_rank_promotion='raise'.\n{errors.where()}\n  hint: "
+            "broadcast explicitly (x[None, :], fnp.broadcast_to) or set it to 'allow'.")
+    import warnings
+    warnings.warn(f"Following NumPy automatic rank promotion for {name} on shapes {shapes}. "
+                  "Set the jax_numpy_rank_promotion config option to 'allow' to disable this "
+                  "warning.", stacklevel=3)
 
 
 def _fit(name, a, s, d, dt, weak, shape):
@@ -245,8 +269,8 @@ def promote2(name, x, y, inexact=False, broadcast=True):
             y = asarray_operand(name, y)
         sy, dy, wy = parts(y)
     dt, weak = dtypes.promote_types((dx, wx), (dy, wy))
-    if inexact and dt.kind not in "fc":
-        dt = dtypes.default_float()
+    if inexact:
+        dt = dtypes.to_inexact(dt)
     if not broadcast:
         shape = None
     elif sx == sy or not sy:
@@ -254,6 +278,8 @@ def promote2(name, x, y, inexact=False, broadcast=True):
     elif not sx:
         shape = sy
     else:
+        if len(sx) != len(sy):
+            check_rank_promotion(name, (sx, sy))
         shape = broadcast_shapes(name, sx, sy)
     if (dx is dt and dy is dt and (shape is None or ((sx == shape or not sx)
                                                      and (sy == shape or not sy)))
@@ -373,7 +399,10 @@ def select(pred, on_false, on_true):
 
     `on_false` and `on_true` must already share a dtype (Arrays or tracers).
     """
-    shape = broadcast_shapes("where", shape_of(pred), shape_of(on_false), shape_of(on_true))
+    shapes = (shape_of(pred), shape_of(on_false), shape_of(on_true))
+    if len({len(s) for s in shapes if s}) > 1:
+        check_rank_promotion("where", shapes)
+    shape = broadcast_shapes("where", *shapes)
     return _select_bind(broadcast_to_shape(pred, shape), broadcast_to_shape(on_false, shape),
                         broadcast_to_shape(on_true, shape))
 

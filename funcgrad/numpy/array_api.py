@@ -45,9 +45,10 @@ def astype(x, dtype, /, *, copy=False, device=None):
 
 
 def clip(x, /, min=None, max=None):
-    """`x` clipped to `[min, max]` (either may be None: then that side is open), keeping the
-    dtype of `x`; `min`/`max` may be arrays that broadcast. Positional calls
-    `clip(a, a_min, a_max)` work as NumPy's.
+    """`x` clipped to `[min, max]` (either may be None: then that side is open); `min`/`max`
+    may be arrays that broadcast. The result has the promoted dtype of `x` and the bounds, as
+    in JAX (`clip(int32_array, -1.5, 2)` is float32; the standard leaves mixed kinds to the
+    library). Positional calls `clip(a, a_min, a_max)` work as NumPy's.
 
     Example:
         >>> fnp.clip(fnp.arange(5), 1, 3)
@@ -56,9 +57,7 @@ def clip(x, /, min=None, max=None):
     x = asarray_operand("clip", x)
     if min is None and max is None:
         return x
-    dt = x.dtype
-    out = math.clip(x, min, max)
-    return out if out.dtype == dt else shape.astype(out, dt)
+    return math.clip(x, min, max)
 
 
 def from_dlpack(x, /, *, device=None, copy=None):

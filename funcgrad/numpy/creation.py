@@ -12,7 +12,8 @@ import math as pymath
 import numpy as np
 
 from funcgrad import dtypes, errors, lax
-from funcgrad.core import Array, ArrayBase, is_concrete, placement, to_array
+from funcgrad.core import Array, ArrayBase, get_aval, is_concrete, placement, to_array
+from funcgrad.devices import own_buffer
 from funcgrad.lax.elementwise import float_to_int
 from funcgrad.numpy._util import (
     asarray_operand,
@@ -66,35 +67,44 @@ def place(name, x, device, out_sharding=None):
 def array(object, dtype=None, copy=True, order="K", ndmin=0, *, device=None,
           out_sharding=None):
     """A funcgrad array from an array, a Python scalar (weakly typed) or nested sequences
-    (which may hold funcgrad arrays and tracers, stacked).
+    (which may hold funcgrad arrays and tracers, stacked). With `copy=True` (the default)
+    the result never shares memory with `object`: changing a NumPy array afterwards does not
+    change it; `copy=False` may share a NumPy array's buffer.
 
     Example:
         >>> fnp.array([[1, 2], [3, 4]]).dtype
         dtype('int32')
     """
-    dt = user_dtype(dtype)
-    if type(object) is Array and copy:  # a new buffer, as np.array (donation-safe)
-        out = Array(object._value.copy(), object.weak_type)
-    elif isinstance(object, ArrayBase):
+    out = _convert("array", object, user_dtype(dtype), True if copy else False)
+    nd = len(shape_of(out))
+    if ndmin > nd:
+        out = lax.reshape(out, (1,) * (ndmin - nd) + shape_of(out))
+    return place("array", out, device, out_sharding)
+
+
+def _convert(name, object, dt, copy):
+    """`object` as an Array (or tracer) of dtype `dt` (None: its own). `copy` is the Array API's
+    mode: True gives a new buffer always, None copies a buffer the caller may still write to
+    (a NumPy or device array: funcgrad arrays are immutable, as JAX's), False shares it."""
+    if isinstance(object, ArrayBase):
         out = object
+        if copy and type(object) is Array and (dt is None or dt == object.dtype):
+            out = Array(object._value.copy(), object.weak_type)  # donation-safe
     elif isinstance(object, (list, tuple)) and _holds_arrays(object):
         out = stack_sequence("array", object)
     else:
         try:
             out = to_array(object) if dt is None else Array(_host_array(object, dt), False)
         except (TypeError, ValueError) as e:
-            raise errors.op_error("array", f"cannot convert {type(object).__name__} to a "
+            raise errors.op_error(name, f"cannot convert {type(object).__name__} to a "
                                   f"funcgrad array ({e})") from None
         except OverflowError as e:
-            raise errors.op_error("array", f"{e}", cls=errors.FuncgradOverflowError,
+            raise errors.op_error(name, f"{e}", cls=errors.FuncgradOverflowError,
                                   hint="choose a wider dtype (enable_x64 allows 64 bits)"
                                   ) from None
-    if dt is not None:
-        out = convert(out, dt, False)
-    nd = len(shape_of(out))
-    if ndmin > nd:
-        out = lax.reshape(out, (1,) * (ndmin - nd) + shape_of(out))
-    return place("array", out, device, out_sharding)
+        if copy is not False:
+            out = own_buffer(out, object)
+    return out if dt is None else convert(out, dt, False)
 
 
 def _host_array(obj, dt):
@@ -116,9 +126,10 @@ def _holds_arrays(seq):
 
 
 def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=None):
-    """`a` as a funcgrad array. `copy=None` copies only when needed (never for a funcgrad
-    array of the requested dtype, nor for a NumPy array of a canonical dtype); `copy=True`
-    always gives a new buffer; `copy=False` raises when a copy is needed.
+    """`a` as a funcgrad array. `copy=None` copies what the caller could still change (a
+    NumPy or device array, as JAX does) and never a funcgrad array of the requested dtype;
+    `copy=True` always gives a new buffer; `copy=False` shares a NumPy array's buffer and
+    raises when a copy is needed (the Array API's modes).
 
     Float64 NumPy input becomes float32 unless x64 is on; Python scalars stay weakly typed.
 
@@ -130,9 +141,8 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None, out_sharding=N
         _check_no_copy(a, dtype)
     if type(a) is Array and dtype is None and not copy:
         return place("asarray", a, device, out_sharding)
-    if copy and isinstance(a, np.ndarray):
-        a = a.copy()
-    return place("asarray", array(a, dtype, copy=bool(copy)), device, out_sharding)
+    return place("asarray", _convert("asarray", a, user_dtype(dtype), copy), device,
+                 out_sharding)
 
 
 def _check_no_copy(a, dtype):
@@ -185,9 +195,7 @@ def full(shape, fill_value, dtype=None, *, device=None, out_sharding=None):
     if isinstance(fill_value, (bool, int, float, complex, np.generic)):
         return place("full", lax.full(shape, fill_value, None if dtype is None
                                       else dtypes.canonicalize(dtype)), device, out_sharding)
-    v = asarray_operand("full", fill_value)
-    if dtype is not None:
-        v = convert(v, dtypes.canonicalize(dtype), False)
+    v = asarray(fill_value, dtype)
     from funcgrad.numpy.shape import broadcast_to
     return place("full", broadcast_to(v, shape), device, out_sharding)
 
@@ -249,19 +257,21 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, out_sharding
 
 
 def _arange(start, stop, step, dtype):
-    start = _static_number("arange", start)
-    stop = _static_number("arange", stop)
-    step = _static_number("arange", step)
+    given = [v for v in (start, stop, step) if v is not None]
+    start, stop, step = (_static_number("arange", v) for v in (start, stop, step))
+    if any(isinstance(v, (complex, np.complexfloating)) for v in (start, stop, step)):
+        raise errors.op_error("arange", "start, stop and step must be real numbers",
+                              cls=errors.FuncgradTypeError, hint="use linspace for complex ranges")
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
     if step == 0:
         raise errors.op_error("arange", "step must not be zero", cls=errors.FuncgradValueError)
-    if dtype is None:
-        is_float = any(isinstance(v, (float, np.floating)) for v in (start, stop, step))
-        dt = dtypes.default_float() if is_float else dtypes.default_int()
-    else:
-        dt = dtypes.canonicalize(dtype)
+    # JAX's: the promoted dtype of the arguments (Python numbers weak, NumPy scalars and arrays
+    # keep theirs: arange(np.int16(3)) is int16)
+    dt = _range_dtype(given) if dtype is None else dtypes.canonicalize(dtype)
+    if dt.kind == "b":
+        dt = dtypes.default_int()
     n = max(pymath.ceil((stop - start) / step), 0)
     if dt.kind in "iu" and all(float(v).is_integer() for v in (start, step)):
         out = lax.iota(dt, n)
@@ -273,6 +283,13 @@ def _arange(start, stop, step, dtype):
     out = lax.add(lax.mul(out, Array(np.asarray(step, out.dtype))),
                   Array(np.asarray(start, out.dtype)))
     return out if dtype_of(out) == dt else lax.convert_element_type(out, dt)
+
+
+def _range_dtype(args):
+    """The promoted dtype of arange's arguments (Python numbers weak, by type alone)."""
+    pairs = [dtypes.scalar_dtype(a) if type(a) in (bool, int, float) else
+             (get_aval(a).dtype, get_aval(a).weak_type) for a in args]
+    return dtypes.promote_types(*pairs)[0]
 
 
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
@@ -416,7 +433,7 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
                                           f"{errors.short_repr(indexing)}",
                               cls=errors.FuncgradValueError)
     from funcgrad.numpy.shape import ravel
-    xs = [ravel(asarray_operand("meshgrid", x)) for x in xi]
+    xs = [ravel(asarray(x)) for x in xi]  # (a sparse grid may be a view: not of a NumPy array)
     n = len(xs)
     sizes = [shape_of(x)[0] for x in xs]
     if indexing == "xy" and n >= 2:

@@ -66,7 +66,7 @@ def _matrix(name, a, square=False):
     """`a` as an inexact (..., M, N) array; errors name `name` and the shape."""
     a = asarray_operand(name, a)
     if dtype_of(a).kind not in "fc":
-        a = lax.convert_element_type(a, dtypes.default_float())
+        a = lax.convert_element_type(a, dtypes.to_inexact(dtype_of(a)))
     s = shape_of(a)
     if len(s) < 2:
         raise errors.op_error(name, f"expects a matrix or a stack of matrices (..., M, N), got "
@@ -247,7 +247,7 @@ def _solve_operands(name, a, b):
     a = _matrix(name, a, square=True)
     b = asarray_operand(name, b)
     dt = dtypes.promote_types((dtype_of(a), False), (dtype_of(b), False))[0]
-    dt = dt if dt.kind in "fc" else dtypes.default_float()
+    dt = dtypes.to_inexact(dt)
     a, b = (x if dtype_of(x) == dt else lax.convert_element_type(x, dt) for x in (a, b))
     sa, sb = shape_of(a), shape_of(b)
     vector = len(sb) == 1

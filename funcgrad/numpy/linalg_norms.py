@@ -23,7 +23,7 @@ __all__ = ["cond", "matrix_norm", "norm", "vector_norm"]
 def _inexact(name, x):
     x = asarray_operand(name, x)
     if dtype_of(x).kind not in "fc":
-        x = lax.convert_element_type(x, dtypes.default_float())
+        x = lax.convert_element_type(x, dtypes.to_inexact(dtype_of(x)))
     return x
 
 

@@ -17,6 +17,8 @@ from funcgrad.numpy._util import (
     broadcast_shapes,
     broadcast_to_shape,
     check_no_out,
+    check_rank_promotion,
+    convert,
     dtype_of,
     full_like_of,
     promote,
@@ -77,6 +79,8 @@ def _binary_ufunc(name, prim, kinds="iufc", bool_fn=None, inexact=False, doc="")
                     sx, sy = vx.shape, vy.shape
                     if sx == sy or not sx or not sy:
                         return bind(x, y)
+                    if len(sx) != len(sy):
+                        check_rank_promotion(name, (sx, sy))
                     shape = broadcast_shapes(name, sx, sy)
                     return bind(broadcast_to_shape(x, shape), broadcast_to_shape(y, shape))
             elif ty is float or ty is int:
@@ -107,11 +111,12 @@ _KIND_WORDS = {"iufc": "numeric (not bool)", "fc": "float or complex", "f": "rea
 
 
 def unary_operand(name, x, kinds, inexact):
-    """`x` as an operand of a unary ufunc: ints/bools become the default float if `inexact`."""
+    """`x` as an operand of a unary ufunc: ints/bools become floats if `inexact`
+    (`dtypes.to_inexact`)."""
     if type(x) in _PY_SCALARS:
         dt, weak = dtypes.scalar_dtype(x)
-        if inexact and dt.kind not in "fc":
-            dt = dtypes.default_float()
+        if inexact:
+            dt = dtypes.to_inexact(dt)
         x = scalar_array(x, dt, weak, name)
         if dt.kind not in kinds:  # as for arrays: floor(1 + 2j) is an error, as in NumPy
             raise _kind_error(name, x, _KIND_WORDS[kinds])
@@ -119,7 +124,7 @@ def unary_operand(name, x, kinds, inexact):
     x = asarray_operand(name, x)
     k = dtype_of(x).kind
     if inexact and k not in "fc":
-        return lax.convert_element_type(x, dtypes.default_float(), weak_type=x.weak_type)
+        return lax.convert_element_type(x, dtypes.to_inexact(dtype_of(x)), weak_type=x.weak_type)
     if k not in kinds:
         raise _kind_error(name, x, _KIND_WORDS[kinds])
     return x
@@ -343,10 +348,12 @@ def power(x1, x2, /):
         x1 = unary_operand("power", x1, "iufc", False)
         if x2 >= 0 or dtype_of(x1).kind in "fc":
             return lax.integer_pow(x1, x2)
+    exponent_weak = type(x2) in _PY_SCALARS or asarray_operand("power", x2).weak_type
     x1, x2 = promote("power", (x1, x2))
     k = dtype_of(x1).kind
-    if k in "fc":
-        return lax.pow(x1, x2)
+    if k in "fc":  # (JAX: a float base to an integer array power is lax.pow(x1, x2), strong)
+        out = lax.pow(x1, x2)
+        return out if exponent_weak else convert(out, dtype_of(out), False)
     if k == "b":
         raise _kind_error("power", x1, "numeric (not bool)")
     return _int_pow(x1, x2)
@@ -376,10 +383,15 @@ pow = power
 
 
 def float_power(x1, x2, /):
-    """Elementwise x1 ** x2 computed in the widest float (float64 with x64, else float32)."""
+    """Elementwise x1 ** x2 after promoting both to an inexact dtype (as JAX's: float16 stays
+    float16 and int32 becomes float32 even with x64; NumPy computes in float64).
+
+    Example:
+        >>> fnp.float_power(fnp.arange(3), 2)
+        Array([0., 1., 4.], dtype=float32)
+    """
     x1, x2 = promote("float_power", (x1, x2), inexact=True)
-    dt = dtypes.canonicalize(np.float64 if dtype_of(x1).kind == "f" else np.complex128)
-    return lax.pow(lax.convert_element_type(x1, dt), lax.convert_element_type(x2, dt))
+    return lax.pow(x1, x2)
 
 
 # --- rounding ---------------------------------------------------------------------------------
@@ -416,7 +428,7 @@ def rint(x, /):
     k = dtype_of(x).kind
     if k == "c":
         return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
-    if k != "f":
+    if k != "f":  # (JAX: the default float, not `dtypes.to_inexact`)
         return lax.convert_element_type(x, dtypes.default_float(), weak_type=x.weak_type)
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
@@ -468,6 +480,10 @@ def clip(a, a_min=None, a_max=None):
     if a_min is None and a_max is None:
         raise errors.op_error("clip", "at most one of a_min and a_max may be None",
                               cls=errors.FuncgradValueError)
+    if any(b is not None and complex_operand("clip", b)[1] for b in (a, a_min, a_max)):
+        raise errors.op_error("clip", "complex values have no order and cannot be clipped",
+                              cls=errors.FuncgradValueError,
+                              hint="clip the real and imaginary parts, or the modulus")
     if a_min is not None:
         a = maximum(a, a_min)
     if a_max is not None:
@@ -494,16 +510,28 @@ def fmin(x1, x2):
 
 
 def hypot(x1, x2, /):
-    """Elementwise sqrt(x1**2 + x2**2) without overflow for large inputs."""
+    """Elementwise sqrt(x1**2 + x2**2) without overflow for large inputs; an infinite
+    operand gives inf (also with a NaN), as in NumPy.
+
+    The operands are scaled by s = max(|x1|, |x2|), held constant for derivatives (it
+    cancels), so every derivative is sqrt's: the second one is right where |x1| == |x2|
+    too (JAX's, through max and min, is 0 there). At (0, 0), where no gradient exists, it
+    is 0 (the smallest subgradient; JAX's is 0.5, 0.5).
+
+    Example:
+        >>> fnp.hypot(3.0, 4.0)
+        Array(5., dtype=float32, weak_type=True)
+    """
     x1, x2 = promote("hypot", (x1, x2), inexact=True)
     a, b = lax.abs(x1), lax.abs(x2)
-    big, small = lax.max(a, b), lax.min(a, b)
-    zero = _scalar_like(big, 0)
-    safe_big = select(lax.eq(big, zero), big, _scalar_like(big, 1))
-    r = lax.div(small, safe_big)
-    out = lax.mul(big, lax.sqrt(lax.add(_scalar_like(r, 1), lax.mul(r, r))))
-    inf = _scalar_like(big, np.inf)
-    return select(lax.eq(big, inf), out, inf)
+    s = lax.stop_gradient(lax.max(a, b))
+    zero = lax.eq(s, _scalar_like(s, 0))
+    safe_s = select(zero, s, _scalar_like(s, 1))
+    ra, rb = lax.div(a, safe_s), lax.div(b, safe_s)  # one is 1: the sum is 1 + r * r
+    sumsq = select(zero, lax.add(lax.mul(ra, ra), lax.mul(rb, rb)), _scalar_like(s, 1))
+    out = select(zero, lax.mul(safe_s, lax.sqrt(sumsq)), s)  # (0, 0): 0, gradient 0
+    inf = _scalar_like(s, np.inf)
+    return select(lax.bitwise_or(lax.eq(a, inf), lax.eq(b, inf)), out, inf)
 
 
 def logaddexp(x1, x2, /):
@@ -561,8 +589,11 @@ def copysign(x1, x2, /):
 def heaviside(x1, x2, /):
     """Heaviside step: 0 where x1 < 0, x2 where x1 == 0, 1 where x1 > 0."""
     x1, x2 = promote("heaviside", (x1, x2), inexact=True)
-    zero = _scalar_like(x1, 0)
-    pos = select(lax.gt(x1, zero), x2, _scalar_like(x1, 1))
+    # JAX's constants (and so its result) are weak only for a weak rank-0 x1
+    weak = x1.weak_type and not shape_of(x1)
+    zero, one = (scalar_array(v, dtype_of(x1), weak) for v in (0, 1))
+    at_zero = select(lax.ne(x1, x1), x2, x1)  # NaN stays NaN, as in NumPy
+    pos = select(lax.gt(x1, zero), at_zero, one)
     return select(lax.lt(x1, zero), pos, zero)
 
 
@@ -661,7 +692,7 @@ def angle(z, deg=False):
         re, im = lax.real(z), lax.imag(z)
     else:
         re = z if dtype_of(z).kind == "f" else lax.convert_element_type(
-            z, dtypes.default_float(), weak_type=z.weak_type)
+            z, dtypes.default_float(), weak_type=z.weak_type)  # (JAX: not `to_inexact`)
         im = full_like_of(re, 0)
     out = lax.atan2(im, re)
     return lax.mul(out, _scalar_like(out, 180 / np.pi)) if deg else out

@@ -312,7 +312,7 @@ def count_nonzero(a, axis=None, keepdims=False):
 # --- mean / var / std -------------------------------------------------------------------------
 
 def _inexact_dtype(dt):
-    return dt if dt.kind in "fc" else dtypes.default_float()
+    return dtypes.to_inexact(dt)
 
 
 def _count(name, shape, axes, where, dt, keepdims):
@@ -389,9 +389,14 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     a = convert(a, comp, a.weak_type)
     shape = shape_of(a)
     axes = canonical_axes("var", axis, len(shape))
-    mean = (_mean(a, axes, keepdims=True, where=where) if mean is None
+    computed_mean = mean is None
+    mean = (_mean(a, axes, keepdims=True, where=where) if computed_mean
             else convert(asarray_operand("var", mean), comp, a.weak_type))
     centered = lax.sub(a, broadcast_to_shape(mean, shape))
+    if computed_mean and where is None and _count("var", shape, axes, None, None, False) == 1:
+        # one element: a - mean(a) is 0 whatever a is, so no derivative reaches `a` (not
+        # 0 * inf = NaN through std's sqrt at 0: JAX's grad of std over a length-1 axis)
+        centered = lax.stop_gradient(centered)
     if comp.kind == "c":
         sq = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
@@ -563,7 +568,10 @@ def _cumulative(name, fn, a, axis, dtype, out):
         a = lax.reshape(a, (int(np.prod(shape_of(a), dtype=np.int64)),))
         axis = 0
     ax = canonical_axis(name, axis, len(shape_of(a)))
-    dt = _sum_dtype(dtype_of(a)) if dtype is None else user_dtype(dtype)
+    if dtype is not None:
+        dt = user_dtype(dtype)
+    else:  # as JAX: only bool widens (to the default int); narrow integers keep their dtype
+        dt = dtypes.default_int() if dtype_of(a).kind == "b" else dtype_of(a)
     return fn(convert(a, dt, a.weak_type), axis=ax)
 
 
@@ -584,6 +592,8 @@ def cumprod(a, axis=None, dtype=None, out=None):
 
 def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
     """Array-API cumulative sum (`axis` may be omitted only for 1-D input)."""
+    if dtype is None:  # the standard's (and JAX's) sum: narrow integers widen
+        dtype = _sum_dtype(dtype_of(asarray_operand("cumulative_sum", x)))
     return _cumulative_api("cumulative_sum", cumsum, x, axis, dtype, include_initial, 0)
 
 

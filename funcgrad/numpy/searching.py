@@ -104,13 +104,14 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     if sorter is not None:
         a = take(a, sorter, mode="clip")
     n, nd = a.shape[0], v.ndim
+    idt = dtypes.int32 if n <= np.iinfo(np.int32).max else dtypes.default_int()  # (JAX's)
     if n == 0:
-        return lax.full(v.shape, 0, dtypes.default_int())
+        return lax.full(v.shape, 0, idt)
     shape = tuple(v.shape) + (n,)
     ab = lax.broadcast_in_dim(a, shape, (nd,))
     vb = lax.broadcast_in_dim(v, shape, tuple(range(nd)))
     before = _lt_total(ab, vb) if side == "left" else lax.bitwise_not(_lt_total(vb, ab))
-    return lax.reduce_sum(lax.convert_element_type(before, dtypes.default_int()), (nd,))
+    return lax.reduce_sum(lax.convert_element_type(before, idt), (nd,))
 
 
 def _lt_total(x, y):

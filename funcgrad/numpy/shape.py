@@ -71,8 +71,14 @@ def astype(x, dtype, /, *, copy=False):
 
 
 def copy(a, order=None):
-    """A copy of `a` (funcgrad arrays are immutable, so `a` itself for arrays)."""
-    return asarray_operand("copy", a)
+    """A copy of `a` in a new buffer (as JAX's; a traced `a` is returned as is).
+
+    Example:
+        >>> fnp.copy(np.arange(3)).dtype
+        dtype('int32')
+    """
+    from funcgrad.numpy.creation import array
+    return array(a, copy=True)
 
 
 # --- reshape ------------------------------------------------------------------------------------

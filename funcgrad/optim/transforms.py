@@ -238,7 +238,8 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
         else:
             mu_hat = _debias(mu, b1, count)
         nu_hat = _debias(nu, b2, count)
-        root = (lambda v: fnp.sqrt(v + eps_root)) if eps_root else fnp.sqrt
+        skip_root = isinstance(eps_root, (int, float)) and eps_root == 0  # not a traced value
+        root = fnp.sqrt if skip_root else (lambda v: fnp.sqrt(v + eps_root))
         updates = tree_map(lambda m, v: m / (root(v) + eps), mu_hat, nu_hat)
         if mu_dtype is not None:
             mu = tree_map(lambda m: m.astype(mu_dtype), mu)
@@ -477,8 +478,12 @@ def _require_params(who, params):
                        cls=FuncgradValueError)
 
 
-def add_decayed_weights(weight_decay: float = 0.0, mask=None) -> GradientTransformation:
-    """`updates + weight_decay * params`.
+class WeightDecaySchedule(NamedTuple):
+    count: Any  # int32: the step count of a scheduled weight decay
+
+
+def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
+    """`updates + weight_decay * params` (`weight_decay` may be a schedule of the step count).
 
     Chained after a scaling (as in `adamw`) this is decoupled weight decay; chained first, as
     `chain(add_decayed_weights(wd), sgd(lr))`, it is the classic coupled L2 penalty.
@@ -488,12 +493,21 @@ def add_decayed_weights(weight_decay: float = 0.0, mask=None) -> GradientTransfo
         mask: where to apply it: a bool pytree, a callable `params -> bool pytree` or glob
             patterns over leaf paths (`"**/w"`); see `masked`.
     """
+    scheduled = callable(weight_decay)
+
+    def init(params):
+        return WeightDecaySchedule(_new_count()) if scheduled else EmptyState()
+
     def update(updates, state, params=None):
         _require_params("add_decayed_weights", params)
         check_structure("add_decayed_weights update", params, updates, "params", "updates")
-        return tree_map(lambda g, p: g + weight_decay * p, updates, params), state
+        new_state = WeightDecaySchedule(_increment(state.count)) if scheduled else state
+        if isinstance(weight_decay, (int, float)) and weight_decay == 0.0:
+            return updates, new_state
+        rate = weight_decay(state.count) if scheduled else weight_decay
+        return tree_map(lambda g, p: g + rate * p, updates, params), new_state
 
-    inner = GradientTransformation(lambda params: EmptyState(), update)
+    inner = GradientTransformation(init, update)
     return inner if mask is None else masked(inner, mask)
 
 
@@ -579,3 +593,17 @@ def masked(inner: GradientTransformation, mask, *,
 
     return GradientTransformation(init, update)
 
+
+# optax.transforms also holds `chain` and the wrappers. The wrappers live in their own modules
+# (which do not import this one when they load) and are re-exported here, with the scheduled
+# weight decay's state and optax's name of the centered RMSProp state.
+from funcgrad.optim import accumulation, clipping, combining, wrappers  # noqa: E402
+from funcgrad.optim.accumulation import *  # noqa: E402,F403
+from funcgrad.optim.base import chain  # noqa: E402
+from funcgrad.optim.clipping import *  # noqa: E402,F403
+from funcgrad.optim.combining import *  # noqa: E402,F403
+from funcgrad.optim.wrappers import *  # noqa: E402,F403
+
+ScaleByRStdDevState = ScaleByStddevState
+__all__ += ["ScaleByRStdDevState", "WeightDecaySchedule", "chain"] + accumulation.__all__ + \
+    clipping.__all__ + combining.__all__ + wrappers.__all__

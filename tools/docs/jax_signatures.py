@@ -13,6 +13,7 @@ as keyword-only ones with a default. What differs on purpose is listed, with its
 
 import ast
 import dataclasses
+import enum
 import importlib
 import inspect
 import math
@@ -190,11 +191,12 @@ def _extra(jax_params, fg):
 
 _CLASS = re.compile(r"^<class '(?:[\w.]+\.)?(\w+)'>$")
 _FUNCTION = re.compile(r"^<function (?:[\w.<>]+\.)?(\w+)>$")
+_ENUM = re.compile(r"^<(\w+\.\w+): [^>]*>$")  # `<RoundingMethod.AWAY_FROM_ZERO: 0>`
 
 
 def normalized(text):
     """A default's repr without module paths: `<class 'jax.numpy.float32'>` -> `float32`."""
-    for pattern in (_CLASS, _FUNCTION):
+    for pattern in (_CLASS, _FUNCTION, _ENUM):
         m = pattern.match(text)
         if m:
             return m.group(1)
@@ -215,6 +217,8 @@ def same_default(jax_repr, fg_default):
 
 
 def _fg_normalized(value):
+    if isinstance(value, enum.Enum):  # JAX's enums print as `Precision.HIGHEST`
+        return f"{type(value).__name__}.{value.name}"
     if inspect.isclass(value) or inspect.isroutine(value):
         return getattr(value, "__name__", repr(value))
     name = getattr(value, "name", None)  # a numpy dtype

@@ -31,7 +31,9 @@ from funcgrad.config import config
 
 stats = Counter()  # "compiles", "nvrtc", "nvcc", "memory_hits", "disk_hits"
 _memory = {}
-BASE_OPTIONS = ("-std=c++17",)
+# No contraction of a * b + c into one fused multiply-add (NVRTC and nvcc contract by
+# default): each operation rounds once, as numpy's and the C backends' (-ffp-contract=off).
+BASE_OPTIONS = ("-std=c++17", "--fmad=false")
 
 
 class CudaCompileError(errors.FuncgradInternalError):

@@ -3,8 +3,10 @@
 The rendered modules are compiled by the host C++ compiler with a small emulation header
 (`SHIM`): one `std::thread` per CUDA thread, blocks one after another, `__syncthreads` a
 block-wide `std::barrier`, `__shfl_down_sync` an exchange through a per-warp buffer between
-two warp barriers, `__shared__` a `static` (one block runs at a time). It covers what
-funcgrad emits: 1-D blocks of whole warps, full-mask shuffles, static shared memory.
+two warp barriers, `__shared__` a `static` (one block runs at a time); the prelude's
+device-only pieces (float16 conversions, special values) are the one C base's portable
+ones (`ops.CudaC.emulated_source`). It covers what funcgrad emits: 1-D blocks of whole warps,
+full-mask shuffles, static shared memory.
 Sanitizers (`sanitize="thread"` or `"address"`) find races and out-of-bounds accesses in
 the kernels themselves.
 
@@ -22,7 +24,7 @@ import tempfile
 
 import numpy as np
 
-from funcgrad.backends.cuda import renderer
+from funcgrad.backends.cuda import ops, renderer
 from funcgrad.backends.cuda.plan import DeviceInfo
 
 # A tiny "GPU": grids stay small, so thread counts stay cheap on a CPU.
@@ -33,6 +35,8 @@ SHIM = r"""
 #include <barrier>
 #include <cmath>
 #include <cstring>
+#include <math.h>
+#include <string.h>
 #include <thread>
 #include <vector>
 using std::isfinite;
@@ -58,38 +62,7 @@ template <typename T> T __shfl_down_sync(unsigned, T v, int delta) {
     fg_warp_barriers[warp]->arrive_and_wait();
     return out;
 }
-struct fg_half { unsigned short x; };
-inline float fg_h2f(fg_half h) {
-    const unsigned s = (h.x & 0x8000u) << 16, e = (h.x >> 10) & 0x1f, m = h.x & 0x3ff;
-    unsigned bits;
-    if (e == 0x1f) bits = s | 0x7f800000u | (m << 13);
-    else if (e) bits = s | ((e + 112) << 23) | (m << 13);
-    else if (!m) bits = s;
-    else { float f = std::ldexp((float)m, -24); std::memcpy(&bits, &f, 4); bits |= s; }
-    float f; std::memcpy(&f, &bits, 4); return f;
-}
-inline fg_half fg_f2h(float f) {
-    unsigned b; std::memcpy(&b, &f, 4);
-    const unsigned short s = (b >> 16) & 0x8000;
-    const float a = std::fabs(f);
-    fg_half h;
-    if (a != a) { h.x = s | 0x7e00; return h; }
-    if (a >= 65520.0f) { h.x = s | 0x7c00; return h; }
-    if (a < 6.103515625e-05f) {
-        h.x = s | (unsigned short)std::nearbyint(a * 16777216.0f); return h;
-    }
-    unsigned ab; std::memcpy(&ab, &a, 4);
-    unsigned mant = ab & 0x7fffff, exp = (ab >> 23) - 112;
-    unsigned r = (exp << 10) | (mant >> 13);
-    const unsigned rest = mant & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (r & 1))) ++r;
-    h.x = s | (unsigned short)r; return h;
-}
-inline float fg_inff() { return INFINITY; }
-inline float fg_nanf() { return NAN; }
-inline double fg_inf() { return INFINITY; }
-inline double fg_nan() { return NAN; }
-inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+""" + ops.CudaC.emulated_source() + r"""inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline double erfinv(double y) {
     if (y <= -1.0 || y >= 1.0) return y == 1.0 ? INFINITY : y == -1.0 ? -INFINITY : NAN;
@@ -320,7 +293,7 @@ class EmulatedRuntime:
         if dt.kind == "f":
             return np.full(shape, np.nan, dt)
         out = np.empty(shape, dt)
-        out.view(np.uint8)[...] = 0x5A
+        out.reshape(-1).view(np.uint8)[...] = 0x5A  # (a 0-d array has no byte view)
         return out
 
     @staticmethod

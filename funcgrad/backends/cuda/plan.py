@@ -1,8 +1,8 @@
 """Every decision about a CUDA kernel, made in Python: a `KernelSpec` becomes a `KernelPlan`.
 
-The plan fixes the iteration space (reduced axes moved last, unit axes dropped, adjacent axes
-merged where every operand allows it), each operand's element strides over it (0: broadcast),
-the index width (int32 when every offset and loop counter provably fits, else int64), the
+The plan is the kernel's layout (`backends/layout.py`, shared with the native renderer: the
+iteration space and each operand's element strides over it) plus the CUDA decisions: the
+index width (int32 when every offset and loop counter provably fits, else int64), the
 vector width (4 for contiguous 4-byte and 1-byte elementwise kernels), the block size and the
 reduction strategy:
 
@@ -17,14 +17,13 @@ Launch geometry (`grid`) is a pure function of the plan and a `DeviceInfo`. Rend
 print what the plan says. This module imports no GPU library.
 """
 
+import dataclasses
 import hashlib
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
+from funcgrad.backends.layout import KernelLayout, dims_and_groups, extent, layout_kernel
 from funcgrad.compiler import escape
-from funcgrad.compiler.fusion import KernelSpec
 
 INT32_MARGIN = 1 << 24  # headroom for grid-stride counters past the last element
 MAX_THREADS = 1 << 24  # grid * block never exceeds this (keeps the margin valid)
@@ -56,56 +55,16 @@ H200 = DeviceInfo(90, 132, 2048)
 
 
 @dataclass(frozen=True)
-class Operand:
-    """An array a kernel reads or writes elementwise: element strides over the plan's dims
-    (`outer + inner`); `vec`: read as 4-vectors in a vectorized kernel."""
+class KernelPlan(KernelLayout):
+    """A `KernelSpec`'s layout (`layout.KernelLayout`: dims, operands, reductions) with all
+    launch and indexing decisions made (see the module doc)."""
 
     name: str
-    dtype: str
-    strides: tuple
-    vec: bool = False
-
-
-@dataclass(frozen=True)
-class Reduction:
-    """Output `out` = reduction `op` of body value `value` over the inner dims, accumulated
-    in dtype `acc`."""
-
-    out: str
-    value: str
-    op: str
-    dtype: str
-    acc: str
-
-
-@dataclass(frozen=True)
-class KernelPlan:
-    """A `KernelSpec` with all launch and indexing decisions made (see the module doc)."""
-
-    name: str
-    spec: KernelSpec
     strategy: str
-    outer: tuple
-    inner: tuple
-    inputs: tuple
-    outputs: tuple
-    reductions: tuple
     index: str
     vec: int
     block: int
     splits: int = 1
-
-    @property
-    def rows(self):
-        return math.prod(self.outer)
-
-    @property
-    def k(self):
-        return math.prod(self.inner)
-
-    @property
-    def n(self):
-        return self.rows * self.k
 
     @property
     def chunk(self):
@@ -135,100 +94,53 @@ class KernelPlan:
         return min(max(1, -(-work // self.block)), cap)
 
 
-def _row_major(shape):
-    out, stride = [0] * len(shape), 1
-    for i in reversed(range(len(shape))):
-        out[i] = stride if shape[i] != 1 else 0
-        stride *= shape[i]
-    return tuple(out)
-
-
-def _collapse(dims, groups, strides):
-    """Drop unit dims and merge neighbours of the same group (outer/inner) that are
-    contiguous for every operand. Returns (dims, groups, strides per operand)."""
-    keep = [i for i, d in enumerate(dims) if d != 1]
-    dims = [dims[i] for i in keep]
-    groups = [groups[i] for i in keep]
-    strides = [[s[i] for i in keep] for s in strides]
-    d = len(dims) - 2
-    while d >= 0:
-        if groups[d] == groups[d + 1] and all(s[d] == s[d + 1] * dims[d + 1] for s in strides):
-            dims[d] *= dims[d + 1]
-            del dims[d + 1], groups[d + 1]
-            for s in strides:
-                s[d] = s[d + 1]
-                del s[d + 1]
-        d -= 1
-    return dims, groups, strides
-
-
-def _extent(dims, strides):
-    return 1 + sum((d - 1) * abs(s) for d, s in zip(dims, strides))
-
-
-def _acc_dtype(dtype):
-    dt = np.dtype(dtype)
-    if dt.kind == "f":
-        return "float32" if dt.itemsize < 4 else dt.name
-    if dt.kind == "b":
-        return "int32"
-    if dt.itemsize < 4:
-        return "int32" if dt.kind == "i" else "uint32"
-    return dt.name
-
-
 def plan_kernel(spec, device=H200, name=None):
     """Make every decision for `spec` (a `KernelSpec`) on `device`; returns a `KernelPlan`."""
-    S = tuple(spec.iter_shape)
-    red = set(spec.reduce_axes)
-    order = [a for a in range(len(S)) if a not in red] + sorted(red)
-    dims = [S[a] for a in order]
-    groups = [a in red for a in order]
-    elem_outs = [o for o in spec.outputs if o.reduce is None]
-    out_strides = _row_major(S)
-    raw = [inp.strides(S) for inp in spec.inputs] + [out_strides] * len(elem_outs)
-    raw = [[s[a] for a in order] for s in raw]
-    dims, groups, strides = _collapse(dims, groups, raw)
-    outer = tuple(d for d, g in zip(dims, groups) if not g)
-    inner = tuple(d for d, g in zip(dims, groups) if g)
-    names = [inp.name for inp in spec.inputs] + [o.name for o in elem_outs]
-    dtypes = [inp.dtype for inp in spec.inputs] + [o.dtype for o in elem_outs]
-    n_in = len(spec.inputs)
-    reductions = tuple(Reduction(o.name, o.value, o.reduce, o.dtype, _acc_dtype(o.dtype))
-                       for o in spec.outputs if o.reduce is not None)
-    rows, k = math.prod(outer), math.prod(inner)
-    if reductions:
-        strategy, splits = _strategy(spec, dims, groups, strides[:n_in], rows, k, device)
+    lay = layout_kernel(spec)
+    dims, groups = dims_and_groups(lay)
+    operands = lay.inputs + lay.outputs
+    if lay.reductions:
+        strategy, splits = _strategy(dims, groups, [o.strides for o in lay.inputs], lay.rows,
+                                     lay.k, device)
         vec = 1
     else:
         strategy, splits = "elementwise", 1
-        vec = 4 if _vectorizable(dims, strides, dtypes) else 1
-    extents = [_extent(dims, s) for s in strides] + [rows * splits, max(rows * k, 1)]
+        vec = 4 if _vectorizable(dims, operands) else 1
+    extents = [extent(dims, o.strides) for o in operands]
+    extents += [lay.rows * splits, max(lay.n, 1)]
     index = "int64" if max(extents) + INT32_MARGIN >= 2 ** 31 else "int32"
-    ops = [Operand(nm, dt, tuple(s), vec == 4 and bool(s) and s[-1] == 1)
-           for nm, dt, s in zip(names, dtypes, strides)]
+    if vec == 4:
+        lay = dataclasses.replace(
+            lay, inputs=tuple(_vec(o) for o in lay.inputs),
+            outputs=tuple(_vec(o) for o in lay.outputs))
     decisions = (strategy, splits, index, vec, BLOCK)
-    return KernelPlan(name or _c_name(spec, decisions), spec, strategy, outer, inner,
-                      tuple(ops[:n_in]), tuple(ops[n_in:]), reductions, index, vec, BLOCK,
-                      splits)
+    return KernelPlan(**{f.name: getattr(lay, f.name) for f in dataclasses.fields(lay)},
+                      name=name or _c_name(spec, decisions), strategy=strategy, index=index,
+                      vec=vec, block=BLOCK, splits=splits)
 
 
-def _vectorizable(dims, strides, dtypes):
+def _vec(operand):
+    """`operand` read as 4-vectors (when contiguous along the innermost dim)."""
+    return dataclasses.replace(operand, vec=bool(operand.strides) and operand.strides[-1] == 1)
+
+
+def _vectorizable(dims, operands):
     if not dims or dims[-1] % 4 or math.prod(dims) < VEC_MIN_ELEMENTS:
         return False
-    if not all(dt in VEC_DTYPES for dt in dtypes):
+    if not all(o.dtype in VEC_DTYPES for o in operands):
         return False
-    for s in strides:
+    for o in operands:
+        s = o.strides
         if s[-1] not in (0, 1) or (s[-1] == 1 and any(x % 4 for x in s[:-1])):
             return False
     return True
 
 
-def _strategy(spec, dims, groups, in_strides, rows, k, device):
+def _strategy(dims, groups, in_strides, rows, k, device):
     """(base strategy, splits) for a reduction of `rows` rows of `k` elements."""
     contiguous = False
     if in_strides:  # the largest input decides whether rows are contiguous in memory
-        main = max(in_strides, key=lambda s: _extent(dims, s))
+        main = max(in_strides, key=lambda s: extent(dims, s))
         inner_strides = [s for s, g in zip(main, groups) if g]
         contiguous = bool(inner_strides) and inner_strides[-1] == 1
     if not contiguous or k <= THREAD_ROW_MAX_K:

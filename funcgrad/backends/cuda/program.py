@@ -3,7 +3,10 @@
 At compile time every kernel is planned for the current device (`plan.py`), rendered
 (`renderer.py`), compiled to a cubin and loaded (`runtime.py`); everything else becomes a
 library call. A kernel the renderer cannot print (complex numbers, say) runs its equations
-one by one as library calls instead, never on the CPU behind the user's back.
+one by one as library calls instead, never on the CPU behind the user's back. Rendering
+needs no GPU: where none can run (no CuPy, no device), a program is planned for
+`DEFAULT_DEVICE` and rendered, so `as_text()` shows its CUDA source and `memory_analysis()`
+its memory, and only a call raises `BackendUnavailableError` (saying why).
 
 At run time the executable walks its steps in order: host inputs are copied to the device
 once per call (keep arrays on the device with `device_put`), kernels write into fresh
@@ -19,7 +22,7 @@ import numpy as np
 
 from funcgrad import errors
 from funcgrad.backends.cuda import ops, renderer
-from funcgrad.backends.cuda.plan import plan_kernel
+from funcgrad.backends.cuda.plan import H200, plan_kernel
 from funcgrad.backends.cuda.runtime import call_primitive
 from funcgrad.compiler import escape, memory
 from funcgrad.compiler.fusion import KernelNode
@@ -27,19 +30,36 @@ from funcgrad.core import Jaxpr, Literal, pp_jaxpr
 
 _program_ids = itertools.count(1)
 _runtime = [None]
+DEFAULT_DEVICE = H200  # what a program is planned for where no GPU can run it
+
+
+def runtime_problem():
+    """Why no CUDA program can run here (a sentence with the fix), or None."""
+    if _runtime[0] is not None:
+        return None
+    from funcgrad.devices import cuda_provider
+    return cuda_provider().problem()
 
 
 def get_runtime():
-    """The runtime programs compile for: CuPy on the current GPU (or a test's emulation)."""
+    """The runtime programs compile for: CuPy on the current GPU (or a test's emulation).
+
+    Raises:
+        BackendUnavailableError: no GPU can run here (says why).
+    """
     if _runtime[0] is None:
-        from funcgrad.devices import cuda_provider
-        problem = cuda_provider().problem()
+        problem = runtime_problem()
         if problem:
-            raise errors.BackendUnavailableError(
-                f"jit(backend='cuda'): {problem}\n{errors.where()}")
+            raise errors.BackendUnavailableError(_unavailable(problem))
         from funcgrad.backends.cuda.runtime import CupyRuntime
         _runtime[0] = CupyRuntime()
     return _runtime[0]
+
+
+def _unavailable(problem):
+    return (f"jit(backend='cuda') cannot run here: {problem}.\n  hint: jit(..., "
+            "backend='cpu') runs on the CPU; jit(f, backend='cuda').lower(...).compile()"
+            f".as_text() shows the CUDA source without a GPU.\n{errors.where()}")
 
 
 def set_runtime(runtime):
@@ -64,12 +84,13 @@ class _Kernel:
 
 
 def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None):
-    """Compile `program` (a fusion `Program`) for the current GPU; returns a
-    `CudaExecutable`. `donate_argnums` is accepted and ignored (CuPy's pool reuses memory),
-    and so is `compile_subprogram`: higher-order primitives run through their own eager
-    implementation on device arrays."""
-    rt = get_runtime()
-    device = rt.device_info()
+    """Compile `program` (a fusion `Program`) for the current GPU (rendered for
+    `DEFAULT_DEVICE` where no GPU can run it); returns a `CudaExecutable`. `donate_argnums`
+    is accepted and ignored (CuPy's pool reuses memory), and so is `compile_subprogram`:
+    higher-order primitives run through their own eager implementation on device arrays."""
+    problem = runtime_problem()
+    rt = None if problem else get_runtime()
+    device = rt.device_info() if rt is not None else DEFAULT_DEVICE
     steps, plans, contexts = [], [], []
     for node in program.nodes:
         if isinstance(node, KernelNode):
@@ -85,19 +106,23 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
             steps.append(("kernel", node, plan))
         else:
             steps.append(("call", node.eqn, None))
-    handles = iter(rt.prepare(plans, contexts))
+    handles = iter(rt.prepare(plans, contexts) if rt is not None else
+                   [(plan, None) for plan in plans])
     steps = [(kind, node, next(handles)) if kind == "kernel" else (kind, node, extra)
              for kind, node, extra in steps]
-    consts = [rt.to_device(np.asarray(getattr(c, "_value", c))) for c in program.consts]
-    return CudaExecutable(program, rt, steps, consts, ir)
+    consts = [np.asarray(getattr(c, "_value", c)) for c in program.consts]
+    consts = [rt.to_device(c) for c in consts] if rt is not None else consts
+    return CudaExecutable(program, rt, steps, consts, ir, problem)
 
 
 class CudaExecutable:
-    """A compiled GPU program: `exe(*arrays) -> list of device arrays`."""
+    """A compiled GPU program: `exe(*arrays) -> list of device arrays`. Without a runtime
+    (`problem` says why) it is only rendered: a call raises `BackendUnavailableError`."""
 
-    def __init__(self, program, runtime, steps, consts, ir):
+    def __init__(self, program, runtime, steps, consts, ir, problem=None):
         self.program, self.rt, self.steps, self.consts, self._ir = (
             program, runtime, steps, consts, ir)
+        self.problem = problem
         self.id = next(_program_ids)
         j = program.jaxpr
         self._uses = [self._step_uses(s) for s in steps]
@@ -128,10 +153,12 @@ class CudaExecutable:
     def profile_clock(self):
         """CUDA events on a GPU; None (the host clock) on a runtime without them."""
         from funcgrad.profiler import EventClock
-        cuda = getattr(self.rt.xp, "cuda", None)
+        cuda = getattr(getattr(self.rt, "xp", None), "cuda", None)
         return EventClock(self.rt.xp) if hasattr(cuda, "Event") else None
 
     def _run(self, args, recorder=None, sites=None):
+        if self.rt is None:
+            raise errors.BackendUnavailableError(_unavailable(self.problem))
         rt, xp, j = self.rt, self.rt.xp, self.program.jaxpr
         env = dict(zip(j.constvars, self.consts))
         for v, a in zip(j.invars, args):
@@ -192,6 +219,10 @@ class CudaExecutable:
         j = self.program.jaxpr
         lines = [f"// funcgrad CUDA program {self.id}: {len(j.invars)} inputs, "
                  f"{len(j.outvars)} outputs"]
+        if self.rt is None:
+            d = DEFAULT_DEVICE
+            lines.append(f"// planned for sm_{d.arch} with {d.sm_count} SMs: no GPU can run it "
+                         "here")
         sources = []
         for k, (kind, node, extra) in enumerate(self.steps):
             if kind == "kernel":

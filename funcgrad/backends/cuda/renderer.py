@@ -1,8 +1,9 @@
 """The CUDA renderer: a `KernelPlan` becomes one self-contained CUDA C module.
 
-One loop walks the plan (offsets, loads, the body's instructions through the tables of
-`ops.py`, stores, reduction updates) and produces lists of lines; a template per strategy
-(`templates/*.cu.j2`, one jinja2 Environment with StrictUndefined) only arranges them.
+One loop walks the plan (offsets, loads, the body's instructions, stores, reduction
+updates: the statements of the one C base, `cstyle.CStyleLanguage`, through the dialect
+`ops.CudaC`) and produces lists of lines; a template per strategy (`templates/*.cu.j2`, one
+jinja2 Environment with StrictUndefined) only arranges them.
 Every identifier the renderer prints is prefixed (`p_` pointers, `v_` values, `o_`/`ob_`
 offsets, `acc`, `_`-names for loop variables), so no input name can shadow another.
 
@@ -13,11 +14,12 @@ offsets, `acc`, `_`-names for loop variables), so no input name can shadow anoth
 import os
 
 import jinja2
+import numpy as np
 
-from funcgrad.backends import cstyle
 from funcgrad.backends.cuda import ops
 from funcgrad.backends.cuda.plan import WARP
 from funcgrad.compiler.fusion import CODEGEN_VERSION
+from funcgrad.core import ReduceOp
 
 TEMPLATE_DIR = os.path.join(os.path.dirname(__file__), "templates")
 ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
@@ -28,13 +30,9 @@ TEMPLATES = {"elementwise": "elementwise.cu.j2", "thread_per_row": "reduce_threa
 INDEX_TYPES = {"int32": "int", "int64": "long long"}
 
 
-QUALIFIER = "__device__ __forceinline__"
-
-
 def prelude():
-    return ENV.get_template("prelude.cu.j2").render(
-        version=CODEGEN_VERSION,
-        helpers=cstyle.digamma_source(QUALIFIER) + cstyle.half_nextafter_source(QUALIFIER))
+    return ENV.get_template("prelude.cu.j2").render(version=CODEGEN_VERSION,
+                                                    **ops.CudaC.prelude_pieces())
 
 
 def render(plan):
@@ -48,26 +46,23 @@ def signature(plan):
     return _Renderer(plan).signatures()
 
 
-class _Renderer:
+class _Renderer(ops.CudaC):
     def __init__(self, plan):
+        super().__init__(plan)
         self.plan = plan
         self.idx = INDEX_TYPES[plan.index]
-        self.dtypes = {inp.name: inp.dtype for inp in plan.inputs}
-        self.dtypes.update({i.dst: i.dtype for i in plan.spec.body})
-        for i in plan.spec.body:
-            ops.ctype(i.dtype)
 
     # --- pieces shared by every strategy ----------------------------------------------------
 
     def signatures(self):
         p = self.plan
-        ins = [(f"p_{o.name}", f"const {ops.storage(o.dtype)}*", "in") for o in p.inputs]
-        outs = [(f"p_{o.name}", f"{ops.storage(o.dtype)}*", "out") for o in p.spec.outputs]
-        parts = [(f"p_part{j}", f"{ops.ctype(r.acc)}*", "part")
+        ins = [(f"p_{o.name}", f"const {self.pointee(o.dtype)}*", "in") for o in p.inputs]
+        outs = [(f"p_{o.name}", f"{self.pointee(o.dtype)}*", "out") for o in p.spec.outputs]
+        parts = [(f"p_part{j}", f"{self.ctype(r.acc)}*", "part")
                  for j, r in enumerate(p.reductions)]
         if p.splits == 1:
             return [ins + outs]
-        red_outs = [(f"p_{r.out}", f"{ops.storage(r.dtype)}*", "out") for r in p.reductions]
+        red_outs = [(f"p_{r.out}", f"{self.pointee(r.dtype)}*", "out") for r in p.reductions]
         finals = [(n, "const " + t, "part") for n, t, _ in parts]
         return [ins + outs + parts, finals + red_outs]
 
@@ -107,21 +102,6 @@ class _Renderer:
             lines.append("{ " + " ".join(p for p in parts if p) + " }")
         return lines, exprs
 
-    def load(self, inp, offset):
-        text = f"p_{inp.name}[{offset}]"
-        if inp.dtype == "float16":
-            text = f"fg_h2f({text})"
-        return f"const {ops.ctype(inp.dtype)} v_{inp.name} = {text};"
-
-    def instr(self, instr):
-        args, dts = cstyle.operands(instr, self.dtypes)
-        return f"const {ops.ctype(instr.dtype)} v_{instr.dst} = {ops.expr(instr, args, dts)};"
-
-    @staticmethod
-    def store(name, dtype, offset, value):
-        text = f"fg_f2h({value})" if dtype == "float16" else value
-        return f"p_{name}[{offset}] = {text};"
-
     def out_values(self):
         """Elementwise outputs: (plan operand, body value name)."""
         values = {o.name: o.value for o in self.plan.spec.outputs if o.reduce is None}
@@ -133,7 +113,7 @@ class _Renderer:
         p = self.plan
         dims = p.outer + p.inner
         lines, offs = self.decompose("_i", dims, [(o.name, o.strides) for o in p.inputs], "o_")
-        lines += [self.load(inp, offs[inp.name]) for inp in p.inputs]
+        lines += [self.load(inp.name, inp.dtype, offs[inp.name]) for inp in p.inputs]
         lines += [self.instr(i) for i in p.spec.body]
         lines += [self.store(o.name, o.dtype, "_i", f"v_{v}") for o, v in self.out_values()]
         return {"elem": lines, "n": p.n}
@@ -148,14 +128,14 @@ class _Renderer:
                 vt = ops.VEC_TYPES[inp.dtype]
                 head.append(f"const {vt} l_{inp.name} = *reinterpret_cast<const {vt}*>("
                             f"p_{inp.name} + {offs[inp.name]});")
-                lane.append(f"const {ops.ctype(inp.dtype)} v_{inp.name} = "
-                            f"({ops.ctype(inp.dtype)})(&l_{inp.name}.x)[_e];")
+                lane.append(f"const {self.value_type(inp.dtype)} v_{inp.name} = "
+                            f"({self.value_type(inp.dtype)})(&l_{inp.name}.x)[_e];")
             else:
-                head.append(self.load(inp, offs[inp.name]))
+                head.append(self.load(inp.name, inp.dtype, offs[inp.name]))
         tail = []
         lane += [self.instr(i) for i in p.spec.body]
         for o, v in self.out_values():
-            head.append(f"{ops.storage(o.dtype)} s_{o.name}[4];")
+            head.append(f"{self.pointee(o.dtype)} s_{o.name}[4];")
             lane.append(f"s_{o.name}[_e] = v_{v};")
             vt = ops.VEC_TYPES[o.dtype]
             cast = "(unsigned char)" if o.dtype == "bool" else ""
@@ -188,49 +168,70 @@ class _Renderer:
         elem, offs = self.decompose("_k", p.inner, inner, "o_", base)
         hoisted = {inp.name for inp in p.inputs if not any(inp.strides[nouter:])}
         for inp in p.inputs:
-            (row if inp.name in hoisted else elem).append(self.load(inp, offs[inp.name]))
+            (row if inp.name in hoisted else elem).append(
+                self.load(inp.name, inp.dtype, offs[inp.name]))
         for i in p.spec.body:
             if all(not isinstance(a, str) or a in hoisted for a in i.args):
                 hoisted.add(i.dst)
                 row.append(self.instr(i))
             else:
                 elem.append(self.instr(i))
+        scan = list(elem)  # what computes the reduced values, for `zero_sign`
         elem += [self.store(o.name, o.dtype, offs[o.name], f"v_{v}")
                  for o, v in self.out_values()]
         pieces = {"row": row, "elem": elem, "vrows": p.rows * p.splits, "shuffle": [],
-                  "write": [], "smem": [], "smem_store": [], "smem_load": []}
+                  "write": [], "smem": [], "smem_store": [], "smem_load": [], "fold": []}
         nwarps = p.block // WARP
         for j, r in enumerate(p.reductions):
-            acc, at = f"acc{j}", ops.ctype(r.acc)
-            ident = ops.identity(r.op, r.dtype, r.acc)
-            row.append(f"{at} {acc} = {ident};")
-            elem.append(f"{acc} = {ops.combine(r.op, acc, self.cast(r.value, r.acc), r.acc)};")
+            acc, at = f"acc{j}", self.ctype(r.acc)
+            ident = self.identity(r.op, r.dtype, r.acc)
+            value = self.cast(f"v_{r.value}", self.dtypes[r.value], r.acc)
+            decl, update, folded = self.fold(j, r, value)
+            row += decl
+            elem.append(update)
+            pieces["fold"] += folded
             shfl = f"__shfl_down_sync(0xffffffffu, {acc}, _s)"
-            pieces["shuffle"].append(f"{acc} = {ops.combine(r.op, acc, shfl, r.acc)};")
+            pieces["shuffle"].append(f"{acc} = {self.combine(r.op, acc, shfl, r.acc, r.dtype)};")
             pieces["smem"].append(f"__shared__ {at} sm_{acc}[{nwarps}];")
             pieces["smem_store"].append(f"sm_{acc}[_warp] = {acc};")
             pieces["smem_load"].append(f"{acc} = _lane < {nwarps} ? sm_{acc}[_lane] : {ident};")
+            if p.strategy != "thread_per_row":  # lanes fold interleaved elements
+                back = self.scan_backward(r)
+                loop = (f"for ({self.idx} _k = _k1 - 1; _k >= _k0; --_k) {{" if back else
+                        f"for ({self.idx} _k = _k0; _k < _k1; ++_k) {{")
+                pieces["write"] += self.zero_sign(r, acc, [loop], scan)
             if p.splits > 1:
                 pieces["write"].append(f"p_part{j}[_vrow] = {acc};")
             else:
                 pieces["write"].append(self.store(r.out, r.dtype, "_vrow",
-                                                  f"({ops.ctype(r.dtype)}){acc}"))
+                                                  f"({self.ctype(r.dtype)}){acc}"))
         return pieces
 
-    def cast(self, value, acc_dtype):
-        dt = self.dtypes[value]
-        text = f"v_{value}"
-        return text if ops.ctype(dt) == ops.ctype(acc_dtype) else f"({ops.ctype(acc_dtype)}){text}"
+    def fold(self, j, r, value):
+        """(declarations, the statement folding `value` into `acc<j>`, statements after the
+        fold) of reduction `r`: its `ReduceOp`'s combine, or for a float sum (`pairwise`)
+        Kahan's compensated sum (the running error in `cmp<j>`, subtracted at the end), so a
+        thread's long run of additions, and the final pass over thousands of partial sums,
+        are as accurate as numpy's pairwise sum (float16 accumulates in float32)."""
+        acc, at = f"acc{j}", self.ctype(r.acc)
+        decl = [f"{at} {acc} = {self.identity(r.op, r.dtype, r.acc)};"]
+        if not (ReduceOp.named(r.op).pairwise and np.dtype(r.acc).kind == "f"):
+            return decl, f"{acc} = {self.combine(r.op, acc, value, r.acc, r.dtype)};", []
+        c = f"cmp{j}"
+        update = (f"{{ const {at} _y = {value} - {c}; const {at} _t = {acc} + _y; "
+                  f"{c} = (_t - {acc}) - _y; {acc} = _t; }}")
+        return decl + [f"{at} {c} = {self.literal(0, r.acc)};"], update, [f"{acc} -= {c};"]
 
     def final(self):
         p = self.plan
         init, combine, write = [], [], []
         for j, r in enumerate(p.reductions):
-            acc, at = f"acc{j}", ops.ctype(r.acc)
-            init.append(f"{at} {acc} = {ops.identity(r.op, r.dtype, r.acc)};")
-            part = f"p_part{j}[_s * {p.rows} + _row]"
-            combine.append(f"{acc} = {ops.combine(r.op, acc, part, r.acc)};")
-            write.append(self.store(r.out, r.dtype, "_row", f"({ops.ctype(r.dtype)}){acc}"))
+            acc = f"acc{j}"
+            decl, update, folded = self.fold(j, r, f"p_part{j}[_s * {p.rows} + _row]")
+            init += decl
+            combine.append(update)
+            write += folded
+            write.append(self.store(r.out, r.dtype, "_row", f"({self.ctype(r.dtype)}){acc}"))
         return {"init": init, "combine": combine, "write": write, "rows": p.rows,
                 "splits": p.splits}
 

@@ -4,8 +4,8 @@ winning, as `np.argmax`) and `cumsum`/`cumprod`/`cummax`/`cummin` (one pass in o
 numpy's `accumulate`, from the end when `reverse`; integer sums and products wrap) and
 `sort` by one key (stable, NaNs last, as numpy's stable sort; so `sort`, `argsort` and
 `random.permutation` in a loop body) and `top_k` (stable descending, a NaN largest: top-k
-sampling in a decoding loop), on rows of up to `Sort.MAX_N` elements, and `reduce_prod`
-over any axes (`det`).
+sampling in a decoding loop), on rows of up to `Sort.MAX_N` elements. (`reduce_prod` is a
+fused reduction: its kernels are C.)
 
 The operand is viewed as [outer, n, inner] around the axis; each routine loops over outer and
 inner and walks the axis:
@@ -29,7 +29,6 @@ from funcgrad.lax.reductions import (
     cummin_p,
     cumprod_p,
     cumsum_p,
-    reduce_prod_p,
 )
 from funcgrad.lax.sorting import sort_p, top_k_p
 
@@ -192,49 +191,6 @@ class TopK(Sort):
         return self.routine([(self.t, "o0"), ("int", "o1")], walk)
 
 
-class Product(ops.EqnRoutine):
-    """`reduce_prod` over any axes (so `det` in a loop body): each result multiplies its
-    elements in row-major order, in the operand's type (integers wrap as numpy's); numpy's
-    own product may pair them otherwise, so floats agree to a few ulp, as sums do."""
-
-    def __init__(self, eqn, cname):
-        self.eqn, self.cname = eqn, cname
-        x = eqn.invars[0].aval
-        dt = np.dtype(x.dtype)
-        if dt.name == "float16" or dt.kind not in "iuf":
-            raise ops.Unsupported(f"reduce_prod of {x} in C")
-        self.dt, self.t, self.shape = dt, ops.storage(dt.name), tuple(x.shape)
-        self.axes = tuple(eqn.params["axes"])
-
-    def source(self):
-        shape, t = self.shape, self.t
-        strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
-        kept = [d for d in range(len(shape)) if d not in self.axes]
-        offset = " + ".join(f"i{d} * {strides[d]}" for d in range(len(shape))) or "0"
-        if self.dt.kind in "iu":  # in unsigned arithmetic, so overflow wraps as numpy's
-            u = "unsigned long long" if self.dt.itemsize == 8 else "unsigned int"
-            step = f"_acc = ({t})(({u})_acc * ({u})x[{offset}]);"
-        else:
-            step = f"_acc = _acc * x[{offset}];"
-        lines, depth = ["long long _o = 0;"], 0
-        for d in kept:
-            lines.append("    " * depth + f"for (long long i{d} = 0; i{d} < {shape[d]}; ++i{d}) {{")
-            depth += 1
-        lines.append("    " * depth + f"{t} _acc = 1;")
-        for d in self.axes:
-            lines.append("    " * depth + f"for (long long i{d} = 0; i{d} < {shape[d]}; ++i{d})")
-            depth += 1
-        lines.append("    " * depth + step)
-        depth -= len(self.axes)
-        lines.append("    " * depth + "o[_o++] = _acc;")
-        for _ in kept:
-            depth -= 1
-            lines.append("    " * depth + "}")
-        head = [f"/* reduce_prod axes {list(self.axes)} of {shape} */",
-                f"void {self.cname}(const {t} *restrict x, {t} *restrict o) {{"]
-        return "\n".join(head + ["    " + ln for ln in lines] + ["}"]) + "\n"
-
-
 ROUTINES = {argmax_p: ArgExtremum, argmin_p: ArgExtremum, cumsum_p: Cumulative,
             cumprod_p: Cumulative, cummax_p: Cumulative, cummin_p: Cumulative,
-            sort_p: Sort, top_k_p: TopK, reduce_prod_p: Product}
+            sort_p: Sort, top_k_p: TopK}

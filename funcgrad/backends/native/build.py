@@ -14,15 +14,20 @@ program builds with them, and glibc's SIMD math library (libmvec:
 `-DFG_VECTOR_MATH ... -lmvec`, so loops calling exp/tanh/... vectorize) when a probe calling
 every function `ops.VECTOR_MATH` declares links and loads (both checked once).
 `config.native_sanitize` (e.g. "address,undefined") builds with `-fsanitize=...`, `-O1 -g`
-instead (the thread pool too).
-Cache: in memory by key, then on disk under `cache_dir()` (`config.native_cache_dir`, else
-`$XDG_CACHE_HOME/funcgrad/native`, else `~/.cache/funcgrad/native`) as `<key>.so` next to
-its `<key>.c`, key = sha256 of (source, compiler and version, flags, CPU features), written
-atomically (a temporary file renamed into place), so a second process pays no compile.
+instead (the thread pool too). The probe's answer is kept on disk as names of
+`PROBE_OPTIONS` only: a file never adds a flag.
+Cache: in memory by key, then on disk (`cache.py`: a folder only this user can write,
+`<key>.so` loaded only when it matches the sha256 its sidecar recorded), key = sha256 of
+(source, compiler and version, flags, CPU features), so a second process pays no compile.
+The compiler reads the source from its standard input and writes into a private workspace of
+the folder. A folder that fails the checks or cannot be written: the module is built in a
+private temporary folder (one warning); when nothing can be built, `NativeUnavailableError`
+(the program stays on numpy). Compile errors of the generated code are `NativeCompileError`.
 """
 
 import contextlib
 import ctypes
+import errno
 import functools
 import hashlib
 import json
@@ -36,11 +41,20 @@ from collections import Counter
 from dataclasses import dataclass
 
 from funcgrad import errors
+from funcgrad.backends.native import cache
 from funcgrad.config import config
 
 stats = Counter()  # "compiles", "memory_hits", "disk_hits"
 _memory = {}
 _lock = threading.Lock()
+
+
+def _forked():
+    global _lock
+    _lock = threading.Lock()  # one held by another thread at the fork would stay held
+
+
+os.register_at_fork(after_in_child=_forked)
 BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
               "-fno-trapping-math")
 SANITIZERS = {"address", "undefined", "bounds"}
@@ -48,6 +62,11 @@ SANITIZERS = {"address", "undefined", "bounds"}
 
 class NativeCompileError(errors.FuncgradInternalError):
     """A generated C module did not compile (always a funcgrad bug)."""
+
+
+class NativeUnavailableError(errors.BackendUnavailableError):
+    """No C module can be built or loaded here (a full disk, no usable folder); the message
+    says why, and programs run on the numpy backend."""
 
 
 @dataclass(frozen=True)
@@ -77,22 +96,42 @@ def find_compiler():
 
 
 def _builds(path, flags, text="int fg_probe(void) { return 0; }\n", load=False, libs=()):
-    """True when `text` compiles with `flags` (and, with `load`, the library loads)."""
-    with tempfile.TemporaryDirectory() as d:
-        src, out = os.path.join(d, "probe.c"), os.path.join(d, "probe.so")
-        with open(src, "w") as f:
-            f.write(text)
-        try:
+    """True when `text` compiles with `flags` (and, with `load`, the library loads); a
+    failure's reason is kept in `_last_failure`."""
+    try:
+        with tempfile.TemporaryDirectory() as d:
+            src, out = os.path.join(d, "probe.c"), os.path.join(d, "probe.so")
+            with open(src, "w") as f:
+                f.write(text)
             done = subprocess.run([path, *flags, src, "-o", out, *libs, "-lm"],
-                                  capture_output=True, timeout=120)
+                                  capture_output=True, text=True, timeout=120,
+                                  env={**os.environ, "LC_ALL": "C"})
             if done.returncode == 0 and load:
                 ctypes.CDLL(out)
-        except (OSError, subprocess.SubprocessError):
-            return False
-        return done.returncode == 0
+    except (OSError, subprocess.SubprocessError) as e:
+        _last_failure[0] = str(e)
+        return False
+    _last_failure[0] = done.stderr.strip()[-300:]
+    return done.returncode == 0
 
 
-PROBE_VERSION = "4"  # what `_probe_flags` tries: a change must not reuse old answers
+_last_failure = [""]
+PROBE_VERSION = "5"  # what `_probe_options` tries: a change must not reuse old answers
+# What a probe may find, by name: a probe file on disk selects among these and can name no
+# other flag (flags are never read from a file as text).
+PROBE_OPTIONS = {
+    "march_native": ("-march=native",),
+    # gcc 12 picks its vector size by the narrowest type of a loop and then fails on loops
+    # mixing bytes with floats and doubles (a bool mask with a double-accumulated column
+    # sum: 2 GB/s); with 512-bit vectors allowed they vectorize (a no-op without AVX-512)
+    "prefer_vector_width_512": ("-mprefer-vector-width=512",),
+    "openmp_simd": ("-fopenmp-simd",),
+    # -fPIC alone lets another library interpose any global function, so gcc calls a C
+    # loop's kernels through the PLT and never inlines them (clang assumes this already)
+    "no_semantic_interposition": ("-fno-semantic-interposition",),
+    "vector_math": ("-DFG_VECTOR_MATH",),  # and libmvec
+}
+_why_not = {}  # compiler path -> why it cannot build here (for the warning)
 
 
 @functools.cache
@@ -105,60 +144,92 @@ def _probe(path, sanitize):
     return _probe_on_disk(path, version, sanitize)
 
 
-def _probe_on_disk(path, version, sanitize):
-    """`_probe_flags`'s answer, kept on disk beside the modules (up to five compiler runs, a
-    few hundred ms, that a second process then skips)."""
+def probe_file(path, version, sanitize):
+    """The name of the file keeping the probe's answer for this compiler and host."""
     text = "\0".join([PROBE_VERSION, path, version, sanitize or "", cpu_features(),
                       _vector_math_probe()])
-    file = os.path.join(cache_dir(), "probe-" + hashlib.sha256(text.encode()).hexdigest()[:24]
-                        + ".json")
-    try:
-        with open(file) as f:
-            kept = json.load(f)
-        return None if kept is None else Compiler(path, version, tuple(kept["flags"]),
-                                                  tuple(kept["libs"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    cc = _probe_flags(path, version, sanitize)
-    kept = None if cc is None else {"flags": cc.flags, "libs": cc.libs}
-    try:
-        os.makedirs(os.path.dirname(file), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".json", dir=os.path.dirname(file))
-        with os.fdopen(fd, "w") as f:
-            json.dump(kept, f)
-        os.replace(tmp, file)
-    except OSError:
-        pass  # an unwritable cache: probed again next time
-    return cc
+    return "probe-" + hashlib.sha256(text.encode()).hexdigest()[:24] + ".json"
 
 
-def _probe_flags(path, version, sanitize):
+def _probe_on_disk(path, version, sanitize):
+    """`_probe_options`'s answer, kept on disk beside the modules (up to five compiler runs,
+    a few hundred ms, that a second process then skips). Only a compiler that builds is
+    kept; the file is read under the cache's checks and may only name `PROBE_OPTIONS`."""
+    name = probe_file(path, version, sanitize)
+    try:
+        folder = cache.open_folder()
+    except cache.Unusable as e:
+        _untrusted_folder(e)
+        options = _probe_options(path, version, sanitize)
+    else:
+        with folder:
+            try:
+                options = _valid_options(folder.read_json(name), sanitize)
+            except cache.Unusable as e:
+                cache.warn_once(e.path, f"{e.reason}; not read, the compiler is probed again")
+                options = None
+            if options is None:
+                options = _probe_options(path, version, sanitize)
+                if options is not None:
+                    with contextlib.suppress(OSError):
+                        folder.write(name, json.dumps({"options": options}).encode())
+    return None if options is None else _compiler(path, version, sanitize, options)
+
+
+def _valid_options(record, sanitize):
+    """The options a probe file names, or None when it is not one funcgrad wrote."""
+    options = record.get("options") if isinstance(record, dict) else None
+    if (not isinstance(options, list) or len(set(map(str, options))) != len(options)
+            or not set(options) <= (set() if sanitize else set(PROBE_OPTIONS))):
+        return None
+    return [o for o in PROBE_OPTIONS if o in options]  # in funcgrad's order
+
+
+def _compiler(path, version, sanitize, options):
     flags = list(BASE_FLAGS)
-    if not _builds(path, flags):
+    if sanitize:
+        flags += _sanitizer_flags(sanitize)
+        return Compiler(path, version, tuple(flags))
+    flags.insert(0, "-O3")
+    for o in options:
+        flags += PROBE_OPTIONS[o]
+    libs = ("-lmvec",) if "vector_math" in options else ()
+    return Compiler(path, version, tuple(flags), libs)
+
+
+def _sanitizer_flags(sanitize):
+    return ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitize}",
+            "-fno-sanitize-recover=all"]
+
+
+def _probe_options(path, version, sanitize):
+    """The `PROBE_OPTIONS` compiler `path` takes here, or None when it builds nothing."""
+    flags = list(BASE_FLAGS)
+    base_ok = _builds(path, flags)
+    if base_ok and sanitize:
+        base_ok = _builds(path, flags + _sanitizer_flags(sanitize))
+    if not base_ok:
+        _why_not[path] = f"it did not build a test program ({_last_failure[0] or 'no message'})"
         return None
     if sanitize:
-        flags += ["-O1", "-g", "-fno-omit-frame-pointer", f"-fsanitize={sanitize}",
-                  "-fno-sanitize-recover=all"]
-        return Compiler(path, version, tuple(flags)) if _builds(path, flags) else None
+        return []
     flags.insert(0, "-O3")
-    if _builds(path, flags + ["-march=native"]):
-        flags.append("-march=native")
-        # gcc 12 picks its vector size by the narrowest type of a loop and then fails on
-        # loops mixing bytes with floats and doubles (a bool mask with a double-accumulated
-        # column sum: 2 GB/s); with 512-bit vectors allowed they vectorize (a no-op without
-        # AVX-512)
-        if _builds(path, flags + ["-mprefer-vector-width=512"]):
-            flags.append("-mprefer-vector-width=512")
-    if _builds(path, flags + ["-fopenmp-simd"]):
-        flags.append("-fopenmp-simd")
-    # -fPIC alone lets another library interpose any global function, so gcc calls a C
-    # loop's kernels through the PLT and never inlines them (clang assumes this already)
-    if _builds(path, flags + ["-fno-semantic-interposition"]):
-        flags.append("-fno-semantic-interposition")
-    libs = ("-lmvec",)
-    if _builds(path, flags + ["-DFG_VECTOR_MATH"], _vector_math_probe(), True, libs):
-        return Compiler(path, version, tuple(flags + ["-DFG_VECTOR_MATH"]), libs)
-    return Compiler(path, version, tuple(flags))
+    found = []
+    for option in ("march_native", "prefer_vector_width_512", "openmp_simd",
+                   "no_semantic_interposition"):
+        if option == "prefer_vector_width_512" and "march_native" not in found:
+            continue
+        if _builds(path, flags + list(PROBE_OPTIONS[option])):
+            flags += PROBE_OPTIONS[option]
+            found.append(option)
+    if _builds(path, flags + ["-DFG_VECTOR_MATH"], _vector_math_probe(), True, ("-lmvec",)):
+        found.append("vector_math")
+    return found
+
+
+def why_not(path):
+    """Why compiler `path` was found but cannot build here (None when it can)."""
+    return _why_not.get(path)
 
 
 def _vector_math_probe():
@@ -210,11 +281,8 @@ def cpu_features():
 
 
 def cache_dir():
-    """Where compiled modules are kept on disk."""
-    if config.native_cache_dir:
-        return os.path.expanduser(str(config.native_cache_dir))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "funcgrad", "native")
+    """Where compiled modules are kept on disk (`cache.cache_dir`)."""
+    return cache.cache_dir()
 
 
 def cache_key(source, cc):
@@ -224,7 +292,8 @@ def cache_key(source, cc):
 
 
 def load(source, cc=None):
-    """The shared object compiled from C `source` (see the module docstring)."""
+    """The shared object compiled from C `source` (see the module docstring). Raises
+    `NativeUnavailableError` when no module can be built or loaded here."""
     cc = cc or compiler()
     if cc is None:
         raise errors.BackendUnavailableError("native backend: no C compiler found")
@@ -234,29 +303,143 @@ def load(source, cc=None):
         if lib is not None:
             stats["memory_hits"] += 1
             return lib
-    d = cache_dir()
-    path = os.path.join(d, key + ".so")
-    if os.path.exists(path):
-        try:
-            lib = ctypes.CDLL(path)
-            stats["disk_hits"] += 1
-            with contextlib.suppress(OSError):
-                os.utime(path)  # recently used: `prune` keeps it longest
-        except OSError:
-            lib = None  # a damaged file: compiled again below
-    if lib is None:
-        _compile(source, cc, d, key)
-        lib = ctypes.CDLL(path)
-        stats["compiles"] += 1
+    lib = _from_disk_or_built(source, cc, key)
+    _connect(lib, cc)
+    with _lock:
+        _memory[key] = lib
+    return lib
+
+
+def _connect(lib, cc):
+    """Hands a loaded module what it asks for: numpy's gemm, the thread pool, the count of
+    SIGINTs its loops poll."""
     if hasattr(lib, "fg_set_gemm"):  # a module whose loops call BLAS: hand it numpy's gemm
         gemm = blas_gemm()
         lib.fg_set_gemm(ctypes.c_void_p(gemm.get("float32")), ctypes.c_void_p(gemm.get("float64")))
     if hasattr(lib, "fg_set_parallel"):  # a module's large kernels: hand it the thread pool
         from funcgrad.backends.native import threads
         lib.fg_set_parallel(ctypes.c_void_p(threads.address(cc)))
-    with _lock:
-        _memory[key] = lib
+    if hasattr(lib, "fg_set_interrupt"):  # loops and pool kernels stop on Ctrl-C
+        from funcgrad.backends.native import interrupt
+        lib.fg_set_interrupt(ctypes.c_void_p(interrupt.state_address(cc)))
+
+
+def _untrusted_folder(e):
+    cache.warn_once(e.path, f"{e.reason}; nothing is loaded from it, modules are built in a "
+                            "private temporary folder and not kept")
+
+
+def _from_disk_or_built(source, cc, key):
+    """The module from the cache folder when it passes the checks, else built there; built
+    in a private temporary folder when the cache folder fails the checks or cannot be
+    written (one warning), and `NativeUnavailableError` when that fails too."""
+    try:
+        folder = cache.open_folder()
+    except cache.Unusable as e:
+        problem = e
+    else:
+        with folder:
+            lib = folder.load_module(key)
+            if lib is not None:
+                stats["disk_hits"] += 1
+                folder.touch(key + ".so")
+                return lib
+            problem = _unwritable.get(folder.path)
+            if problem is None:
+                try:
+                    lib = _build(source, cc, key, folder, publish=True)
+                except _PlaceError as e:
+                    problem = _unwritable[folder.path] = cache.Unusable(
+                        folder.path, f"cannot be written ({e})")
+                else:
+                    with contextlib.suppress(OSError):
+                        folder.prune(config.native_cache_bytes, keep=key)
+                    return lib
+    try:
+        with cache.private_folder() as private:
+            lib = _build(source, cc, key, private, publish=False)
+    except (_PlaceError, OSError) as e:
+        raise NativeUnavailableError(
+            f"funcgrad: the native backend cannot build a C module here: the cache folder "
+            f"{problem.path} {problem.reason}, and a private temporary folder failed too "
+            f"({e}); programs run on the numpy backend") from None
+    _untrusted_folder(problem)
     return lib
+
+
+def _build(source, cc, key, folder, publish):
+    """Compiles `source` in a workspace of `folder`, moves it into the folder (`publish`)
+    and loads it (both reached through the folders' descriptors)."""
+    try:
+        with folder.workspace() as (work_fd, work_path):
+            path = f"{work_path}/{key}.so"
+            _run_compiler(cc, source, path, work_fd)
+            if publish:
+                try:
+                    folder.publish(work_fd, key, source)
+                    path = folder.loadable(key + ".so")
+                except OSError as e:  # still loaded, not kept
+                    problem = _unwritable[folder.path] = cache.Unusable(
+                        folder.path, f"cannot be written ({e.strerror or e})")
+                    _untrusted_folder(problem)
+            lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise _PlaceError(e.strerror or str(e)) from None
+    stats["compiles"] += 1
+    return lib
+
+
+def _run_compiler(cc, source, out, work_fd):
+    """Runs the compiler on `source` (its standard input, so the module's bytes depend on
+    nothing else) writing `out`; raises `_PlaceError` for a failure of the machine (a full
+    disk, a read-only folder, a killed compiler), `NativeCompileError` for one of the code."""
+    try:
+        done = subprocess.run(
+            [cc.path, *cc.flags, "-x", "c", "-", "-x", "none", "-o", out, *cc.libs, "-lm"],
+            input=source, capture_output=True, text=True, timeout=600,
+            pass_fds=(work_fd,) if cache.FD_PATHS else (), env={**os.environ, "LC_ALL": "C"})
+    except subprocess.TimeoutExpired:
+        raise _PlaceError("the compiler ran for 600 s") from None
+    if done.returncode == 0:
+        return
+    if done.returncode < 0:
+        raise _PlaceError(f"the compiler was killed by signal {-done.returncode}")
+    for text in _MACHINE_FAILURES:
+        if text in done.stderr:
+            line = next(ln for ln in done.stderr.splitlines() if text in ln)
+            raise _PlaceError(f"the compiler says: {line.strip()[-200:]}")
+    numbered = "\n".join(f"{i + 1:4d} {ln}" for i, ln in enumerate(source.splitlines()))
+    raise NativeCompileError(
+        f"native backend: the generated C module did not compile (a funcgrad bug, please "
+        f"report it)\n  compiler: {cc.path} {' '.join(cc.flags)}\n{done.stderr[-4000:]}\n"
+        f"  source:\n{numbered[:20000]}")
+
+
+# What a compiler (in the C locale) says when the machine, not the code, failed it
+_MACHINE_FAILURES = tuple(os.strerror(e) for e in (
+    errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+    errno.EIO, errno.ENOMEM)) + ("cannot open output file", "virtual memory exhausted",
+                                 "signal terminated program", "terminated with signal")
+
+
+class _PlaceError(Exception):
+    """The folder or the machine could not hold a build (a full disk, a read-only folder)."""
+
+
+_unwritable = {}  # cache folder -> `cache.Unusable`: a write there failed in this process
+
+
+def prune(limit=None, keep=None):
+    """Deletes the least recently used modules of the cache folder until funcgrad's files
+    there hold at most `limit` bytes (`config.native_cache_bytes`; see `cache.Folder.prune`)."""
+    with cache.open_folder() as folder:
+        folder.prune(config.native_cache_bytes if limit is None else limit, keep)
+
+
+def cache_size():
+    """(modules, bytes) of funcgrad's files in the on-disk cache."""
+    info = cache.describe()
+    return info["modules"], info["bytes"]
 
 
 @functools.cache
@@ -281,61 +464,3 @@ def blas_gemm():
                 return {dt: ctypes.cast(fn, ctypes.c_void_p).value
                         for dt, fn in zip(("float32", "float64"), fns)}
     return {}
-
-
-def _compile(source, cc, d, key):
-    os.makedirs(d, exist_ok=True)
-    fd, tmp_c = tempfile.mkstemp(prefix=key[:16], suffix=".c", dir=d)
-    with os.fdopen(fd, "w") as f:
-        f.write(source)
-    tmp = tmp_c[:-2] + ".so"
-    try:
-        done = subprocess.run([cc.path, *cc.flags, tmp_c, "-o", tmp, *cc.libs, "-lm"],
-                              capture_output=True, text=True, timeout=600)
-        if done.returncode != 0:
-            numbered = "\n".join(f"{i + 1:4d} {ln}" for i, ln in enumerate(source.splitlines()))
-            raise NativeCompileError(
-                f"native backend: the generated C module did not compile (a funcgrad bug, "
-                f"please report it)\n  compiler: {cc.path} {' '.join(cc.flags)}\n"
-                f"{done.stderr[-4000:]}\n  source:\n{numbered[:20000]}")
-        os.replace(tmp_c, os.path.join(d, key + ".c"))
-        os.replace(tmp, os.path.join(d, key + ".so"))
-    finally:
-        for t in (tmp_c, tmp):
-            if os.path.exists(t):
-                os.unlink(t)
-    prune(d, keep=key)
-
-
-def prune(d, limit=None, keep=None):
-    """Deletes the least recently used modules (`<key>.so` with its `<key>.c`; a disk hit
-    touches its module) of cache folder `d` until it holds at most `limit` bytes
-    (`config.native_cache_bytes`); `keep` (a key) stays. A module already loaded by a
-    process keeps working (its mapping outlives the file)."""
-    limit = config.native_cache_bytes if limit is None else limit
-    try:
-        entries = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in os.scandir(d)]
-    except OSError:
-        return
-    total = sum(size for _, size, _ in entries)
-    for _, _, path in sorted(e for e in entries if e[2].endswith(".so")):
-        if total <= limit:
-            break
-        stem = path[:-3]
-        if os.path.basename(stem) == keep:
-            continue
-        for f in (path, stem + ".c"):
-            try:
-                total -= os.path.getsize(f)
-                os.unlink(f)
-            except OSError:
-                pass
-
-
-def cache_size():
-    """(files, bytes) of the on-disk cache."""
-    d = cache_dir()
-    if not os.path.isdir(d):
-        return 0, 0
-    names = [n for n in os.listdir(d) if n.endswith(".so")]
-    return len(names), sum(os.path.getsize(os.path.join(d, n)) for n in os.listdir(d))

@@ -1,9 +1,10 @@
 """One fused kernel as one C function: loops over the kernel's iteration space.
 
-The layout decisions (reduced axes moved last, unit axes dropped, neighbouring axes merged
-where every operand allows it, element strides per operand) are the CUDA planner's
-(`cuda.plan.plan_kernel`, which imports no GPU library); this module only prints them as
-nested `for` loops, innermost contiguous, so the C compiler vectorizes it:
+The layout (reduced axes moved last, unit axes dropped, neighbouring axes merged where
+every operand allows it, element strides per operand) is `backends.layout.layout_kernel`'s,
+as the CUDA planner's; the statements of an element (loads, instructions, stores) are the
+one C base's (`cstyle.CStyleLanguage`, through the dialect `ops.NativeC`). This module
+prints them as nested `for` loops, innermost contiguous, so the C compiler vectorizes it:
 
     /* kernel k0_add_tanh: f32[64,1000] */
     void fg_k0(const float *restrict p_in0, const float *restrict p_in1,
@@ -20,27 +21,26 @@ nested `for` loops, innermost contiguous, so the C compiler vectorizes it:
         }
     }
 
-Reductions: the outer (kept) axes are loops, each row accumulates over the inner axes in
-order (float sums in double, so results are as accurate as numpy's pairwise sums or
-better). Large kernels run their outermost loop in blocks on the thread pool
-(`threads.py`): a task function per block, and the kernel function hands the blocks to the
-pool. Every identifier is
-generated (`p_`, `v_`, `i`/`k` loop counters, `acc`), user text appears only in comments
-through `compiler.escape`. Float16 values are rounded to float16 after every instruction,
-as numpy does.
+Reductions: the outer (kept) axes are loops, each row accumulates over the inner axes as
+its `ReduceOp` says (`row_fold`): in SIMD lanes where it names an OpenMP operator, float16/32
+sums and products in double and float64 sums pairwise over blocks, so results are as
+accurate as numpy's pairwise sums or better. Large kernels run their outermost loop in
+blocks on the thread pool (`threads.py`): a task function per block, and the kernel function
+hands the blocks to the pool. Every identifier is generated (`p_`, `v_`, `i`/`k` loop
+counters, `acc`), user text appears only in comments through `compiler.escape`. Float16
+values are rounded to float16 after every instruction, as numpy does (the base's
+narrow-float policy).
 """
 
 import math
 
 import numpy as np
 
-from funcgrad import lax
-from funcgrad.backends import cstyle
-from funcgrad.backends.cuda.plan import plan_kernel
+from funcgrad.backends.layout import layout_kernel, row_major
 from funcgrad.backends.native import ops
 from funcgrad.backends.native.threads import MAX_BLOCKS
 from funcgrad.compiler import escape
-from funcgrad.core import Primitive
+from funcgrad.core import ReduceOp
 
 # Kernels from this size on run on the thread pool. 64k elements gains alone (a tanh kernel
 # 31 -> 21 us on two cores) but loses in a GPT step (34-37 against 31-34 ms: workers kept
@@ -58,32 +58,26 @@ COLUMN_BLOCK = 256  # rows a column reduction accumulates side by side (on the s
 PREFETCH_MIN_BYTES = 1 << 20
 PREFETCH_BYTES = 2048
 PREFETCH_CHUNK = 64
+# float64 sums add blocks of this many elements (each in SIMD lanes) pairwise, as numpy's
+# pairwise sum adds blocks of 128 (in 8 lanes): errors grow with log2 of the length
+PAIRWISE_BLOCK = 128
 _CHUNK_LOOP = "for (long long _c = "  # the header of a chunked innermost loop
 
 
-def _pointee(dtype):
-    """The C type a kernel's array pointer points to: bools as `unsigned char` (a loop that
-    loads `_Bool` does not vectorize with gcc 12: a ReLU-backward mask ran at 2 GB/s)."""
-    return "unsigned char" if dtype == "bool" else ops.storage(dtype)
-
-
-class CKernel:
+class CKernel(ops.NativeC):
     """The C function of one `KernelSpec` (raises `ops.Unsupported` when C cannot print
     it). `params` are (role, spec operand name, C type) in call order: inputs, then
     outputs as the spec lists them."""
 
     def __init__(self, spec, cname, eqns=()):
-        self.spec, self.cname = spec, cname
-        self.plan = plan_kernel(spec)
+        super().__init__(layout_kernel(spec))
+        self.spec, self.cname, self.plan = spec, cname, self.layout
         self.tasks = 0  # blocks run on the thread pool (`loops` sets it; 0: one C loop)
         self.comments = {i.dst: _comment(e) for i, e in zip(spec.body, eqns)}
-        self.dtypes = {inp.name: inp.dtype for inp in spec.inputs}
-        self.dtypes.update({i.dst: i.dtype for i in spec.body})
-        self.params = ([("in", inp.name, _pointee(inp.dtype)) for inp in spec.inputs]
-                       + [("out", o.name, _pointee(o.dtype)) for o in spec.outputs])
-        self.invariant, self.recips = self._invariant_values(), []
-        self.body = [self.instr(i) for i in spec.body]  # raises Unsupported early
-        self.hoisted = self._hoisted()
+        self.params = ([("in", inp.name, self.pointee(inp.dtype)) for inp in spec.inputs]
+                       + [("out", o.name, self.pointee(o.dtype)) for o in spec.outputs])
+        self.body = [self.instr(i, self.comments.get(i.dst))
+                     for i in spec.body]  # raises Unsupported early
 
     def source(self, restrict=True):
         """The C text; `restrict=False` when an output may share an input's buffer."""
@@ -114,100 +108,6 @@ class CKernel:
         return "\n".join(lines) + "\n"
 
     # --- pieces --------------------------------------------------------------------------
-
-    def instr(self, instr):
-        args, dts = cstyle.operands(instr, self.dtypes)
-        text = self._invariant_division(instr, args, dts) or ops.expr(instr, args, dts)
-        if instr.dtype == "float16":
-            text = f"fg_round_half({text})"
-        note = self.comments.get(instr.dst)
-        return f"const {_value_type(instr.dtype)} v_{instr.dst} = {text};" + (
-            f"  /* {note} */" if note else "")
-
-    def _simd_axis(self):
-        """The plan dimension the innermost (vectorized) loop runs over."""
-        p = self.plan
-        if p.reductions and len(p.outer) == 1 and p.rows > 1 and not self._rows_contiguous():
-            return 0  # column reductions: the rows are innermost
-        return len(p.outer) + len(p.inner) - 1
-
-    def _invariant_values(self):
-        """Names of the values that do not change along the innermost loop: inputs with
-        stride 0 there, and instructions on those and on literals."""
-        axis = self._simd_axis()
-        if axis < 0:  # no loop
-            return set()
-        out = {inp.name for inp in self.plan.inputs if not inp.strides[axis]}
-        for i in self.spec.body:
-            if all(not isinstance(a, str) or a in out for a in i.args):
-                out.add(i.dst)
-        return out
-
-    def _hoisted(self):
-        """The invariant values the reciprocals need (their inputs and instructions)."""
-        need = set(self.recips)
-        for i in reversed(self.spec.body):
-            if i.dst in need:
-                need.update(a for a in i.args if isinstance(a, str))
-        return need
-
-    def hoist(self, heads, counters):
-        """`heads` (loop headers) with the reciprocals of invariant divisors, and what they
-        are computed from, declared before the innermost loop (once per row)."""
-        if not self.recips:
-            return heads
-        lines = [self.load(inp, _offset(counters, inp.strides)) for inp in self.plan.inputs
-                 if inp.name in self.hoisted]
-        lines += [ln for i, ln in zip(self.spec.body, self.body) if i.dst in self.hoisted]
-        lines += [f"const double r_{b} = 1.0 / (double)v_{b};" for b in self.recips]
-        fors = [k for k, h in enumerate(heads) if h.startswith("for")]
-        if not fors:  # the rows are the innermost loop (reduced axes of size 1)
-            return heads + lines
-        at = fors[-1]
-        chunked = [k for k in fors if heads[k].startswith(_CHUNK_LOOP)]
-        if chunked:  # before the loop over the chunks
-            at = chunked[-1]
-        elif at and heads[at - 1].startswith("#pragma omp simd"):
-            at -= 1
-        return heads[:at] + lines + heads[at:]
-
-    def _invariant_division(self, instr, args, dts):
-        """`a / b` in float32 with `b` the same along the innermost loop, as `a` times
-        the double reciprocal of `b`, rounded to float: the reciprocal is computed once per
-        row (`hoist` declares it before the innermost loop; a literal's is a constant), and
-        the quotient is exactly IEEE float division's. Why exact: a float32 quotient `a/b`
-        is never a rounding midpoint and lies at least 2^-49 (relative) from one, since
-        `a - m*b` is a nonzero multiple of the product of the significands' ulps; the double
-        reciprocal and product are within 2^-52 of it, so they round to the same float
-        (special values: b = 0, inf, NaN give inf, 0, NaN as the division does;
-        tests/test_native_backend.py checks every class of float). None when the rule does
-        not apply (other primitives, dtypes, varying divisors)."""
-        if Primitive.fusible_named(instr.op) is not lax.div_p or \
-                ops.ctype(instr.dtype) != "float" or any(ops.ctype(d) != "float" for d in dts):
-            return None
-        b = instr.args[1]
-        if isinstance(b, str):
-            if b not in self.invariant:
-                return None
-            if b not in self.recips:
-                self.recips.append(b)
-            return f"((float)((double){args[0]} * r_{b}))"
-        value = float(np.dtype(b.dtype).type(b.value))  # as the C literal holds it
-        if value == 0.0 or not math.isfinite(value):
-            return None
-        return f"((float)((double){args[0]} * {float.hex(1.0 / value)}))"
-
-    def load(self, operand, offset):
-        text = f"p_{operand.name}[{offset}]"
-        if operand.dtype == "float16":
-            text = f"fg_h2f({text})"
-        elif operand.dtype == "bool":  # numpy's bools are the bytes 0 and 1
-            text = f"({text} != 0)"
-        return f"const {_value_type(operand.dtype)} v_{operand.name} = {text};"
-
-    @staticmethod
-    def store(name, dtype, offset, value):
-        return f"p_{name}[{offset}] = {f'fg_f2h({value})' if dtype == 'float16' else value};"
 
     def out_values(self):
         values = {o.name: o.value for o in self.spec.outputs if o.reduce is None}
@@ -250,7 +150,7 @@ class CKernel:
         writes is read by then, or is new and costs the same either way."""
         if not dims or dims[-1] < PREFETCH_CHUNK:
             return None
-        n, whole = math.prod(dims), tuple(_row_major(dims))
+        n, whole = math.prod(dims), row_major(dims)
         streams = [o for o in self.plan.inputs if tuple(o.strides) == whole]
         moved = sum(n * np.dtype(o.dtype).itemsize for o in self.plan.inputs + self.plan.outputs
                     if tuple(o.strides) == whole)
@@ -284,7 +184,7 @@ class CKernel:
         counters = [f"i{d}" for d in range(len(dims))]
         head = self.loops(dims, "i", True, math.prod(dims[1:]),
                           self.prefetches(dims, counters))
-        return _nest(self.hoist(head, counters), self.element(counters))
+        return _nest(head, self.element(counters))
 
     def reduction(self):
         p = self.plan
@@ -293,36 +193,77 @@ class CKernel:
         no, ni = len(p.outer), len(p.inner)
         outer = [f"i{d}" for d in range(no)]
         counters = outer + [f"k{d}" for d in range(ni)]
-        row = _offset(outer, _row_major(p.outer)) if no else "0"
-        init, inner, write = [], self.element(counters), []
-        clauses = []
-        for j, r in enumerate(p.reductions):
-            at, ident, update = self.accumulator(j, r, f"acc{j}")
-            init.append(f"{at} acc{j} = {ident};")
-            result = f"acc{j}"
-            kind = np.dtype(_acc_dtype(r)).kind
-            if r.op == "sum" and _acc_dtype(r) == "float64":
-                clauses.append(f"reduction(+:acc{j})")
-            elif r.op in ("max", "min") and kind == "f":
-                # NaN apart (a flag), so that the lanes combine with plain max/min
-                v, cmp = f"v_{r.value}", ">" if r.op == "max" else "<"
-                update = f"acc{j} = {v} {cmp} acc{j} ? {v} : acc{j}; nan{j} |= {v} != {v};"
-                init.append(f"int nan{j} = 0;")
-                result = f"(nan{j} ? {ops.literal(float('nan'), _acc_dtype(r))} : acc{j})"
-                clauses += [f"reduction({r.op}:acc{j})", f"reduction(|:nan{j})"]
-            elif r.op in ("max", "min") and kind in "iu":
-                clauses.append(f"reduction({r.op}:acc{j})")
-            else:
-                clauses.append(None)
-            inner.append(update)
+        row = _offset(outer, row_major(p.outer)) if no else "0"
+        init, inner, write, fix = [], self.element(counters), [], []
+        folds = [self.row_fold(j, r) for j, r in enumerate(p.reductions)]
+        for j, (r, f) in enumerate(zip(p.reductions, folds)):
+            init += f["init"]
+            inner.append(f["update"])
+            fix += self.row_zero_sign(j, r, counters)
+            result = f["result"]
+            if r.dtype == "float16" and _acc_dtype(r) == "float64":  # one rounding
+                result = f"fg_round_half_d({result})"
             write.append(self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)}){result}"))
+        clauses = [c for f in folds for c in f["clauses"]]
         heads = self.loops(p.inner, "k", False, False)
-        if heads and None not in clauses:  # partial results in SIMD lanes (deterministic)
-            heads.insert(len(heads) - 1, f"#pragma omp simd {' '.join(clauses)}")
-        heads = self.hoist(heads, counters)
-        rows_body = init + _nest(heads, inner) + write
+        lanes = heads and None not in clauses  # partial results in SIMD lanes (in order)
+        pragma = f"#pragma omp simd {' '.join(clauses)}" if lanes else None
+        blocks = [f["block"] for f in folds if f["block"]]
+        if blocks and heads:  # the innermost loop in blocks, whose sums add up pairwise
+            n, c, b = p.inner[-1], counters[-1], PAIRWISE_BLOCK
+            loop = ([pragma] if lanes else []) + [f"for (long long {c} = _kb; {c} < _ke; ++{c}) {{"]
+            body = [i for i, _ in blocks] + _nest(loop, inner) + [a for _, a in blocks]
+            nest = _nest(heads[:-1] + [f"for (long long _kb = 0; _kb < {n}; _kb += {b}) {{",
+                                       f"const long long _ke = _kb + {b} < {n} ? _kb + {b} : {n};"],
+                         body)
+        else:
+            if lanes:
+                heads.insert(len(heads) - 1, pragma)
+            nest = [i for i, _ in blocks] + _nest(heads, inner) + [a for _, a in blocks]
+        rows_body = init + nest + fix + write
         work = math.prod(p.outer[1:]) * math.prod(p.inner)
         return _nest(self.loops(p.outer, "i", False, work if no else None), rows_body)
+
+    def row_fold(self, j, r):
+        """How row reduction `j` (`r`) folds, from its `ReduceOp`: {"init": declarations per
+        row, "update": the statement per element, "clauses": its OpenMP clauses (None: the
+        fold stays in order), "result": its value after the row, "block": None, or (the
+        declaration starting a block, the statement ending it) for a float64 sum, summed
+        pairwise over blocks of `PAIRWISE_BLOCK` elements as numpy does (float16/32 sums and
+        products accumulate in double instead)."""
+        rec, dt = ReduceOp.named(r.op), _acc_dtype(r)
+        at, ident, update = self.accumulator(j, r, f"acc{j}")
+        kind = np.dtype(dt).kind
+        out = {"init": [f"{at} acc{j} = {ident};"], "update": update, "result": f"acc{j}",
+               "clauses": [f"reduction({rec.openmp}:acc{j})"], "block": None}
+        if rec.openmp is None or kind in "iu" and not rec.selects:
+            out["clauses"] = [None]  # integers wrap: lanes would combine in signed arithmetic
+        elif rec.selects and kind == "f":  # NaN apart (a flag): lanes combine with plain max
+            v, cmp = f"v_{r.value}", ">" if rec.openmp == "max" else "<"
+            out["update"] = f"acc{j} = {v} {cmp} acc{j} ? {v} : acc{j}; nan{j} |= {v} != {v};"
+            out["init"].append(f"int nan{j} = 0;")
+            out["result"] = f"(nan{j} ? {ops.literal(float('nan'), dt)} : acc{j})"
+            out["clauses"].append(f"reduction(|:nan{j})")
+        elif rec.pairwise and r.dtype == "float64":
+            out["init"] = [f"fg_pairwise pw{j}; pw{j}.top = 0; pw{j}.n = 0;"]
+            out["block"] = (f"{at} acc{j} = {ident};", f"fg_pairwise_add(&pw{j}, acc{j});")
+            out["result"] = f"fg_pairwise_total(&pw{j})"
+        return out
+
+    def row_zero_sign(self, j, r, counters):
+        """`zero_sign`'s lines for reduction `j` of a row folded in SIMD lanes: the row's
+        loops again, backward (float16: forward). Not where the kernel also writes
+        elementwise outputs: one may share an input's buffer, so the row is gone."""
+        p = self.plan
+        if p.outputs or not p.inner:
+            return []
+        back = self.scan_backward(r)
+        loops = [f"for (long long {c} = {n - 1}; {c} >= 0; --{c}) {{" if back else
+                 f"for (long long {c} = 0; {c} < {n}; ++{c}) {{"
+                 for c, n in zip(counters[len(p.outer):], p.inner)]
+        body = [self.load(inp.name, inp.dtype, _offset(counters, inp.strides))
+                for inp in p.inputs] + self.body
+        return self.zero_sign(r, f"acc{j}", loops, body)
 
     def column_reduction(self):
         """Rows not contiguous in memory (column sums): blocks of `COLUMN_BLOCK` rows
@@ -339,7 +280,7 @@ class CKernel:
             write.append("for (long long i0 = _r; i0 < _e; ++i0) " + self.store(
                 r.out, r.dtype, "i0", f"({ops.ctype(r.dtype)})acc{j}[i0 - _r]"))
         rows_loop = ["#pragma omp simd", "for (long long i0 = _r; i0 < _e; ++i0) {"]
-        heads = self.hoist(self.loops(p.inner, "k", False, False) + rows_loop, counters)
+        heads = self.loops(p.inner, "k", False, False) + rows_loop
         body = init + _nest(heads, inner) + write
         tasks = -(-rows // b)
         end = f"_e = _r + {b} < {rows} ? _r + {b} : {rows};"
@@ -362,11 +303,11 @@ class CKernel:
 
     def element(self, counters):
         """Loads, the body and the elementwise stores of one iteration of the innermost
-        loop (less what `hoist` moved out of it)."""
+        loop."""
         p = self.plan
-        lines = [self.load(inp, _offset(counters, inp.strides)) for inp in p.inputs
-                 if inp.name not in self.hoisted]
-        lines += [ln for i, ln in zip(self.spec.body, self.body) if i.dst not in self.hoisted]
+        lines = [self.load(inp.name, inp.dtype, _offset(counters, inp.strides))
+                 for inp in p.inputs]
+        lines += self.body
         lines += [self.store(o.name, o.dtype, _offset(counters, o.strides), f"v_{v}")
                   for o, v in self.out_values()]
         return lines
@@ -374,24 +315,15 @@ class CKernel:
     def accumulator(self, j, r, acc):
         """(C type, identity, update statement) of reduction `r` accumulated in `acc`."""
         dt = _acc_dtype(r)
-        at = ops.ctype(dt)
-        value = f"v_{r.value}"
-        if ops.ctype(self.dtypes[r.value]) != at:
-            value = f"({at}){value}"
-        return (at, ops.cstyle.identity(r.op, r.dtype, dt),
-                f"{acc} = {ops.cstyle.combine(r.op, acc, value, dt)};")
-
-
-def _value_type(dtype):
-    """The C type of a kernel's value of `dtype`: booleans as `int` 0/1 (a loop mixing
-    `_Bool` values with floats does not vectorize with gcc 12: a GP's kernel-matrix kernel,
-    with its masks, ran scalar at 10 ns per element), else the dtype's compute type."""
-    return "int" if dtype == "bool" else ops.ctype(dtype)
+        value = self.cast(f"v_{r.value}", self.dtypes[r.value], dt)
+        return (self.ctype(dt), self.identity(r.op, r.dtype, dt),
+                f"{acc} = {self.combine(r.op, acc, value, dt, r.dtype)};")
 
 
 def _acc_dtype(r):
-    """The accumulator: the planner's, except float sums, which accumulate in double."""
-    if r.op == "sum" and r.acc in ("float16", "float32"):
+    """The accumulator: the layout's (the `ReduceOp`'s `accumulate`), except that float
+    folds which round (sums, products) accumulate in double."""
+    if not ReduceOp.named(r.op).selects and r.acc in ("float16", "float32"):
         return "float64"
     return r.acc
 
@@ -400,14 +332,6 @@ def _comment(eqn):
     if eqn is None:
         return None
     return escape.source_location(eqn.source, eqn.prim.name)
-
-
-def _row_major(dims):
-    out, stride = [0] * len(dims), 1
-    for i in reversed(range(len(dims))):
-        out[i] = stride if dims[i] != 1 else 0
-        stride *= dims[i]
-    return out
 
 
 def _offset(counters, strides):

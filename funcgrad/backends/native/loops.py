@@ -7,13 +7,18 @@ are printed again into the enclosing module (renamed) and called from a C loop:
 
     int fg_loop0(const float *restrict p_a0, const float *restrict p_a1, float *p_o0) {
         float t0[100];                                    /* body temporaries (large: malloc) */
+        volatile int *const fg_count = fg_sigint_count();  /* Ctrl-C: interrupt.py */
+        const int fg_seen = *fg_count;
+        int fg_status = 0;
         memcpy(p_o0, p_a1, 400);                          /* the carry lives in the output */
         for (long long _it = 0; _it < 100; ++_it) {
             const long long _i = _it;
             fg_loop0_b0(p_a0, p_o0, t0);                  /* the body's kernels */
             memcpy(p_o0, t0, 400);                        /* the new carry */
+            if (*fg_count != fg_seen) { fg_status = FG_INTERRUPTED; goto fg_end; }
         }
-        return 0;
+    fg_end:;                                              /* free the malloc'ed temporaries */
+        return fg_status;                                 /* 1: out of memory (a nested loop) */
     }
 
 A small `dot_general` in a body (an RNN's `h @ W`) is a C function of the loop too
@@ -168,6 +173,7 @@ class _Body:
         if program is None:
             raise NotNative("the body did not compile natively")
         self.program, self.prefix, self.temps, self.kernels = program, prefix, [], []
+        self.exits = False  # whether `statements` jumps to the function's `fg_end`
         extra = []  # the constants of nested loops: parameters of the enclosing C function
         for k, node in enumerate(program.nodes):
             if isinstance(node, KernelNode):
@@ -217,8 +223,11 @@ class _Body:
                 where[v] = name
                 args.append(name)
             call = f"{ck.cname}({', '.join(args)})"  # FG_UPPER_CLEAN: see ops.PRELUDE
-            lines.append(f"FG_UPPER_CLEAN(); if ({call}) return 1;" if isinstance(ck, _Nested)
-                         else f"FG_UPPER_CLEAN(); {call};")
+            if isinstance(ck, _Nested):  # its status (no memory, Ctrl-C) ends this loop too
+                self.exits = True
+                lines.append(f"FG_UPPER_CLEAN(); if ((fg_status = {call})) goto fg_end;")
+            else:
+                lines.append(f"FG_UPPER_CLEAN(); {call};")
         for v in self.program.jaxpr.outvars:  # a constant result (`lambda: 1.0`): a temp
             if type(v) is Literal and v not in where:
                 name = f"{self.prefix}_t{len(self.temps)}"
@@ -302,6 +311,10 @@ class _Cond:
     def kernels(self):
         return [kn for b in self.branches for kn in b.kernels]
 
+    @property
+    def exits(self):
+        return any(b.exits for b in self.branches)
+
 
 def _on_stack(temps):
     """[(name, aval, on the stack?)] of a loop function's temporaries: arrays on its stack
@@ -330,8 +343,19 @@ def _alloc(temps):
     return lines
 
 
-def _free(temps):
-    return [f"free({name});" for name, _, stack in _on_stack(temps) if not stack]
+def _frame(temps, lines, exits=True):
+    """A loop function's body: its temporaries, `lines`, then (at `fg_end`, where a nested
+    loop's failure or a SIGINT jumps) the temporaries freed and the status returned: 0,
+    1 (no memory) or `FG_INTERRUPTED`."""
+    start = ["volatile int *const fg_count = fg_sigint_count();",
+             "const int fg_seen = *fg_count;", "int fg_status = 0;"]
+    end = ["fg_end:;"] if exits else []
+    end += [f"free({name});" for name, _, stack in _on_stack(temps) if not stack]
+    return _alloc(temps) + start + lines + end + ["return fg_status;"]
+
+
+# The last statement of every loop iteration: Ctrl-C stops the loop (interrupt.py)
+_POLL = "if (*fg_count != fg_seen) { fg_status = FG_INTERRUPTED; goto fg_end; }"
 
 
 class CLoop:
@@ -362,7 +386,7 @@ class CLoop:
         lines = cond.statements(holder, _Node(eqn.invars, eqn.outvars),
                                 dict(zip(eqn.invars, ins)), outs)
         self.consts = []  # a branch with bound constants is NotNative (see _Cond)
-        self.body_lines = _alloc(holder.temps) + lines + _free(holder.temps) + ["return 0;"]
+        self.body_lines = _frame(holder.temps, lines, cond.exits)
         self.kernels = cond.kernels
 
     # --- while ------------------------------------------------------------------------------
@@ -387,9 +411,9 @@ class CLoop:
                 for o, a, v in zip(outs, ins[ncc + nbc:], eqn.outvars)]
         temps = cond.temps + body.temps + stage
         loop = (["for (;;) {"] + ["    " + ln for ln in c_lines]
-                + [f"    if (!{pred}[0]) break;"] + ["    " + ln for ln in b_lines + copy]
-                + ["}"])
-        self.body_lines = _alloc(temps) + init + loop + _free(temps) + ["return 0;"]
+                + [f"    if (!{pred}[0]) break;"]
+                + ["    " + ln for ln in b_lines + copy + [_POLL]] + ["}"])
+        self.body_lines = _frame(temps, init + loop)
         self.kernels = cond.kernels + body.kernels
 
     # --- scan -------------------------------------------------------------------------------
@@ -419,9 +443,9 @@ class CLoop:
         i = f"{length - 1} - _it" if p["reverse"] else "_it"
         loop = ([f"for (long long _it = 0; _it < {length}; ++_it) {{",
                  f"    const long long _i = {i};"]
-                + ["    " + ln for ln in lines + ys + copy] + ["}"])
+                + ["    " + ln for ln in lines + ys + copy + [_POLL]] + ["}"])
         temps = body.temps + stage
-        self.body_lines = _alloc(temps) + init + loop + _free(temps) + ["return 0;"]
+        self.body_lines = _frame(temps, init + loop)
         self.kernels = body.kernels
 
     # --- shared -----------------------------------------------------------------------------

@@ -1,12 +1,15 @@
-"""The native C backend's tables: the shared C-like table (`funcgrad.backends.cstyle`) with
-the few expressions plain C prints differently, and the C prelude every module starts with.
+"""The native C dialect: `NativeC`, the one C base (`funcgrad.backends.cstyle.CStyleLanguage`)
+with what plain C prints differently, and the C prelude every module starts with.
 
-`EXPR` is `ChainMap(OVERRIDES, cstyle.CODE_FOR_OP)`: C differs from CUDA only where CUDA has
-an intrinsic (population count) or a math function C99 lacks (`erfinv`, done here by
-Newton steps on `erf`). `UNFUSED` names what a C kernel cannot compute (complex numbers): a
-kernel holding one runs on the numpy tier. `PRELUDE` defines the helpers `cstyle`'s
-expressions use (float16 as 16 bits computed in float32, NaN-propagating `fg_max`/`fg_min`
-for every C type through `_Generic`, `fg_digamma`). Imports lax and cstyle only.
+`NativeC.code_for_op` is `ChainMap(OVERRIDES, cstyle.CODE_FOR_OP)`: C differs from CUDA only
+where CUDA has an intrinsic (population count) or a math function C99 lacks (`erfinv`, done
+here by Newton steps on `erf`), and where the eager implementation computes in double
+(`erf`, `erfc`, `lgamma`) or an inline function is faster (`exp`, `tanh`). `NativeC.unfused`
+names what a C kernel cannot compute (complex numbers): a kernel holding one runs on the numpy
+tier. Kernel values of bools are `int`s and arrays of bools `unsigned char`s (gcc 12
+vectorizes neither `_Bool` loads nor loops mixing `_Bool` with floats). `PRELUDE` defines the
+helpers the expressions use (the base's float16 conversions and helpers, NaN-propagating
+`fg_max`/`fg_min` for every C type through `_Generic`). Imports lax and cstyle only.
 """
 
 import collections
@@ -51,10 +54,25 @@ OVERRIDES = {lax.population_count_p: _popcount, lax.erf_inv_p: cstyle.math("fg_e
              lax.exp_p: _exp, lax.logistic_p: _logistic,
              lax.tanh_p: _tanh, lax.erf_p: _via_double("erf"),
              lax.erfc_p: _via_double("erfc"), lax.lgamma_p: _via_double("lgamma")}
-EXPR = collections.ChainMap(OVERRIDES, cstyle.CODE_FOR_OP)
-
 _COMPLEX = "complex numbers have no C kernel type in the native backend"
-UNFUSED = {lax.real_p: _COMPLEX, lax.imag_p: _COMPLEX, lax.conj_p: _COMPLEX}
+
+
+class NativeC(cstyle.CStyleLanguage):
+    """Plain C99 for gcc and clang (see the module doc); `kernel.CKernel` renders with it."""
+
+    code_for_op = collections.ChainMap(OVERRIDES, cstyle.CStyleLanguage.code_for_op)
+    unfused = {lax.real_p: _COMPLEX, lax.imag_p: _COMPLEX, lax.conj_p: _COMPLEX}
+
+    def value_type(self, dtype):
+        # booleans as `int` 0/1: a loop mixing `_Bool` values with floats does not vectorize
+        # with gcc 12 (a GP's kernel-matrix kernel, with its masks, ran scalar at 10 ns per
+        # element)
+        return "int" if dtype == "bool" else ctype(dtype)
+
+    def pointee(self, dtype):
+        # bools as `unsigned char` (a loop that loads `_Bool` does not vectorize with gcc 12:
+        # a ReLU-backward mask ran at 2 GB/s)
+        return "unsigned char" if dtype == "bool" else storage(dtype)
 
 
 class EqnRoutine:
@@ -70,11 +88,6 @@ class EqnRoutine:
     @property
     def n_in(self):
         return len(self.eqn.invars)
-
-
-def expr(instr, args, arg_dtypes):
-    """The C expression of `instr` (a fusion `Instr`) over operand expressions `args`."""
-    return cstyle.expr(EXPR, instr, args, arg_dtypes)
 
 
 _MINMAX_TYPES = [("bool", "b"), ("signed char", "i8"), ("unsigned char", "u8"),
@@ -140,39 +153,21 @@ PRELUDE = r"""// funcgrad native C module
 #ifdef FG_VECTOR_MATH
 """ + vector_math_declarations() + r"""
 #endif
-typedef struct { unsigned short x; } fg_half;
-static inline float fg_h2f(fg_half h) {
-    const unsigned s = (h.x & 0x8000u) << 16, e = (h.x >> 10) & 0x1f, m = h.x & 0x3ff;
-    unsigned bits;
-    if (e == 0x1f) bits = s | 0x7f800000u | (m << 13);
-    else if (e) bits = s | ((e + 112) << 23) | (m << 13);
-    else if (!m) bits = s;
-    else { float f = ldexpf((float)m, -24); memcpy(&bits, &f, 4); bits |= s; }
-    float f; memcpy(&f, &bits, 4); return f;
+""" + NativeC.half_source() + NativeC.special_values_source() + _minmax() + r"""
+""" + NativeC.helpers_source().rstrip() + r"""
+/* Pairwise summation of block sums (kernel.PAIRWISE_BLOCK): a binary counter, where the n-th
+   block's sum adds the sums of the blocks it completes a power of two with, so each
+   element passes through about log2(blocks) additions, as in numpy's pairwise sum. */
+typedef struct { double s[64]; int top; long long n; } fg_pairwise;
+static inline void fg_pairwise_add(fg_pairwise *p, double block) {
+    for (long long c = ++p->n; !(c & 1); c >>= 1) block += p->s[--p->top];
+    p->s[p->top++] = block;
 }
-static inline fg_half fg_f2h(float f) {
-    unsigned b; memcpy(&b, &f, 4);
-    const unsigned short s = (b >> 16) & 0x8000;
-    const float a = fabsf(f);
-    fg_half h;
-    if (a != a) { h.x = s | 0x7e00; return h; }
-    if (a >= 65520.0f) { h.x = s | 0x7c00; return h; }
-    if (a < 6.103515625e-05f) { h.x = s | (unsigned short)nearbyintf(a * 16777216.0f); return h; }
-    unsigned ab; memcpy(&ab, &a, 4);
-    unsigned mant = ab & 0x7fffff, exp = (ab >> 23) - 112;
-    unsigned r = (exp << 10) | (mant >> 13);
-    const unsigned rest = mant & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (r & 1))) ++r;
-    h.x = s | (unsigned short)r; return h;
+static inline double fg_pairwise_total(const fg_pairwise *p) {
+    double t = 0.0;
+    for (int i = p->top - 1; i >= 0; --i) t += p->s[i];  /* the smallest sums first */
+    return t;
 }
-static inline float fg_round_half(float x) { return fg_h2f(fg_f2h(x)); }
-static inline float fg_inff(void) { return INFINITY; }
-static inline float fg_nanf(void) { return NAN; }
-static inline double fg_inf(void) { return INFINITY; }
-static inline double fg_nan(void) { return NAN; }
-""" + _minmax() + r"""
-""" + cstyle.digamma_source("static inline") + cstyle.half_nextafter_source(
-    "static inline").rstrip() + r"""
 /* e^x = e^r * 2^n: Cody-Waite reduction by ln 2 (r in [-ln2/2, ln2/2], `*n` the integer n
    as a float), Cephes' degree-6 polynomial; returns e^r. Inline, so loops calling it
    vectorize without libmvec's call and its special-case paths. */

@@ -16,9 +16,10 @@ elementwise output may take the buffer of an input it reads at the same index th
 there (donated optimizer states update in place), then its pointers lose `restrict`.
 Kernels C cannot print (complex numbers) stay numpy statements. A small `lu`,
 `triangular_solve` or `cholesky` (`linalg.SMALL_MAX`, `linalg.LARGE_MAX`) is a call of a C
-routine too (larger ones stay LAPACK through numpy), and so are `select_and_scatter_add`
-(`windows.py`, the gradient of overlapping max pooling) and `scatter`/`scatter-add`
-(`shapes.AT_TOP_LEVEL`: an embedding's gradient).
+routine too (larger ones stay LAPACK through numpy), and so are `conv_general_dilated`
+(`conv.py`: packing into numpy's BLAS gemm), the window operations (`windows.py`: pooling
+and its gradients) and `scatter`/`scatter-add` (`shapes.AT_TOP_LEVEL`: an embedding's
+gradient).
 """
 
 import ctypes
@@ -28,7 +29,17 @@ import re
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.backends.native import build, linalg, loops, ops, shapes, threads, windows
+from funcgrad.backends.native import (
+    build,
+    conv,
+    interrupt,
+    linalg,
+    loops,
+    ops,
+    shapes,
+    threads,
+    windows,
+)
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.backends.numpy import emit
 from funcgrad.backends.numpy import render as numpy_render
@@ -40,7 +51,7 @@ from funcgrad.lax.control_flow import cond_p, scan_p, while_p
 NATIVE_LOOPS = (while_p, scan_p, cond_p)  # C loops, and C branches for cond/switch
 CONTIGUOUS_CONST_MAX = 1 << 24  # bytes: a broadcast constant up to this is made contiguous once
 ROUTINES = {**linalg.ROUTINES, **windows.ROUTINES,  # C routines called at top level
-            **shapes.AT_TOP_LEVEL}
+            **shapes.AT_TOP_LEVEL, **conv.ROUTINES}
 
 
 class _Kernel:
@@ -143,7 +154,7 @@ class _Routine:
 
     def bind(self, lib):
         return _caller(getattr(lib, self.c.cname), self.c.operands, self.c.n_in,
-                       self.c.eqn.prim.name)
+                       self.c.eqn.prim.name, status=getattr(self.c, "status", False))
 
 
 class NativeRenderer(numpy_render.Renderer):
@@ -154,6 +165,7 @@ class NativeRenderer(numpy_render.Renderer):
                          compile_subprogram=compile_subprogram)
         self.c_kernels = []
         self._segments = None  # `segments()`, once the blocks are filled
+        self.polls = False  # whether the module's loops or kernels poll for Ctrl-C
 
     def build(self):
         """The numpy renderer's build, with each bound constant that is a broadcast view (as
@@ -318,12 +330,14 @@ class NativeRenderer(numpy_render.Renderer):
     def c_source(self):
         segments = [seg for _, _, seg in self.segments()]
         self.c_kernels += [seg for seg in segments if seg not in self.c_kernels]
-        head = ops.PRELUDE + ("#include <stdlib.h>\n" if any(
-            isinstance(k, _Loop) for k in self.c_kernels) else "")
+        loops_here = any(isinstance(k, _Loop) for k in self.c_kernels)
         body = "".join("\n" + k.source() for k in self.c_kernels)
+        parallel = "fg_parallel(" in body  # kernels whose blocks run on the thread pool
+        self.polls = loops_here or parallel  # they stop on Ctrl-C (interrupt.py)
+        head = ops.PRELUDE + ("#include <stdlib.h>\n" + interrupt.HEADER if loops_here else "")
         if "fg_sgemm(" in body or "fg_dgemm(" in body:  # loops that call BLAS (loops.SmallDot)
             head += loops.GEMM_HEADER
-        if "fg_parallel(" in body:  # kernels whose blocks run on the thread pool
+        if parallel:
             head += threads.MODULE_HEADER
         return head + body
 
@@ -339,8 +353,9 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 def _caller(fn, operands, n_in, what, status=False):
     """The Python callable of one C function: checks each array's dtype and size against
     `operands` ((dtype, size) per pointer; a pointer to the wrong memory must never reach
-    C) and makes the `n_in` inputs C-contiguous; with `status`, a nonzero return value
-    means the C function could not allocate its temporaries."""
+    C) and makes the `n_in` inputs C-contiguous; with `status`, the C function returns 1
+    when it could not allocate its temporaries, `FG_INTERRUPTED` when Ctrl-C stopped it
+    (Python's handler then raises; when it does not, the call runs again)."""
     fn.argtypes = [ctypes.c_void_p] * len(operands)
     fn.restype = ctypes.c_int if status else None
 
@@ -373,7 +388,11 @@ def _caller(fn, operands, n_in, what, status=False):
                 ptrs.append(_addressof(_from_buffer(a)))
             except (TypeError, ValueError):  # read-only or empty
                 ptrs.append(a.ctypes.data)
-        if (checked(arrays) if ptrs is None else fn(*ptrs)):
+        done = checked(arrays) if ptrs is None else fn(*ptrs)
+        while done == interrupt.FG_INTERRUPTED:
+            interrupt.checked_status()
+            done = checked(arrays) if ptrs is None else fn(*ptrs)
+        if done:
             raise MemoryError(f"native {what}: could not allocate its temporaries")
     return call
 
@@ -402,6 +421,8 @@ def compile_native(program, donate_argnums=(), ir=None, compile_subprogram=None,
     if not r.c_kernels:
         return None
     c_src = r.c_source()
+    if r.polls:  # the Ctrl-C runtime builds beside the module (an empty cache: interrupt.py)
+        interrupt.prepare(cc)
     r.bind(build.load(c_src, cc))
     n = next(numpy_render._program_ids)
     functions = [k for k in r.c_kernels if not isinstance(k, _Segment)]

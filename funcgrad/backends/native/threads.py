@@ -43,20 +43,26 @@ import functools
 import os
 import threading
 
+from funcgrad import errors
+from funcgrad.backends.native import interrupt
+
 SPIN_US = 1000  # how long an idle worker looks for the next kernel's blocks before sleeping
 MAX_BLOCKS = 0xFFFF  # blocks one parallel call may have (the kernels make at most this many)
 
-# Declared by every C module with such kernels (`program.NativeRenderer.c_source`): their
-# blocks run on the pool once `build.load` has called `fg_set_parallel`, serially before
-# that and without a pool.
-MODULE_HEADER = r"""
+# Declared by every C module with such kernels (`program.NativeRenderer.c_source`), with
+# `interrupt.HEADER`: their blocks run on the pool once `build.load` has called
+# `fg_set_parallel`, serially before that and without a pool; after a SIGINT in the main
+# thread no further block starts (`interrupt.py`: Python then raises KeyboardInterrupt).
+MODULE_HEADER = interrupt.HEADER + r"""
 typedef void (*fg_task)(void *const *, long long);
 typedef void (*fg_runner)(fg_task, void *const *, long long);
 static fg_runner fg_parallel_run;
 void fg_set_parallel(void *f) { fg_parallel_run = (fg_runner)f; }
 static void fg_parallel(fg_task task, void *const *args, long long blocks) {
     if (fg_parallel_run) { fg_parallel_run(task, args, blocks); return; }
-    for (long long b = 0; b < blocks; ++b) task(args, b);
+    volatile int *const count = fg_sigint_count();  /* Ctrl-C: no further block */
+    const int seen = *count;
+    for (long long b = 0; b < blocks && *count == seen; ++b) task(args, b);
 }
 """
 
@@ -72,6 +78,7 @@ POOL_SOURCE = r"""
 #include <stdatomic.h>
 #include <time.h>
 typedef void (*fg_task)(void *const *, long long);
+""" + interrupt.HEADER + r"""
 
 static int fg_threads = 1;
 static long long fg_spin_ns = 1000000;
@@ -115,6 +122,21 @@ static int fg_run_one(void) {
             fg_call_task(fg_call_args, (long long)next);  /* the call is live until counted */
             atomic_fetch_add_explicit(&fg_done, 1, memory_order_release);
             return 1;
+        }
+    }
+}
+
+/* After a SIGINT: no block of the live call starts any more; those not started count as
+   done (the caller still waits for the ones running). */
+static void fg_cancel(void) {
+    unsigned long long s = atomic_load_explicit(&fg_state, memory_order_acquire);
+    for (;;) {
+        const unsigned long long blocks = (s >> 16) & 0xffff, next = s & 0xffff;
+        if (next >= blocks) return;
+        if (atomic_compare_exchange_weak_explicit(&fg_state, &s, (s & ~0xffffULL) | blocks,
+                                                  memory_order_acq_rel, memory_order_acquire)) {
+            atomic_fetch_add_explicit(&fg_done, (long long)(blocks - next), memory_order_release);
+            return;
         }
     }
 }
@@ -190,9 +212,11 @@ static void fg_start(void) {
 long long fg_pool_worker_blocks(void) { return atomic_load(&fg_worker_blocks); }
 
 void fg_parallel_run(fg_task task, void *const *args, long long blocks) {
+    volatile int *const count = fg_sigint_count();  /* Ctrl-C: see interrupt.py */
+    const int seen = *count;
     if (blocks <= 1 || fg_threads <= 1 || blocks > 0xffff ||
         pthread_mutex_trylock(&fg_submit) != 0) {
-        for (long long b = 0; b < blocks; ++b) task(args, b);
+        for (long long b = 0; b < blocks && *count == seen; ++b) task(args, b);
         return;
     }
     if (!fg_started) fg_start();
@@ -207,7 +231,12 @@ void fg_parallel_run(fg_task task, void *const *args, long long blocks) {
         for (long long k = 0; k < asleep && k < blocks - 1; ++k) pthread_cond_signal(&fg_wake);
         pthread_mutex_unlock(&fg_sleep_lock);
     }
-    while (fg_run_one()) {}
+    while (fg_run_one()) {
+        if (*count != seen) {
+            fg_cancel();
+            break;
+        }
+    }
     /* the blocks still running on workers; yielding now and then, in case one of them was
        preempted in favour of this thread */
     for (int spins = 1; atomic_load_explicit(&fg_done, memory_order_acquire) < blocks; ++spins) {
@@ -257,6 +286,14 @@ def cgroup_cpus(root="/sys/fs/cgroup"):
 _lock = threading.Lock()
 
 
+def _forked():
+    global _lock
+    _lock = threading.Lock()  # a lock held by another thread at the fork stays held otherwise
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 def _pool(cc):
     """The pool's loaded module for compiler `cc` (built and configured once), or None."""
     with _lock:
@@ -269,8 +306,8 @@ def _build_pool(cc):
     pool_cc = dataclasses.replace(cc, flags=cc.flags + ("-pthread",), libs=("-pthread",))
     try:
         lib = build.load(POOL_SOURCE, pool_cc)
-    except (build.NativeCompileError, OSError):  # no pthreads: kernels run their blocks
-        return None                               # in order on the calling thread
+    except (build.NativeCompileError, errors.BackendUnavailableError, OSError):
+        return None  # no pthreads (or no module here): kernels run their blocks in order
     lib.fg_pool_configure.argtypes = [ctypes.c_int, ctypes.c_longlong]
     lib.fg_pool_configure(threads(), SPIN_US * 1000)
     lib.fg_pool_worker_blocks.restype = ctypes.c_longlong

@@ -6,9 +6,13 @@ wholly on one tier). A build that fails leaves the numpy tier in place after a w
 The bodies of loops that the worker compiles are built in the worker at once (so the loop
 can become C too). Under a multi-process launch (mpiexec) "background" builds
 synchronously: every process then runs the same tier at every step, so replicated values
-stay identical bit for bit.
+stay identical bit for bit. When no C module can be built or loaded here
+(`build.NativeUnavailableError`: a full disk, no usable folder) programs stay on the numpy
+tier after one warning, in every mode. After `os.fork` the child gets a worker of its own,
+which builds what was pending (`_forked`), so `drain()` and `as_text()` return there too.
 """
 
+import os
 import queue
 import threading
 import warnings
@@ -27,9 +31,15 @@ _jobs = queue.Queue()
 _worker = []
 _worker_lock = threading.Lock()
 _building = threading.local()  # set in the worker: bodies it compiles are built at once
+_current = [None]  # the job the worker is building
 
 
 def no_compiler_message():
+    path = build.find_compiler()
+    if path is not None and build.why_not(path):
+        return (f"funcgrad: the C compiler {path} cannot build here: {build.why_not(path)}; "
+                "the native CPU backend is off and programs run on the numpy backend. "
+                "config.update('native', 'off') silences this warning.")
     tried = build._candidates()
     return (f"funcgrad: no C compiler found (tried {', '.join(tried)}"
             f"{' from $CC' if len(tried) == 1 else ' on PATH'}); the native CPU backend is "
@@ -60,7 +70,11 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
             warnings.warn(no_compiler_message(), RuntimeWarning, stacklevel=2)
         return numpy_backend.compile_program(program, donate_argnums, ir, compile_subprogram)
     if mode == "sync":
-        exe = compile_native(program, donate_argnums, ir, compile_subprogram, cc)
+        try:
+            exe = compile_native(program, donate_argnums, ir, compile_subprogram, cc)
+        except build.NativeUnavailableError as e:
+            _warn_once("unavailable", str(e))
+            exe = None
         return exe or numpy_backend.compile_program(program, donate_argnums, ir,
                                                     compile_subprogram)
     fallback = numpy_backend.compile_program(program, donate_argnums, ir, compile_subprogram)
@@ -68,6 +82,12 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
     _submit(tiered, lambda: compile_native(program, donate_argnums, ir, compile_subprogram,
                                            cc))
     return tiered
+
+
+def _warn_once(kind, message):
+    if kind not in _warned:
+        _warned.add(kind)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
 def _submit(tiered, make):
@@ -83,13 +103,15 @@ def _submit(tiered, make):
 def _work():
     _building.active = True
     while True:
-        ref, make = _jobs.get()
+        ref, make = _current[0] = _jobs.get()
         exe = tiered = None
         try:
             exe = make() if ref() is not None else None
             tiered = ref()
             if exe is not None and tiered is not None:
                 tiered._exe = exe
+        except build.NativeUnavailableError as e:
+            _warn_once("unavailable", str(e))
         except Exception as e:  # the numpy tier keeps running the program
             warnings.warn(f"funcgrad: the native build of a program failed; it keeps "
                           f"running on the numpy backend ({type(e).__name__}: {e})",
@@ -99,7 +121,25 @@ def _work():
             if tiered is not None:
                 tiered._done.set()
             del ref, make, tiered, exe
+            _current[0] = None
             _jobs.task_done()
+
+
+def _forked():
+    """In a forked child: a new queue holding the builds the parent had not finished (its
+    worker thread is gone), new locks, and a worker started for them."""
+    global _jobs, _worker_lock
+    pending = [job for job in [_current[0], *_jobs.queue] if job is not None]
+    _jobs, _worker_lock, _current[0] = queue.Queue(), threading.Lock(), None
+    _worker.clear()
+    for ref, make in pending:
+        tiered = ref()
+        if tiered is not None:
+            tiered._done = threading.Event()  # its lock may have been held by the worker
+            _submit(tiered, make)
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def drain():

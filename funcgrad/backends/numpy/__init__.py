@@ -23,5 +23,7 @@ from funcgrad.backends.numpy import (
 from funcgrad.backends.numpy.render import Renderer, compile_program, higher_order_rules
 from funcgrad.backends.numpy.runtime import Executable, LibCall, Profile
 
+TAKES_DONATED_BUFFERS = True  # results may reuse donated inputs (`_own` guards them)
+
 __all__ = ["Executable", "LibCall", "Profile", "Renderer", "compile_program",
            "higher_order_rules"]

@@ -28,8 +28,9 @@ import math
 
 import numpy as np
 
-from funcgrad.backends.numpy import emit, ops
+from funcgrad.backends.numpy import emit, ops, runtime
 from funcgrad.compiler import escape, memory
+from funcgrad.core import ReduceOp
 
 CHUNK_ELEMENTS = 1 << 18  # elements per chunk buffer (1 MiB of float32): measured best
 MIN_CHUNKS = 2  # arrays that fit in the last-level cache gain little from chunking
@@ -137,19 +138,23 @@ class _Chunked:
         r, S, rows = self.r, self.S, self.rows
         lines = []
         outs = {}  # spec value name -> chunk view name of the output it is written to
-        views = []
+        views, after = [], []  # after: lines finishing the totals once the loop is done
         across = 0 in self.spec.reduce_axes  # reductions accumulate chunk by chunk
         for o, var in list(self.outs.values()) + [(o, v) for o, v, _ in self.reds]:
             slot, dt = r.plan.slots[var], f"np.{np.dtype(o.dtype).name}"
             if o.reduce is not None and across:
-                total, start = r.name_of(var), _identity(o.reduce, np.dtype(o.dtype))
+                rec, total = ReduceOp.named(o.reduce), r.name_of(var)
+                start = ops.literal(rec.identity(np.dtype(o.dtype)), o.dtype, False)
                 if slot.existing:
                     lines.append(f"{total}.fill({start})")
                 else:
                     lines.append(f"{total} = np.full({emit.shape_text(o.shape)}, {start}, {dt})")
                 partial, alloc = r.scratch(o.shape, o.dtype, "p")
                 lines += alloc
-                outs[(o.value, o.reduce, var)] = (total, partial)
+                fold, init, finish = self._partials(rec, o, total, partial)
+                lines += init
+                after += finish
+                outs[(o.value, o.reduce, var)] = (partial, fold)
                 continue
             if slot.action == "new":
                 lines.append(emit.allocate(r.name_of(var), o.shape, o.dtype))
@@ -178,9 +183,30 @@ class _Chunked:
             lines.append(f"    if r + {rows} > {S[0]}:")
             lines.append(f"        {n} = {trimmed}")
         lines += [(f"    {text}", eqn) for text, eqn in body]
+        lines += after
         dead = [t for t, _, _, alloc in temps if alloc] + [name for name, _ in views]
         lines.append(f"del {', '.join(dead)}")
         return lines
+
+    def _partials(self, rec, o, total, partial):
+        """(the statement folding a chunk's `partial` into `total`, lines before the loop,
+        lines after it) for reduction output `o` of `ReduceOp` `rec`: its ufunc; a float sum
+        (`rec.pairwise`) is as accurate as numpy's pairwise one, whose error grows with the
+        log of the length, not with the chunks: float16/float32 partials add up in a float64
+        total (rounded once at the end), float64 ones with their rounding errors kept apart
+        (`runtime.compensated_add`, Neumaier's summation)."""
+        r, shape = self.r, emit.shape_text(o.shape)
+        fold = f"np.{rec.ufunc.__name__}({total}, {partial}, out={total})"
+        if not rec.pairwise or np.dtype(o.dtype).kind != "f":
+            return fold, [], []
+        extra = r.fresh_name("w")
+        init = [f"{extra} = np.zeros({shape}, np.float64)"]
+        if np.dtype(o.dtype).itemsize < 8:
+            return (f"np.add({extra}, {partial}, out={extra})", init,
+                    [f"np.copyto({total}, {extra}, casting='same_kind')", f"del {extra}"])
+        add = r.constant(runtime.compensated_add, "f")
+        return (f"{add}({total}, {extra}, {partial})", init,
+                [f"np.add({total}, {extra}, out={total})", f"del {extra}"])
 
     def _plan_body(self, local, outs):
         """Statements of one chunk, with intermediates in chunk buffers (planned by
@@ -245,10 +271,9 @@ class _Chunked:
                                        np.dtype(o.dtype))
                 target = outs[(o.value, o.reduce, var)]
                 if isinstance(target, tuple):
-                    total, partial = target
+                    partial, fold = target
                     lines.append((text.format(out=f", out={partial}"), eqn))
-                    lines.append((f"np.{_COMBINE[o.reduce]}({total}, {partial}, out={total})",
-                                  None))
+                    lines.append((fold, None))
                 else:
                     lines.append((text.format(out=f", out={target}"), eqn))
                 continue
@@ -275,19 +300,6 @@ class _Chunked:
         return self.instr_dtypes[a]
 
 
-_COMBINE = {"sum": "add", "max": "maximum", "min": "minimum"}
-
-
-def _identity(op, dt):
-    """Source of the identity of reduction `op` in dtype `dt`."""
-    if op == "sum":
-        return "0"
-    if dt.kind == "f":
-        return "-np.inf" if op == "max" else "np.inf"
-    if dt.kind == "b":
-        return "False" if op == "max" else "True"
-    info = np.iinfo(dt)
-    return str(info.min if op == "max" else info.max)
 
 
 def render(r, node, rows):

@@ -20,7 +20,7 @@ import numpy as np
 
 from funcgrad import lax
 from funcgrad.compiler import escape
-from funcgrad.core import Primitive
+from funcgrad.core import Primitive, ReduceOp
 
 
 def ufunc(fn):
@@ -240,15 +240,17 @@ def def_expression(prim, rule):
     ELEMENTWISE[prim] = rule
 
 
-REDUCE = {"sum": "np.sum", "max": "np.max", "min": "np.min"}
-_NATIVE_SUM = (np.dtype("float32"), np.dtype("float64"))
+_KEEPS_DTYPE = (np.dtype("float32"), np.dtype("float64"))  # else add/multiply widen
 
 
 def reduce_expr(op, arg, axes, dtype):
-    """`np.sum(x, axis=(1,), ...{out})` for a kernel's reduction output."""
+    """`np.add.reduce(x, axis=(1,), ...{out})` for a kernel's reduction output: the ufunc of
+    its `ReduceOp` (`op`, a name), in the output's dtype."""
+    rec = ReduceOp.named(op)
     ax = str(axes[0]) if len(axes) == 1 else str(tuple(axes))
-    dt = f", dtype=np.{dtype.name}" if op == "sum" and dtype not in _NATIVE_SUM else ""
-    return f"{REDUCE[op]}({arg}, axis={ax}{dt}{{out}})"
+    keep = rec.selects or dtype in _KEEPS_DTYPE
+    dt = "" if keep else f", dtype=np.{dtype.name}"
+    return f"np.{rec.ufunc.__name__}.reduce({arg}, axis={ax}{dt}{{out}})"
 
 
 # --- calls ----------------------------------------------------------------------------------

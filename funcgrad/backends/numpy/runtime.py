@@ -14,6 +14,17 @@ from funcgrad import errors
 from funcgrad.core import Array, Jaxpr, Literal, pp_jaxpr, set_trace
 
 
+def compensated_add(total, comp, part):
+    """`total += part` in place, its rounding error added to `comp` (Neumaier's compensated
+    summation; the sum is `total + comp`): a chunked loop's float64 partial sums add up with
+    an error that does not grow with the number of chunks."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        t = total + part
+        err = np.where(np.abs(total) >= np.abs(part), (total - t) + part, (part - t) + total)
+        comp += np.where(np.isfinite(t), err, 0.0)
+    total[...] = t
+
+
 class LibCall:
     """A primitive's eager implementation with its params bound, called by generated code.
 
@@ -184,6 +195,8 @@ class Executable:
             avals = [v.aval for v in eqn.outvars] if eqn is not None else []
             if eqn is not None and errors.out_of_memory(e, avals):
                 raise errors.memory_error(eqn.prim.name, avals, eqn.source) from None
+            if isinstance(e, MemoryError):  # a line of no equation: an allocation, an output
+                raise errors.memory_error("jit", _allocation(e)) from None
             raise self._internal_error(e) from e
 
     def as_text(self):
@@ -266,6 +279,12 @@ class Executable:
         msg.append("This is a funcgrad bug (the program type-checked when it was traced); "
                    "please report it with this message.")
         return errors.FuncgradInternalError("\n".join(msg))
+
+
+def _allocation(exc):
+    """[(shape, dtype)] of the allocation that raised MemoryError `exc` (NumPy's says), or []."""
+    shape, dtype = getattr(exc, "shape", None), getattr(exc, "dtype", None)
+    return [(tuple(shape), np.dtype(dtype))] if shape is not None and dtype is not None else []
 
 
 def eqn_text(eqn):

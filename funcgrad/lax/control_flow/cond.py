@@ -321,8 +321,9 @@ class _BranchSplit:
         kj = self.known.jaxpr
         self.n_known = len(kj.outvars) - num_res
         self.res = kj.outvars[self.n_known:]
-        self.forwarded = [kj.invars.index(r) for r in self.res if r in kj.invars]
-        self.computed = [i for i, r in enumerate(self.res) if r not in kj.invars]
+        position = {v: i for i, v in enumerate(kj.invars)}
+        self.forwarded = [position[r] for r in self.res if r in position]
+        self.computed = [i for i, r in enumerate(self.res) if r not in position]
         self.computed_avals = [self.res[i].aval for i in self.computed]
 
     def known_branch(self, k, res_avals):

@@ -59,6 +59,7 @@ from funcgrad.lax.control_flow.common import (
 )
 from funcgrad.lax.elementwise import convert_element_type
 from funcgrad.lax.parallel import loop_carry_vma
+from funcgrad.lax.shape import reshape
 from funcgrad.tree_util import (
     first_mismatch,
     keystr,
@@ -386,6 +387,9 @@ def _ranges(sizes):
     return out
 
 
+MAX_RESIDUAL_RANK = 16  # a stacked residual of higher rank is stored flat (`_store_flat`)
+
+
 class _Split:
     """A scan body split by partial evaluation for operands marked `unknowns`.
 
@@ -434,6 +438,36 @@ class _Split:
             by_kind["const"])
         self.unknown_num_consts = len(by_kind["const"]) + n_uc
         self.stacked_avals = [r.aval for r in stacked]
+        deep = [i for i, a in enumerate(self.stacked_avals) if a.ndim >= MAX_RESIDUAL_RANK]
+        if deep:
+            self._store_flat(deep, n_kout, self.unknown_num_consts + n_uk)
+
+    def _store_flat(self, deep, n_kout, first_stacked):
+        """The known body emits residuals `deep` (by stacked index) flattened to one axis and
+        the unknown body (whose stacked residual inputs start at `first_stacked`) restores
+        their shape: each level of nested scans stacks a residual once more, and NumPy arrays
+        have at most 64 axes (a scan nested 100 deep under grad)."""
+        shapes = {i: self.stacked_avals[i].shape for i in deep}
+        sizes = {i: int(np.prod(shape, dtype=np.int64)) for i, shape in shapes.items()}
+        known, unknown = self.known, self.unknown
+
+        def known_body(*ins):
+            outs = eval_jaxpr(known.jaxpr, known.consts, *ins)
+            return [reshape(o, (sizes[k - n_kout],)) if k - n_kout in shapes else o
+                    for k, o in enumerate(outs)]
+
+        def unknown_body(*ins):
+            ins = [reshape(x, shapes[k - first_stacked]) if k - first_stacked in shapes else x
+                   for k, x in enumerate(ins)]
+            return eval_jaxpr(unknown.jaxpr, unknown.consts, *ins)
+        for i in deep:
+            self.stacked_avals[i] = self.stacked_avals[i].update(shape=(sizes[i],))
+        in_avals = list(unknown.in_avals)
+        in_avals[first_stacked:first_stacked + len(self.stacked_avals)] = self.stacked_avals
+        self.known, c1 = pe.closure_convert(known_body, known.in_avals, "scan")
+        self.unknown, c2 = pe.closure_convert(unknown_body, in_avals, "scan")
+        if c1 or c2:
+            raise errors.FuncgradInternalError("scan: partial evaluation captured constants")
 
     def residuals(self, k_consts, stacked, k_xs):
         """(const residual operands, xs residual operands) in the unknown body's order."""

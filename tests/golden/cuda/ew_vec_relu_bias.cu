@@ -3,6 +3,7 @@
 struct fg_half { unsigned short x; };
 __device__ __forceinline__ float fg_h2f(fg_half h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x)); return f; }
 __device__ __forceinline__ fg_half fg_f2h(float f) { fg_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h; }
+__device__ __forceinline__ fg_half fg_d2h(double d) { fg_half h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h.x) : "d"(d)); return h; }
 __device__ __forceinline__ float fg_inff() { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ float fg_nanf() { return __int_as_float(0x7fffffff); }
 __device__ __forceinline__ double fg_inf() { return __longlong_as_double(0x7ff0000000000000ll); }
@@ -11,6 +12,9 @@ __device__ __forceinline__ double fg_nan() { return __longlong_as_double(0x7ffff
 template <typename T> __device__ __forceinline__ T fg_max(T a, T b) { return (a > b || a != a) ? a : b; }
 template <typename T> __device__ __forceinline__ T fg_min(T a, T b) { return (a < b || a != a) ? a : b; }
 __device__ __forceinline__ float fg_round_half(float x) { return fg_h2f(fg_f2h(x)); }
+__device__ __forceinline__ float fg_round_half_d(double x) { return fg_h2f(fg_d2h(x)); }
+__device__ __forceinline__ float fg_maxh(float a, float b) { return (a >= b || a != a) ? a : b; }
+__device__ __forceinline__ float fg_minh(float a, float b) { return (a <= b || a != a) ? a : b; }
 __device__ __forceinline__ double fg_digamma(double x) {
     const double pi = 3.141592653589793;
     const bool refl = x < 0.5;

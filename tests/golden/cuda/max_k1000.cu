@@ -3,6 +3,7 @@
 struct fg_half { unsigned short x; };
 __device__ __forceinline__ float fg_h2f(fg_half h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h.x)); return f; }
 __device__ __forceinline__ fg_half fg_f2h(float f) { fg_half h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h.x) : "f"(f)); return h; }
+__device__ __forceinline__ fg_half fg_d2h(double d) { fg_half h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h.x) : "d"(d)); return h; }
 __device__ __forceinline__ float fg_inff() { return __int_as_float(0x7f800000); }
 __device__ __forceinline__ float fg_nanf() { return __int_as_float(0x7fffffff); }
 __device__ __forceinline__ double fg_inf() { return __longlong_as_double(0x7ff0000000000000ll); }
@@ -11,6 +12,9 @@ __device__ __forceinline__ double fg_nan() { return __longlong_as_double(0x7ffff
 template <typename T> __device__ __forceinline__ T fg_max(T a, T b) { return (a > b || a != a) ? a : b; }
 template <typename T> __device__ __forceinline__ T fg_min(T a, T b) { return (a < b || a != a) ? a : b; }
 __device__ __forceinline__ float fg_round_half(float x) { return fg_h2f(fg_f2h(x)); }
+__device__ __forceinline__ float fg_round_half_d(double x) { return fg_h2f(fg_d2h(x)); }
+__device__ __forceinline__ float fg_maxh(float a, float b) { return (a >= b || a != a) ? a : b; }
+__device__ __forceinline__ float fg_minh(float a, float b) { return (a <= b || a != a) ? a : b; }
 __device__ __forceinline__ double fg_digamma(double x) {
     const double pi = 3.141592653589793;
     const bool refl = x < 0.5;
@@ -50,6 +54,13 @@ fg_k0_max_1793bec0(const float* __restrict__ p_in0, float* __restrict__ p_out0)
             acc0 = fg_max(acc0, __shfl_down_sync(0xffffffffu, acc0, _s));
         }
         if (_lane == 0) {
+            if (acc0 == 0) {
+                for (int _k = _k1 - 1; _k >= _k0; --_k) {
+                    const float v_in0 = p_in0[ob_in0 + _k];
+                    if (v_in0 == 0) { acc0 = v_in0; goto fg_zero_acc0; }
+                }
+            }
+            fg_zero_acc0:;
             p_out0[_vrow] = (float)acc0;
         }
     }

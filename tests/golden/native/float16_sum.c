@@ -7,6 +7,6 @@ void fg_k0(const fg_half *restrict p_in0, fg_half *restrict p_out0) {
             const float v_in0 = fg_h2f(p_in0[i0 * 300 + k0]);
             acc0 = (acc0 + (double)v_in0);
         }
-        p_out0[i0] = fg_f2h((float)acc0);
+        p_out0[i0] = fg_f2h((float)fg_round_half_d(acc0));
     }
 }
