@@ -159,3 +159,61 @@ def test_integrals_derivatives_batching_jit(name, args, argnums):
     check_all(f, args, grad=argnums, order=2 if name != "owens_t" else 1, batch=(),
               jit=False)
     fg.config.update("enable_x64", False)
+
+
+def test_bessel_jn_against_scipy_and_jax():
+    fg.config.update("enable_x64", True)
+    z = np.array([0.1, 0.5, 1.0, 2.0, 7.5, 20.0])
+    close(sp.bessel_jn(z, v=4), np.stack([ss.jv(k, z) for k in range(5)]), 1e-12, 1e-14)
+    close(sp.bessel_jn(np.linspace(20, 40, 5), v=2, n_iter=90),
+          np.stack([ss.jv(k, np.linspace(20, 40, 5)) for k in range(3)]), 1e-10, 1e-12)
+    fg.config.update("enable_x64", False)
+    # float32: JAX's 50 steps overflow for small z (JAX also gives nan there)
+    got = np.asarray(sp.bessel_jn(np.float32([0.5, 7.5, 20.0]), v=1))
+    assert np.isnan(got[:, 0]).all()
+    close(got[:, 1:], np.array([[0.2663397, 0.16702464], [0.13524845, 0.06683309]], np.float32),
+          1e-6, 1e-7)
+    assert sp.bessel_jn(np.float32(3.0), v=2).shape == (3,)
+    with pytest.raises(ValueError, match="bessel_jn.*complex"):
+        sp.bessel_jn(1j, v=1)
+    with pytest.raises(TypeError, match="bessel_jn"):
+        sp.bessel_jn(1.0, v=1.5)
+
+
+def test_bessel_jn_transforms():
+    z = np.float32([5.0, 7.5, 12.0])
+    fg.config.update("enable_x64", True)
+    check_all(lambda x: sp.bessel_jn(x, v=2), (z.astype(np.float64),), order=2, batch=(),
+              grad=(0,), jit=False)
+    close(fg.grad(lambda x: sp.bessel_jn(x, v=1)[0])(7.5), -ss.jv(1, 7.5), 1e-10)
+    fg.config.update("enable_x64", False)
+    check_all(lambda x: sp.bessel_jn(x, v=2), (z,), rtol=1e-5, atol=1e-6)
+
+
+def test_hyp1f1_against_scipy_and_edges():
+    fg.config.update("enable_x64", True)
+    a, b = R.uniform(0.1, 5, 40), R.uniform(0.1, 5, 40)
+    x = np.concatenate([R.uniform(-8, 30, 36), [120.0, 150.0, 0.0, -1e-3]])
+    close(sp.hyp1f1(a, b, x), ss.hyp1f1(a, b, x), 1e-9, 1e-300)
+    # JAX's conventions: 1F1(0; b; x) = 1 (SciPy agrees), 1F1(0; 0; x) = 1 (SciPy: nan),
+    # 1F1(a; a; x) = e^x, 1F1(a; 0; x) = inf
+    close(sp.hyp1f1(np.array([0.0, 0.0, 2.5, 1.0]), np.array([3.0, 0.0, 2.5, 0.0]), 2.0),
+          np.array([1.0, 1.0, np.exp(2.0), np.inf]), 1e-15)
+    fg.config.update("enable_x64", False)
+    close(sp.hyp1f1(np.float32(1.0), np.float32(2.0), np.float32(1.0)), np.e - 1, 1e-6)
+    with pytest.raises(ValueError, match="hyp1f1.*complex"):
+        sp.hyp1f1(1.0, 2.0, 1j)
+
+
+def test_hyp1f1_derivatives_batching_jit():
+    a, b, x = np.float32([0.5, 1.3, 2.0]), np.float32([1.5, 0.7, 3.2]), np.float32([0.3, -2.0,
+                                                                                      4.0])
+    check_all(sp.hyp1f1, (a, b, x), ss.hyp1f1(a, b, x), grad=(0, 1, 2), rtol=1e-5, atol=1e-5)
+    fg.config.update("enable_x64", True)
+    a64, b64, x64 = (t.astype(np.float64) for t in (a, b, x))
+    h = 1e-6  # the a- and b-series against SciPy's finite differences
+    ga = fg.grad(lambda t: sp.hyp1f1(t, b64[1], x64[1]))(a64[1])
+    close(ga, (ss.hyp1f1(a64[1] + h, b64[1], x64[1]) - ss.hyp1f1(a64[1] - h, b64[1], x64[1]))
+          / (2 * h), 1e-7)
+    check_all(sp.hyp1f1, (a64, b64, x64), grad=(2,), order=2, batch=(), jit=False)
+    fg.config.update("enable_x64", False)

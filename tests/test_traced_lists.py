@@ -204,6 +204,7 @@ CALLS = {
     "scipy.linalg.convolution_matrix": ((F(3), 4), {}),
     "scipy.linalg.leslie": ((F(3), F(2)), {}),
     "scipy.special.zeta": ((2.5, M23), {}),
+    "scipy.special.bessel_jn": ((F(2, 3, lo=5.0, hi=9.0),), {"v": 2}),
     "scipy.linalg.eigh_tridiagonal": ((F(4), F(3)), {}),
     "scipy.linalg.expm_frechet": ((SQ, F(3, 3)), {}),
     "scipy.linalg.polar": ((F(3, 2),), {}),

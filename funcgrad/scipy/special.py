@@ -19,6 +19,7 @@ from funcgrad.custom_derivatives import custom_jvp
 from funcgrad.nn import functions as nn_functions
 from funcgrad.nn.functions import logsumexp
 from funcgrad.nn.functions import sigmoid as expit
+from funcgrad.scipy.special_hyper import bessel_jn, hyp1f1
 from funcgrad.scipy.special_integrals import (
     dawsn,
     erfcx,
@@ -40,6 +41,7 @@ __all__ = [
     "bernoulli", "beta", "boxcox", "boxcox1p", "comb", "factorial", "gammasgn", "i0", "i0e",
     "i1", "i1e", "loggamma", "poch", "zeta",
     "dawsn", "erfcx", "exp1", "expi", "expn", "owens_t", "sici", "spence", "wofz",
+    "bessel_jn", "hyp1f1",
 ]
 
 
