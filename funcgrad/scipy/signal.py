@@ -1,6 +1,6 @@
 """`funcgrad.scipy.signal`: SciPy's convolutions and detrending on funcgrad arrays, as
 `jax.scipy.signal` (`convolve`, `correlate`, `convolve2d`, `correlate2d`, `fftconvolve`,
-`detrend`).
+`detrend`; `stft`, `istft`, `csd` and `welch` live in `spectral.py`).
 
 Direct convolutions are one `lax.conv_general_dilated` (any number of dimensions, complex
 included); `fftconvolve` multiplies FFTs. Both are differentiable in both inputs. Beyond
@@ -16,7 +16,8 @@ import numpy as np
 import funcgrad.numpy as fnp
 from funcgrad import errors, lax
 
-__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "detrend", "fftconvolve"]
+__all__ = ["convolve", "convolve2d", "correlate", "correlate2d", "csd", "detrend",
+           "fftconvolve", "istft", "stft", "welch"]
 
 _MODES = ("full", "same", "valid")
 
@@ -219,3 +220,6 @@ def detrend(data, axis=-1, type="linear", bp=0, overwrite_data=None):  # noqa: A
         coef = fnp.linalg.lstsq(design, flat)[0]
         parts.append((flat - design @ coef).reshape(seg.shape))
     return fnp.moveaxis(fnp.concatenate(parts, 0), 0, axis)
+
+
+from funcgrad.scipy.spectral import csd, istft, stft, welch  # noqa: E402  (they use detrend)
