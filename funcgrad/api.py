@@ -296,7 +296,7 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
 
     `axis_env`: `(name, size)` pairs binding axis names for the collectives `fun` calls
     (`lax.psum(x, "i")`), as under `vmap(axis_name=...)`. With `return_shape`, the function
-    returns `(jaxpr, out)`, `out` the output's pytree of abstract values (`shape`, `dtype`).
+    returns `(jaxpr, out)`, `out` the output's pytree of `ShapeDtypeStruct`s, as in JAX.
 
     Example:
         >>> print(make_jaxpr(fnp.sin)(fnp.zeros(3)))
@@ -327,5 +327,8 @@ def make_jaxpr(fun, static_argnums=(), axis_env=None, return_shape=False):
             closed = trace_to_jaxpr(flat, avals)
         if not return_shape:
             return closed
-        return closed, tree_unflatten(store["tree"], list(closed.out_avals))
+        from funcgrad.abstract_eval import ShapeDtypeStruct
+        shapes = [ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type)
+                  for a in closed.out_avals]
+        return closed, tree_unflatten(store["tree"], shapes)
     return make

@@ -148,8 +148,9 @@ def _check_tangent_dtypes(outs, t_outs, err_msg):
 
 # --- the checks -----------------------------------------------------------------------------
 
-def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=EPS, err_msg="JVP"):
+def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
     """Check `f_jvp(args, tangents)` against a central difference of `f` at `args`."""
+    err_msg = err_msg or "JVP"
     rng = np.random.default_rng(0)
     tangents = _tree_rand(rng, args)
     out, t_out = f_jvp(args, tangents)
@@ -159,8 +160,9 @@ def check_jvp(f, f_jvp, args, atol=None, rtol=None, eps=EPS, err_msg="JVP"):
     _check_leaves("tangent", t_out, numerical_jvp(f, args, tangents, eps), atol, rtol, err_msg)
 
 
-def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, err_msg="VJP"):
+def check_vjp(f, f_vjp, args, atol=None, rtol=None, eps=EPS, err_msg=""):
     """Check `f_vjp(*args)` by <vjp(ct), t> == <ct, numerical jvp(t)> for random t and ct."""
+    err_msg = err_msg or "VJP"
     rng = np.random.default_rng(0)
     out, vjp_fn = f_vjp(*args)
     out_leaves = tree_flatten(out)[0]

@@ -121,7 +121,7 @@ def test_linearize_has_aux_and_make_jaxpr_axis_env_and_return_shape():
     text = str(fg.make_jaxpr(lambda x: lax.psum(x, "i"), axis_env=[("i", 4)])(1.0))
     assert "psum" in text
     closed, shapes = fg.make_jaxpr(lambda x: {"y": x[:2] * 2}, return_shape=True)(fnp.ones(3))
-    assert shapes["y"].shape == (2,) and shapes["y"].dtype == np.float32
+    assert shapes["y"] == fg.ShapeDtypeStruct((2,), np.float32)  # JAX's type, not an aval
     assert "mul" in str(closed)
 
 

@@ -6,11 +6,12 @@ Run it in a throwaway virtual environment (JAX is never a funcgrad dependency):
     /tmp/jaxnames/bin/python tools/docs/dump_jax_names.py
 
 The file holds two records:
-- `namespaces`: the public names of jax, jax.numpy, jax.lax, jax.random and optax with their
-  kind. A public name is one that `dir(module)` lists without a leading underscore;
+- `namespaces`: the public names of every namespace in `NAMESPACES` (jax, jax.numpy, jax.lax,
+  jax.random, jax.nn, jax.scipy.*, jax.sharding, jax.profiler, jax.dtypes, optax, optax.contrib,
+  ...) with their kind. A public name is one that `dir(module)` lists without a leading underscore;
   submodules (`jax.numpy.linalg`, ...) are recorded with the kind "module". The docs build
   turns it into the name-status table of `docs/for-jax-users.md` (`tools/docs/jax_table.py`).
-- `signatures`: for every public function and class of the namespaces in `SIGNATURES`, its
+- `signatures`: for every public function and class of the same namespaces, its
   `inspect.signature` as a list of parameters `[name, kind]` or `[name, kind, default]`,
   where kind is one of `KINDS`' values and default is the default's `repr` (a jnp ufunc
   object is recorded by the signature of the function it wraps); `null` when it has none
@@ -25,15 +26,18 @@ import os
 import re
 import types
 
-NAMESPACES = ["jax", "jax.numpy", "jax.lax", "jax.random", "optax"]
-
-SIGNATURES = [
+# Every namespace recorded, names and signatures (`jax_table.MODULES` maps each to funcgrad's);
+# the distributions of jax.scipy.stats (`jax.scipy.stats.norm`, ...) are added by `namespaces()`.
+NAMESPACES = [
     "jax", "jax.numpy", "jax.numpy.linalg", "jax.numpy.fft", "jax.lax", "jax.lax.linalg",
     "jax.random", "jax.nn", "jax.nn.initializers", "jax.tree_util", "jax.tree",
     "jax.scipy.special", "jax.scipy.linalg", "jax.scipy.signal", "jax.scipy.fft",
     "jax.scipy.integrate", "jax.scipy.interpolate", "jax.scipy.ndimage", "jax.scipy.optimize",
-    "jax.scipy.stats", "optax", "optax.schedules", "optax.losses", "optax.transforms",
-    "optax.tree_utils", "optax.tree", "optax.projections",
+    "jax.scipy.stats", "jax.sharding", "jax.debug", "jax.dtypes", "jax.profiler", "jax.typing",
+    "jax.image", "jax.ops", "jax.flatten_util", "jax.ad_checkpoint", "jax.test_util",
+    "optax", "optax.schedules", "optax.losses", "optax.transforms", "optax.contrib",
+    "optax.tree_utils", "optax.tree", "optax.projections", "optax.perturbations",
+    "optax.second_order", "optax.assignment",
 ]
 
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # keeps the file the same from run to run
@@ -88,13 +92,12 @@ def signatures_of(name):
     return out
 
 
-def all_signatures():
+def namespaces():
+    """`NAMESPACES` and the distributions of jax.scipy.stats."""
     import jax.scipy.stats
 
-    names = list(SIGNATURES)
-    names += [f"jax.scipy.stats.{n}" for n in public(jax.scipy.stats)
-              if isinstance(getattr(jax.scipy.stats, n), types.ModuleType)]
-    return {name: signatures_of(name) for name in names}
+    return NAMESPACES + [f"jax.scipy.stats.{n}" for n in public(jax.scipy.stats)
+                         if isinstance(getattr(jax.scipy.stats, n), types.ModuleType)]
 
 
 def write(record, path):
@@ -119,12 +122,12 @@ def main():
     import optax
 
     names = {}
-    for name in NAMESPACES:
+    for name in namespaces():
         module = importlib.import_module(name)
         names[name] = {n: kind(getattr(module, n)) for n in public(module)}
     record = {"versions": {"jax": jax.__version__, "jaxlib": jaxlib.__version__,
                            "optax": optax.__version__},
-              "namespaces": names, "signatures": all_signatures()}
+              "namespaces": names, "signatures": {n: signatures_of(n) for n in names}}
     write(record, os.path.join(os.path.dirname(os.path.abspath(__file__)), "jax_names.json"))
     print({k: len(v) for k, v in names.items()})
     print({k: len(v) for k, v in record["signatures"].items()})

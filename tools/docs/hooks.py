@@ -1,6 +1,8 @@
 """mkdocs hooks (named in mkdocs.yml): expand the markers of the docs pages at build time.
 
 - `<!-- jax-name-table -->`: the name-status table of `jax_table.py`.
+- `<!-- jax-usage -->`: the usage-weighted share and the most used missing names
+  (`jax_usage.py`).
 - `<!-- jax-differences -->`: the signature check's counts and the table of deliberate
   differences from JAX (`jax_signatures.differences_markdown`, `jax_differences.py`).
 - `<!-- api funcgrad.numpy -->`: an mkdocstrings block for the module with, as members, every
@@ -27,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import jax_signatures  # noqa: E402
 import jax_table  # noqa: E402
+import jax_usage  # noqa: E402
 import mdrun  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.funcgrad")
@@ -136,6 +139,8 @@ def on_page_markdown(markdown, page, config, files, **kwargs):
     markdown = markdown.replace("<!-- config-options -->", config_options())
     markdown = pictures(page.file.src_uri, markdown)
     markdown = markdown.replace("<!-- jax-name-table -->", jax_table.name_table())
+    if "<!-- jax-usage -->" in markdown:
+        markdown = markdown.replace("<!-- jax-usage -->", jax_usage.usage_markdown())
     if "<!-- jax-differences -->" in markdown:
         markdown = markdown.replace("<!-- jax-differences -->",
                                     jax_signatures.differences_markdown())

@@ -1,11 +1,12 @@
 """funcgrad's signatures checked against JAX's and optax's (recorded in `jax_names.json`).
 
-Every public function and class of the recorded JAX namespaces that funcgrad also has (looked
-up by name on the matching funcgrad module, `MODULES`) must accept JAX's parameters by name,
-in JAX's positional order, with JAX's defaults; funcgrad may add parameters of its own only
-as keyword-only ones with a default. What differs on purpose is listed, with its reason, in
-`jax_differences.DIFFERENCES`, which `docs/for-jax-users.md` shows (`<!-- jax-differences
--->`, `differences_markdown`). `tests/test_jax_signatures.py` runs the check.
+Every public function and class of the recorded JAX namespaces that funcgrad also has
+(looked up by name on the matching funcgrad module, `jax_table.modules_for`) must accept
+JAX's parameters by name, in JAX's positional order, with JAX's defaults; funcgrad may add
+parameters of its own only as keyword-only ones with a default. What differs on purpose is
+listed, with its reason, in `jax_differences.DIFFERENCES`, which `docs/for-jax-users.md`
+shows (`<!-- jax-differences -->`, `differences_markdown`). `tests/test_jax_signatures.py`
+runs the check.
 
     >>> report = check()              # every name both sides have
     >>> report.problems               # {"jax.numpy.sum": [(parameter, message)], ...}
@@ -22,40 +23,12 @@ import re
 import jax_differences
 import jax_table
 
-# JAX namespace -> the funcgrad modules that may hold its names, the first one preferred.
-MODULES = {
-    "jax": ["funcgrad"],
-    "jax.numpy": ["funcgrad.numpy"],
-    "jax.numpy.linalg": ["funcgrad.numpy.linalg"],
-    "jax.numpy.fft": ["funcgrad.numpy.fft"],
-    "jax.lax": ["funcgrad.lax"],
-    "jax.lax.linalg": ["funcgrad.lax.linalg"],
-    "jax.random": ["funcgrad.random"],
-    "jax.nn": ["funcgrad.nn"],
-    "jax.nn.initializers": ["funcgrad.nn.initializers"],
-    "jax.tree_util": ["funcgrad.tree_util"],
-    "jax.tree": ["funcgrad.tree"],
-    "optax": ["funcgrad.optim", "funcgrad.nn"],
-    "optax.schedules": ["funcgrad.optim.schedules"],
-    "optax.losses": ["funcgrad.nn.losses", "funcgrad.optim.losses"],
-    "optax.transforms": ["funcgrad.optim.transforms"],
-    "optax.tree_utils": ["funcgrad.optim.tree_utils"],
-    "optax.tree": ["funcgrad.optim.tree"],
-    "optax.projections": ["funcgrad.optim.projections"],
-}
-
 # A JAX default shown by one of these means "not given": any funcgrad default matches it.
 SENTINELS = ("NoDefault", "Unspecified", "<object object>", "<not-specified>", "Deprecated",
              "jax.sharding.Infer")
 
 
-def modules_for(namespace):
-    """The funcgrad module names for a JAX namespace (jax.scipy.* maps to funcgrad.scipy.*)."""
-    if namespace in MODULES:
-        return MODULES[namespace]
-    if namespace.startswith("jax.scipy."):
-        return ["funcgrad" + namespace[len("jax"):]]
-    return []
+modules_for = jax_table.modules_for  # the one namespace map
 
 
 def counterpart(namespace, name):
@@ -190,17 +163,19 @@ def _extra(jax_params, fg):
 
 
 _CLASS = re.compile(r"^<class '(?:[\w.]+\.)?(\w+)'>$")
-_FUNCTION = re.compile(r"^<function (?:[\w.<>]+\.)?(\w+)>$")
+_FUNCTION = re.compile(r"^<function (?:[\w.<>]+\.)?(\w+|<lambda>)>$")
+_OBJECT = re.compile(r"^<(?:[\w.]+\.)?(\w+) object>$")  # `<optax...Gumbel object>` -> `Gumbel`
 _ENUM = re.compile(r"^<(\w+\.\w+): [^>]*>$")  # `<RoundingMethod.AWAY_FROM_ZERO: 0>`
 
 
 def normalized(text):
     """A default's repr without module paths: `<class 'jax.numpy.float32'>` -> `float32`."""
-    for pattern in (_CLASS, _FUNCTION, _ENUM):
+    text = re.sub(r" at 0x[0-9a-fA-F]+", "", text)
+    for pattern in (_CLASS, _FUNCTION, _ENUM, _OBJECT):
         m = pattern.match(text)
         if m:
             return m.group(1)
-    return re.sub(r" at 0x[0-9a-fA-F]+", "", text)
+    return text
 
 
 def same_default(jax_repr, fg_default):
@@ -268,17 +243,22 @@ def stale(report, pending=()):
 
 
 def differences_markdown(report=None):
-    """The "For JAX users" section: the check's counts, then one row per difference."""
+    """The "For JAX users" section: the check's counts, then one row per difference, by name."""
     report = report or check()
-    rows = jax_differences.DIFFERENCES
+    rows = sorted(jax_differences.DIFFERENCES, key=lambda d: d.name)
+    behaviour = sum(1 for d in rows if not d.checked)
     out = [f"funcgrad's signatures are checked against JAX's and optax's (`tools/docs/"
            f"jax_names.json`, `tests/test_jax_signatures.py`): {report.names} names that both "
            f"have, {report.parameters} of JAX's parameters, each accepted by name, in JAX's "
-           f"positional order, with JAX's default. The {len(rows)} deliberate differences:",
-           "", "| JAX | parameter | funcgrad | why |", "| --- | --- | --- | --- |"]
+           f"positional order, with JAX's default. The {len(rows)} deliberate differences "
+           f"({len(rows) - behaviour} in signatures, {behaviour} in behaviour), each with its "
+           "reason:", "", "| JAX | funcgrad | why |", "| --- | --- | --- |"]
     for d in rows:
         params = ", ".join(f"`{p}`" for p in d.parameters)
-        out.append(f"| `{d.name}` | {params} | {_cell(d.funcgrad)} | {_cell(d.reason)} |")
+        jax = f"`{d.name}`" + (f" ({params})" if params else "")
+        if d.jax:
+            jax += f": {d.jax}"
+        out.append(f"| {_cell(jax)} | {_cell(d.funcgrad)} | {_cell(d.reason)} |")
     return "\n".join(out) + "\n"
 
 

@@ -232,10 +232,10 @@ def _rademacher(key, shape, dtype):
 def hutchinson_estimator_diag_hessian(random_seed=None):
     """Hutchinson's estimate of the Hessian diagonal of `obj_fn` (given to `update`):
     `z * (H z)` with a random sign vector `z`."""
-    def init(params):
+    def init_fn(params):
         return HutchinsonState(random.PRNGKey(0) if random_seed is None else random_seed)
 
-    def update(updates, state, params=None, obj_fn=None, **extra_args):
+    def update_fn(updates, state, params=None, obj_fn=None, **extra_args):
         if params is None or obj_fn is None:
             raise FuncgradValueError("hutchinson_estimator_diag_hessian: update needs params "
                                      "and obj_fn")
@@ -245,7 +245,7 @@ def hutchinson_estimator_diag_hessian(random_seed=None):
         hvp = jvp(grad(obj_fn), (params,), (signs,))[1]
         return tree_map(lambda h, r: h * r, hvp, signs), HutchinsonState(key)
 
-    return GradientTransformationExtraArgs(init, update)
+    return GradientTransformationExtraArgs(init_fn, update_fn)
 
 
 class SophiaState(NamedTuple):
