@@ -8,9 +8,10 @@ bit patterns, and kernels call them (not fusible). Imports core, interpreters an
 
 import numpy as np
 
-from funcgrad import errors
+from funcgrad import dtypes, errors
+from funcgrad.core import ShapedArray
 from funcgrad.interpreters.ad import defjvp_zero, deflinear
-from funcgrad.lax.utils import binop, static_int, unop
+from funcgrad.lax.utils import binop, check_kind, np_operands, static_int, unop
 
 __all__ = ["clz", "clz_p", "mulhi", "mulhi_p", "reduce_precision", "reduce_precision_p"]
 
@@ -32,7 +33,8 @@ def clz(x):
 
 
 def _clz_impl(x):
-    x = np.asarray(x)
+    # a compiled program's literal may come as a Python int: the default int's width
+    x = np.asarray(x, dtypes.scalar_dtype(x)[0]) if type(x) is int else np.asarray(x)
     u = _unsigned(x).copy()
     bits = 8 * x.dtype.itemsize
     n = np.zeros(u.shape, np.int64)
@@ -71,7 +73,7 @@ def _mulhi_unsigned64(a, b):
 
 
 def _mulhi_impl(x, y):
-    x, y = np.broadcast_arrays(np.asarray(x), np.asarray(y))
+    x, y = np.broadcast_arrays(*np_operands(x, y))
     dt = x.dtype
     bits = 8 * dt.itemsize
     with np.errstate(over="ignore"):
@@ -134,6 +136,14 @@ def _reduce_precision_impl(x, *, exponent_bits, mantissa_bits):
 
 reduce_precision_p = unop("reduce_precision", _reduce_precision_impl, kinds="f",
                           fusible=False)
+
+
+def _reduce_precision_abstract(x, *, exponent_bits, mantissa_bits):
+    check_kind("reduce_precision", x, "f")
+    return ShapedArray(x.shape, x.dtype, x.weak_type)
+
+
+reduce_precision_p.def_abstract_eval(_reduce_precision_abstract)  # the bits are required
 # JAX's rule: the tangent (and the cotangent) are rounded the same way
 deflinear(reduce_precision_p,
           lambda ct, x, **params: [reduce_precision_p.bind(ct, **params)])
