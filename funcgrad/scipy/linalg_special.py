@@ -9,6 +9,7 @@ as JAX's. Imports funcgrad.numpy.
 """
 
 import math
+import operator
 
 import numpy as np
 
@@ -135,7 +136,7 @@ def convolution_matrix(a, n, mode="full"):
                [2., 1.],
                [0., 2.]], dtype=float32)
     """
-    a = _vector("convolution_matrix", a)
+    a, n = _vector("convolution_matrix", a), _size("convolution_matrix", n)
     if a.ndim != 1 or not a.shape[0] or n < 1:
         raise errors.op_error("convolution_matrix", f"needs a non-empty 1-D a and n >= 1, got "
                               f"shape {a.shape} and n={n}", cls=errors.FuncgradValueError)
@@ -203,10 +204,17 @@ def leslie(f, s):
 
 
 # --- constant matrices of a size --------------------------------------------------------------
+_MAX_SIZE = 1 << 15  # an n x n matrix of 2**30 entries: beyond it, an error, not a hang
+
+
 def _size(name, n):
-    n = int(n)
-    if n < 0:
-        raise errors.op_error(name, f"n must be non-negative, got {n}",
+    try:
+        n = operator.index(n)
+    except TypeError:
+        raise errors.op_error(name, f"n must be an int, got {errors.short_repr(n)}",
+                              cls=errors.FuncgradTypeError) from None
+    if n < 0 or n > _MAX_SIZE:
+        raise errors.op_error(name, f"n must be in [0, {_MAX_SIZE}], got {n}",
                               cls=errors.FuncgradValueError)
     return n
 
@@ -282,8 +290,8 @@ def hilbert(n):
                [0.5       , 0.33333334]], dtype=float32)
     """
     n = _size("hilbert", n)
-    return _float_matrix([[1.0 / (i + j + 1) for j in range(n)] for i in range(n)]) if n \
-        else fnp.zeros((0, 0))
+    i = np.arange(n)
+    return fnp.asarray(1.0 / (i[:, None] + i[None, :] + 1.0)).astype(dtypes.default_float())
 
 
 def invhilbert(n):
