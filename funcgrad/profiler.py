@@ -113,6 +113,10 @@ class Recorder:
     def record(self, site, t0):
         self.events.append((site, t0, self.clock()))
 
+    def span(self, site, t0, t1):
+        """A site timed by the program itself (a statement of a native C function)."""
+        self.events.append((site, t0, t1))
+
 
 class EventClock:
     """A clock of CUDA events: calling it records an event on the current stream;
@@ -367,6 +371,9 @@ class _Recorder(Recorder):
 
     def record(self, site, t0):
         self.events.append((site, t0, self.clock(), threading.get_ident()))
+
+    def span(self, site, t0, t1):
+        self.events.append((site, t0, t1, threading.get_ident()))
 
 
 class _Session:

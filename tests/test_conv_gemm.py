@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import funcgrad as fg
 from funcgrad import lax
-from funcgrad.backends.native import build
+from funcgrad.backends.native import blas, build
 from funcgrad.compiler import pipeline
 from funcgrad.lax import conv_plan
 from funcgrad.test_util import check_grads
@@ -199,7 +199,7 @@ def _blas_plans(fn, args):
             (la, ra), o = (v.aval for v in e.invars), e.outvars[0].aval
             p = conv_plan.plan_of(la.shape, ra.shape, ra.dtype, o.shape, o.dtype, **e.params)
             count += p.blas and o.size > 0
-    return count if build.blas_gemm() else 0
+    return count if blas.functions() else 0
 
 
 # Cases with large problems cut into chunks (PACK_BYTES made tiny): along m (output rows),
@@ -299,7 +299,7 @@ def test_convolutions_without_spatial_axes_are_products(dn, monkeypatch):
                                atol=1e-5)
     if build.find_compiler() is not None:
         assert _routines(_same_bits(lambda a, b: [f(a, b)], (xl, wl))) == (
-            1 if build.blas_gemm() else 0)
+            1 if blas.functions() else 0)
     conv_plan.plan.cache_clear()
 
 
@@ -374,4 +374,4 @@ def test_the_cnn_convolutions_are_c_routines_calling_gemm():
         return value, g1, g2
     text = _same_bits(step, (w1, w2, x))
     # the two forward convolutions, the input gradient of the second, both kernel gradients
-    assert _routines(text) == (5 if build.blas_gemm() else 0)
+    assert _routines(text) == (5 if blas.functions() else 0)

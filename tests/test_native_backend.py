@@ -26,6 +26,7 @@ import funcgrad as fg
 import funcgrad.numpy as fnp
 from funcgrad import errors, lax
 from funcgrad.backends import native
+from funcgrad.backends.native import blas as native_blas
 from funcgrad.backends.native import build, tiers
 from funcgrad.compiler import pipeline
 
@@ -77,7 +78,7 @@ def test_a_compiler_means_the_native_backend_runs():
     assert cc is not None, f"{build.find_compiler()} is on PATH but does not build C"
     exe, got, want = both(lambda x: fnp.tanh(x) * 2.0 + 1.0, np.linspace(-3, 3, 7, dtype="f"))
     assert isinstance(exe, native.NativeExecutable)
-    assert "void fg_k0(" in exe.as_text() and "_nk0(a0, b0)" in exe.as_text()
+    assert "void fg_k0(" in exe.as_text() and "_fg0(a0, b0, " in exe.as_text()
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
 
 
@@ -382,8 +383,8 @@ def test_streaming_kernels_prefetch_ahead_with_the_same_numbers():
 
 @needs_cc
 def test_consecutive_kernels_are_one_call_with_each_array_passed_once():
-    # an optimizer's per-array kernels: one segment call from Python, the same bits, and
-    # the timed variants still time (and name) every kernel on its own
+    # an optimizer's per-array kernels: one call from Python, the same bits, and the timed
+    # variants still time (and name) every kernel on its own
     rng = np.random.default_rng(4)
     shapes = [(5, 7), (7,), (3, 7), (2,)]
     ps, gs = ([rng.normal(size=s).astype(np.float32) for s in shapes] for _ in range(2))
@@ -397,14 +398,14 @@ def test_consecutive_kernels_are_one_call_with_each_array_passed_once():
         exe = f.lower(ps, gs, ms).compile()
         text = exe.as_text()
         wrapper = text.split("# ---- C module")[0]
-        assert wrapper.count("_ns0(") == 1 and "_nk" not in wrapper, wrapper
-        assert text.count("FG_UPPER_CLEAN(); fg_k") == 4 and "void fg_s0(" in text  # in C
+        assert wrapper.count("_fg0(") == 1 and "_fg1" not in wrapper, wrapper
+        assert text.count("FG_UPPER_CLEAN(); fg_k") == 4 and "int fg_run0(" in text  # in C
         want = fg.jit(update, backend="numpy")(ps, gs, ms)
         got = f([fnp.asarray(p.copy()) for p in ps], gs, [fnp.asarray(m.copy()) for m in ms])
         assert_same(fg.tree_util.tree_leaves(got), fg.tree_util.tree_leaves(want))
         rows = str(exe._exe.profile(*ps, *gs, *[m.copy() for m in ms], repeat=2)).splitlines()
-        assert sorted(r.split()[3][:4] for r in rows[1:-1]) == ["_nk0", "_nk1", "_nk2", "_nk3"]
-    # a library call (a product) between kernels ends a run; allocations move before it
+        assert sorted(r.split()[2][:3] for r in rows[1:-1]) == ["k0_", "k1_", "k2_", "k3_"]
+    # a product between kernels is C too: the whole program is still one call
     h = lambda x, w: (fnp.tanh(fnp.tanh(x) @ w) * 2.0 + 1.0, fnp.exp(x) - 1.0, x * 3.0,
                       fnp.sum(x * x, axis=0))
     x, w = (rng.normal(size=s).astype(np.float32) for s in ((6, 5), (5, 5)))
@@ -412,8 +413,8 @@ def test_consecutive_kernels_are_one_call_with_each_array_passed_once():
     lines = [ln.split("#")[0].strip() for ln in exe.as_text().split("# ---- C module")[0]
              .splitlines()[2:] if ln.strip() and not ln.strip().startswith("#")]
     calls = [ln.split("(")[0].split(" = ")[-1] for ln in lines if "np.empty" not in ln]
-    assert calls == ["_nk0", "np.matmul", "_ns0", "return [b1, b0, b2, b3]"], lines
-    assert "fg_k1(" in exe.as_text().split("void fg_s0(")[1]
+    assert calls == ["_fg0", "return [b1, b0, b2, b3]"], lines
+    assert "fg_mm" in exe.as_text().split("int fg_run0(")[1]
     for g, w_ in zip(got, want):  # tanh, exp: libm ulps apart; the sum in double
         np.testing.assert_allclose(g, w_, rtol=2e-6, atol=1e-6)
     assert_same(got[2:3], want[2:3])
@@ -895,15 +896,15 @@ def _rnn_grad(w, u, h0, xs):  # an RNN's value and gradient: products of 32x64x6
 def test_numpys_own_openblas_is_found_for_the_c_loops():
     blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
     if blas.get("name") == "scipy-openblas":  # the PyPI wheels: an ILP64 OpenBLAS
-        assert set(build.blas_gemm()) == {"float32", "float64"}
+        assert set(native_blas.functions()) == set(native_blas.NAMES)
 
 
 @needs_cc
 @pytest.mark.parametrize("blas", [True, False])
 def test_loop_products_call_numpys_blas_from_c(monkeypatch, blas):
     if not blas:  # without numpy's BLAS the loops multiply with their own C code
-        monkeypatch.setattr(build, "blas_gemm", lambda: {})
-    blas = bool(build.blas_gemm())  # numpy's PyPI wheels ship an ILP64 OpenBLAS
+        monkeypatch.setattr(native_blas, "functions", lambda: {})
+    blas = bool(native_blas.functions())  # numpy's PyPI wheels ship an ILP64 OpenBLAS
     rng = np.random.default_rng(4)
     args = [(rng.normal(size=s) * 0.1).astype(np.float32)
             for s in ((64, 64), (32, 64), (32, 64), (12, 32, 32))]

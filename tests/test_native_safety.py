@@ -585,7 +585,7 @@ def test_ctrl_c_stops_native_loops_and_kernels_and_the_program_stays_usable(tmp_
     finally:
         p.kill()
     lines += [ln for ln in iter(lambda: _next(out, 1), None)]
-    assert lines[:6] == ["stopped in program.py call"] * 4 + ["next True", "stopped in main"]
+    assert lines[:6] == ["stopped in cprogram.py call"] * 4 + ["next True", "stopped in main"]
     assert len(lines) == 7 and re.fullmatch(r"thread True \d+", lines[6]), lines
 
 

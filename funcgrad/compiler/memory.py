@@ -140,6 +140,10 @@ class MemoryPlan:
             argument's buffer starts with the argument).
         workspace: ids of the buffers kept across calls (with `persistent=True`); their
             first value is written into them ("reuse") and they are never released.
+        lifetimes: buffer id -> (first step, last step) it holds a value over (a donated
+            argument's buffer starts at -1, a result's ends at `len(steps)`).
+        offsets: workspace buffer id -> its byte offset in the packed workspace (with
+            `pack_workspace=True`; `analysis.workspace_bytes` is then the block's size).
     """
 
     slots: dict
@@ -150,6 +154,8 @@ class MemoryPlan:
     analysis: MemoryAnalysis
     holders: list
     workspace: list
+    lifetimes: list = None
+    offsets: dict = None
 
 
 def _last_uses(steps, outputs):
@@ -169,7 +175,8 @@ def _last_uses(steps, outputs):
     return last
 
 
-def plan_memory(steps, args, consts=(), outputs=(), donated=(), workspace_min_bytes=None):
+def plan_memory(steps, args, consts=(), outputs=(), donated=(), workspace_min_bytes=None,
+                pack_workspace=False):
     """Assign buffers to the values of `steps` by liveness.
 
     Args:
@@ -179,6 +186,8 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=(), workspace_min_by
         donated: keys of arguments whose buffers the program may overwrite once dead.
         workspace_min_bytes: keep the buffers of temporaries of at least this size across
             calls (see the module docstring); None: no workspace.
+        pack_workspace: lay the workspace's buffers out in one block by their lifetimes
+            (`pack`: `plan.offsets`), counted as one block of that size.
 
     Returns:
         A `MemoryPlan`.
@@ -217,13 +226,58 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=(), workspace_min_by
                  _workspace(values, holders, born, outputs, buffers, workspace_min_bytes))
     for b in workspace:
         slots[holders[b][0]].action = "reuse"
+    end = len(steps)
+    lifetimes = [(born[b], end if hs and hs[-1] in out_set else last.get(hs[-1], born[b])
+                  if hs else born[b]) for b, hs in enumerate(holders)]
+    offsets, block = {}, None
+    if pack_workspace:
+        at, block = pack([_nbytes(buffers[b]) for b in workspace],
+                         [lifetimes[b] for b in workspace])
+        offsets = dict(zip(workspace, at))
     releases, analysis = _account(steps, values, last, buffers, holders, born, slots,
-                                  out_set, args, consts, outputs, set(workspace))
+                                  out_set, args, consts, outputs, set(workspace), block)
     donated_used = {h[0] for h in holders if h and h[0] in donated and len(h) > 1}
     analysis.alias_bytes = sum(values[k].nbytes for k in donated_used)
-    analysis.workspace_bytes = sum(_nbytes(buffers[b]) for b in workspace)
+    analysis.workspace_bytes = (block if block is not None else
+                                sum(_nbytes(buffers[b]) for b in workspace))
     return MemoryPlan(slots, buffers, releases, _copies(outputs, values, donated),
-                      donated_used, analysis, holders, workspace)
+                      donated_used, analysis, holders, workspace, lifetimes, offsets)
+
+
+def pack(sizes, lifetimes, align=64):
+    """Offsets of blocks of `sizes` bytes in one region such that two blocks whose
+    `lifetimes` ((first step, last step), inclusive) meet never overlap, and the region's
+    size. Each block goes to the lowest offset free over its lifetime, aligned to `align`
+    bytes (a block under 4 KiB to 16, as malloc aligns), in the better of two orders
+    (largest first; earliest first). A backend lays a program's temporaries out in one
+    workspace with it.
+
+    Example:
+        >>> pack([64, 64, 64], [(0, 1), (1, 2), (2, 3)])
+        ([0, 64, 0], 128)
+    """
+    orders = (sorted(range(len(sizes)), key=lambda k: (-sizes[k], k)),
+              sorted(range(len(sizes)), key=lambda k: (lifetimes[k][0], -sizes[k], k)))
+    return min((_first_fit(order, sizes, lifetimes, align) for order in orders),
+               key=lambda placed: placed[1])
+
+
+def _first_fit(order, sizes, lifetimes, align):
+    offsets, placed = [0] * len(sizes), []
+    for k in order:
+        a = align if sizes[k] >= 4096 else 16
+        size = -(-sizes[k] // a) * a
+        lo, hi = lifetimes[k]
+        taken = sorted((offsets[j], offsets[j] + s) for j, s in placed
+                       if lifetimes[j][0] <= hi and lo <= lifetimes[j][1])
+        at = 0
+        for start, stop in taken:
+            if at + size <= start:
+                break
+            at = max(at, -(-stop // a) * a)
+        offsets[k] = at
+        placed.append((k, size))
+    return offsets, max((offsets[j] + s for j, s in placed), default=0)
 
 
 def alias_reach(values, keys):
@@ -266,16 +320,20 @@ def _place(d, step, i, last, buf_of, buffers, holders, pool, taken, out_set):
 
 
 def _account(steps, values, last, buffers, holders, born, slots, out_set, args, consts,
-             outputs, workspace):
-    """Release points of buffers and aliasing values, and the predicted byte counts."""
+             outputs, workspace, block=None):
+    """Release points of buffers and aliasing values, and the predicted byte counts (the
+    workspace as its buffers, or as one `block` of bytes when it is packed)."""
     end = len(steps)
     def_step = {d.key: i for i, s in enumerate(steps) for d in s.defs}
     events, releases = [], {}  # events: (alloc step, release step, bytes, is a result)
+    if block:
+        events.append((0, end, block, False))
     for b, hs in enumerate(holders):
         if born[b] < 0:
             continue
         if b in workspace:  # allocated before the call, held throughout
-            events.append((0, end, _nbytes(buffers[b]), False))
+            if block is None:
+                events.append((0, end, _nbytes(buffers[b]), False))
             continue
         final = hs[-1]
         rel = end if final in out_set else last.get(final, born[b])

@@ -5,11 +5,12 @@
     compile_jaxpr(closed, backend="cpu", donate_argnums=())
                                            -> Executable: exe(*numpy_arrays) -> [np.ndarray]
 
-A backend gets the fused program and a `compile_subprogram` callback (this function, for
-the same backend) for the bodies of higher-order primitives; backends never import this
-module. `stats["compiles"]` counts compilations (tests read it to check caching);
-`stats["last_seconds"]` holds the time of each phase of the last compilation (a view of
-the one set of counters, `jit_cache.stats`).
+A backend gets the fused program and a `compile_subprogram` callback (a `Subprograms`: it
+compiles a body with this function, for the same backend, and `.fused(body)` hands it the
+body optimized and fused, for a backend that renders it inside its own code, as the native
+backend's C loops do); backends never import this module. `stats["compiles"]` counts
+compilations (tests read it to check caching); `stats["last_seconds"]` holds the time of
+each phase of the last compilation (a view of the one set of counters, `jit_cache.stats`).
 """
 
 import time
@@ -69,22 +70,43 @@ def compile_jaxpr(closed, backend="cpu", donate_argnums=(), optimize_ir=True):
 
 @nests
 def _compile(closed, backend, donate_argnums, optimize_ir, compiled):
-    """`compile_jaxpr`; `compiled` holds the sub-programs compiled so far for the outermost
-    program, by identity: a backend may ask for one twice (the native backend compiles a
-    branch, then prints its nested branches in C), which must not cost 2^depth compiles."""
+    """`compile_jaxpr`; `compiled` holds the sub-programs compiled (or fused) so far for the
+    outermost program, by identity (`Subprograms`): a backend may ask for one twice, which
+    must not cost 2^depth compiles."""
     t0 = time.perf_counter()
     opt = optimize(closed) if optimize_ir else closed
     t1 = time.perf_counter()
     program = fuse(opt)
     t2 = time.perf_counter()
 
-    def subprogram(sub):  # bodies of cond/while/scan and calls, for the same backend
-        hit = compiled.get(id(sub))
-        if hit is None:  # (the entry keeps `sub` alive, so its id stays its own)
-            hit = compiled[id(sub)] = (sub, _compile(sub, backend, (), True, compiled))
-        return hit[1]
     exe = get_backend(backend).compile_program(program, donate_argnums, opt,
-                                               compile_subprogram=subprogram)
+                                               compile_subprogram=Subprograms(backend, compiled))
     t3 = time.perf_counter()
     _counters.compiled(t3 - t0, {"optimize": t1 - t0, "fuse": t2 - t1, "render": t3 - t2})
     return exe
+
+
+class Subprograms:
+    """The callback a backend gets for the bodies of higher-order primitives (cond, while,
+    scan, calls): `subprograms(body)` compiles the `ClosedJaxpr` `body` into an executable of
+    the same backend; `subprograms.fused(body)` only optimizes and fuses it (a fusion
+    `Program`), for a backend that renders bodies inside its own code (the native
+    backend's C loops: the C compiler then runs once per program). Both are kept in
+    `compiled` (per outermost program, by identity: the entry keeps the body alive, so its
+    id stays its own), so a body asked for twice costs one compile."""
+
+    def __init__(self, backend, compiled):
+        self.backend, self.compiled = backend, compiled
+
+    def __call__(self, closed):
+        hit = self.compiled.get(id(closed))
+        if hit is None:
+            hit = self.compiled[id(closed)] = (
+                closed, _compile(closed, self.backend, (), True, self.compiled))
+        return hit[1]
+
+    def fused(self, closed):
+        hit = self.compiled.get(("fused", id(closed)))
+        if hit is None:
+            hit = self.compiled[("fused", id(closed))] = (closed, fuse(optimize(closed)))
+        return hit[1]

@@ -311,11 +311,11 @@ def load(source, cc=None):
 
 
 def _connect(lib, cc):
-    """Hands a loaded module what it asks for: numpy's gemm, the thread pool, the count of
-    SIGINTs its loops poll."""
-    if hasattr(lib, "fg_set_gemm"):  # a module whose loops call BLAS: hand it numpy's gemm
-        gemm = blas_gemm()
-        lib.fg_set_gemm(ctypes.c_void_p(gemm.get("float32")), ctypes.c_void_p(gemm.get("float64")))
+    """Hands a loaded module what it asks for: numpy's BLAS routines, the thread pool, the
+    count of SIGINTs its loops poll."""
+    if hasattr(lib, "fg_set_blas"):  # a module that multiplies matrices: numpy's BLAS
+        from funcgrad.backends.native import blas
+        blas.bind(lib)
     if hasattr(lib, "fg_set_parallel"):  # a module's large kernels: hand it the thread pool
         from funcgrad.backends.native import threads
         lib.fg_set_parallel(ctypes.c_void_p(threads.address(cc)))
@@ -440,27 +440,3 @@ def cache_size():
     """(modules, bytes) of funcgrad's files in the on-disk cache."""
     info = cache.describe()
     return info["modules"], info["bytes"]
-
-
-@functools.cache
-def blas_gemm():
-    """{"float32": address, "float64": address} of the ILP64 `cblas_[sd]gemm` of the OpenBLAS
-    numpy itself loaded (numpy's wheels ship `scipy_openblas64_`), or {} when there is none
-    (the C loops then multiply with their own code)."""
-    import numpy  # noqa: F401  (numpy has loaded its BLAS)
-    try:
-        with open("/proc/self/maps") as f:
-            paths = {ln.split()[-1] for ln in f if "openblas" in ln.lower() and "/" in ln}
-    except OSError:
-        return {}
-    for path in sorted(paths):
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for prefix in ("scipy_cblas_", "cblas_"):
-            fns = [getattr(lib, f"{prefix}{c}gemm64_", None) for c in "sd"]
-            if all(fns):
-                return {dt: ctypes.cast(fn, ctypes.c_void_p).value
-                        for dt, fn in zip(("float32", "float64"), fns)}
-    return {}

@@ -4,7 +4,7 @@ The plan (im2col packing into one BLAS gemm per group, cut into chunks) is the n
 implementation's; here the packing of the input windows (A), of the kernel when it is not a
 view (B) and the copy of a temporary product into the output (C) are C loops over the
 plan's axes, with static sizes and strides, and the products are calls of the `gemm` numpy's
-matmul calls (`fg_sgemm`/`fg_dgemm`, set by `build.load` through `fg_set_gemm`, as loops get
+matmul calls (`fg_sgemm`/`fg_dgemm`: the piece `blas.BLAS`, set by `build.load`, as loops get
 them) with the arguments numpy's matmul passes for the same plan (`ConvPlan.gemm_args`), so
 the result has the numpy implementation's bits:
 
@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from funcgrad.backends.native import build, ops
+from funcgrad.backends.native import blas, cnode, ops
 from funcgrad.lax import conv_plan
 from funcgrad.lax.convolution import conv_general_dilated_p
 
@@ -39,6 +39,7 @@ class Conv(ops.EqnRoutine):
     """`conv_general_dilated(lhs, rhs)` by its plan (see the module docstring)."""
 
     status = True  # nonzero: its buffers could not be allocated
+    needs = (cnode.STDLIB, blas.BLAS)  # malloc, numpy's gemm
 
     def __init__(self, eqn, cname):
         self.eqn, self.cname = eqn, cname
@@ -48,7 +49,7 @@ class Conv(ops.EqnRoutine):
                                       **eqn.params)
         if not self.conv.blas or math.prod(out.shape) == 0:
             raise ops.Unsupported("a convolution numpy does not run through BLAS gemm")
-        if not build.blas_gemm():
+        if not blas.functions():
             raise ops.Unsupported("no BLAS gemm in this process (numpy's OpenBLAS)")
         self.p = self.conv.phases[0]  # the phase being printed
         self.t_in = [ops.storage(np.dtype(a.dtype).name) for a in (lhs, rhs)]
@@ -86,8 +87,7 @@ class Conv(ops.EqnRoutine):
         title = (f"/* conv_general_dilated {self.p.compute.name}: "
                  + (f"{len(titles)} phases: " if len(titles) > 1 else "")
                  + "; ".join(titles) + " */")
-        return "\n".join(["#include <stdlib.h>", title, head] + ["    " + ln for ln in lines]
-                         + ["}"]) + "\n"
+        return "\n".join([title, head] + ["    " + ln for ln in lines] + ["}"]) + "\n"
 
     @staticmethod
     def _title(p):

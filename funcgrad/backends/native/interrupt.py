@@ -32,6 +32,7 @@ import signal
 import threading
 
 from funcgrad import errors
+from funcgrad.backends.native import cnode
 
 FG_INTERRUPTED = 2  # what a C loop returns when a SIGINT stopped it (1: out of memory)
 
@@ -56,6 +57,8 @@ static inline volatile int *fg_sigint_count(void) {
 }
 #endif
 """
+
+INTERRUPT = cnode.Piece("interrupt", HEADER)  # what a loop or a pool kernel that polls needs
 
 RUNTIME_SOURCE = r"""
 #define _GNU_SOURCE

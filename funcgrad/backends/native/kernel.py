@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from funcgrad.backends.layout import layout_kernel, row_major
-from funcgrad.backends.native import ops
+from funcgrad.backends.native import cnode, ops, threads
 from funcgrad.backends.native.threads import MAX_BLOCKS
 from funcgrad.compiler import escape
 from funcgrad.core import ReduceOp
@@ -47,7 +47,6 @@ from funcgrad.core import ReduceOp
 # spinning beside OpenBLAS's threads).
 PARALLEL_MIN_ELEMENTS = 1 << 17
 PARALLEL_BLOCK = 1 << 14  # elements (at least) per block a thread claims
-_TASKS = "/* blocks on the thread pool */"  # first line of a body `source` splits into tasks
 COLUMN_BLOCK = 256  # rows a column reduction accumulates side by side (on the stack)
 # Elementwise kernels streaming this many bytes or more run their innermost loop in chunks
 # of `PREFETCH_CHUNK` elements, each first asking for the cache lines `PREFETCH_BYTES`
@@ -61,7 +60,19 @@ PREFETCH_CHUNK = 64
 # float64 sums add blocks of this many elements (each in SIMD lanes) pairwise, as numpy's
 # pairwise sum adds blocks of 128 (in 8 lanes): errors grow with log2 of the length
 PAIRWISE_BLOCK = 128
-_CHUNK_LOOP = "for (long long _c = "  # the header of a chunked innermost loop
+
+
+class Tasks(cnode.Node):
+    """The outermost loop of a kernel run in `count` blocks on the thread pool: block `_t`
+    starts with `head` (its bounds) and runs `body`. `CKernel.functions` prints it as a task
+    function and a kernel function calling `fg_parallel` (printed inline, it is the loop over
+    the blocks, as a pool without threads runs it)."""
+
+    def __init__(self, count, head, body):
+        self.count, self.head, self.body = count, head, list(body)
+
+    def emit(self, out, indent):
+        cnode.For("_t", 0, self.count, [cnode.Stmt(self.head)] + self.body).emit(out, indent)
 
 
 class CKernel(ops.NativeC):
@@ -72,40 +83,52 @@ class CKernel(ops.NativeC):
     def __init__(self, spec, cname, eqns=()):
         super().__init__(layout_kernel(spec))
         self.spec, self.cname, self.plan = spec, cname, self.layout
-        self.tasks = 0  # blocks run on the thread pool (`loops` sets it; 0: one C loop)
+        self.tasks = 0  # blocks run on the thread pool (`nest` sets it; 0: one C loop)
         self.comments = {i.dst: _comment(e) for i, e in zip(spec.body, eqns)}
         self.params = ([("in", inp.name, self.pointee(inp.dtype)) for inp in spec.inputs]
                        + [("out", o.name, self.pointee(o.dtype)) for o in spec.outputs])
         self.body = [self.instr(i, self.comments.get(i.dst))
                      for i in spec.body]  # raises Unsupported early
+        self.tree = self.reduction() if self.plan.reductions else self.elementwise()
+
+    def functions(self, restrict=True):
+        """The kernel's C functions (`cnode.Function`s): the kernel, preceded by its task
+        function when its blocks run on the pool; `restrict=False` when an output may share
+        an input's buffer."""
+        q = " *restrict " if restrict else " *"
+        params = [f"{'const ' if role == 'in' else ''}{t}{q}p_{n}" for role, n, t in self.params]
+        spec = self.spec
+        head = f"kernel {escape.comment(spec.name)}: {list(spec.iter_shape)}"
+        head += f", reduces axes {list(spec.reduce_axes)}" if spec.reduce_axes else ""
+        tree = self.tree
+        if len(tree) == 1 and isinstance(tree[0], Tasks):
+            return self.task_functions(head, params, q, tree[0])
+        return [cnode.Function("void", self.cname, params, tree, head)]
 
     def source(self, restrict=True):
-        """The C text; `restrict=False` when an output may share an input's buffer."""
-        q = " *restrict " if restrict else " *"
-        params = ", ".join(f"{'const ' if role == 'in' else ''}{t}{q}p_{n}"
-                           for role, n, t in self.params)
-        spec = self.spec
-        head = f"/* kernel {escape.comment(spec.name)}: {list(spec.iter_shape)}"
-        head += f", reduces axes {list(spec.reduce_axes)} */" if spec.reduce_axes else " */"
-        body = self.reduction() if self.plan.reductions else self.elementwise()
-        if body[:1] == [_TASKS]:  # body[1] is the loop over the blocks: a task per block
-            return head + "\n" + self.task_source(params, q, body[2:-1])
-        lines = [head, f"void {self.cname}({params}) {{"]
-        lines += ["    " + ln for ln in body]
-        return "\n".join(lines + ["}"]) + "\n"
+        """The C text of `functions`."""
+        return "".join(fn.source() for fn in self.functions(restrict))
 
-    def task_source(self, params, q, block):
+    @property
+    def needs(self):
+        """The runtime pieces the kernel uses: the thread pool when it runs in blocks."""
+        return [threads.POOL] if self.tasks > 1 else []
+
+    def task_functions(self, head, params, q, tasks):
         """The kernel as a task function running one block `_t` of its outermost loop and
         the kernel function, which runs its `tasks` blocks on the pool (`threads.py`)."""
-        lines = [f"static void {self.cname}_task(void *const *fg_a, long long _t) {{"]
+        unpack = []
         for k, (role, n, t) in enumerate(self.params):
             c = "const " if role == "in" else ""
-            lines.append(f"    {c}{t}{q}p_{n} = ({c}{t} *)fg_a[{k}];")
-        lines += block + ["}", f"void {self.cname}({params}) {{"]
+            unpack.append(cnode.Stmt(f"{c}{t}{q}p_{n} = ({c}{t} *)fg_a[{k}];"))
+        task = cnode.Function("void", f"{self.cname}_task",
+                              ["void *const *fg_a", "long long _t"],
+                              unpack + [cnode.Stmt(tasks.head)] + tasks.body, head,
+                              static=True)
         ptrs = ", ".join(f"(void *)p_{n}" for _, n, _ in self.params)
-        lines += [f"    void *const fg_a[] = {{{ptrs}}};",
-                  f"    fg_parallel({self.cname}_task, fg_a, {self.tasks});", "}"]
-        return "\n".join(lines) + "\n"
+        call = [cnode.Stmt(f"void *const fg_a[] = {{{ptrs}}};"),
+                cnode.Stmt(f"fg_parallel({self.cname}_task, fg_a, {tasks.count});")]
+        return [task, cnode.Function("void", self.cname, params, call, needs=[threads.POOL])]
 
     # --- pieces --------------------------------------------------------------------------
 
@@ -113,34 +136,35 @@ class CKernel(ops.NativeC):
         values = {o.name: o.value for o in self.spec.outputs if o.reduce is None}
         return [(o, values[o.name]) for o in self.plan.outputs]
 
-    def loops(self, dims, var, simd, work=None, fetch=None):
-        """`for` headers over `dims` with counters `{var}0, {var}1...`; the innermost gets
-        `#pragma omp simd` when `simd`. With `work` (the elements one step of the outermost
-        loop costs), a kernel of `PARALLEL_MIN_ELEMENTS` or more runs that loop in blocks
-        of about `PARALLEL_BLOCK` elements on the thread pool: the headers then start with
-        `_TASKS` and the loop over the blocks `_t` (see `source`). With `fetch` (the
+    def nest(self, dims, var, body, simd=False, pragma=None, work=None, fetch=None):
+        """`body` inside `for` loops over `dims` with counters `{var}0, {var}1...`; the
+        innermost gets `#pragma omp simd` when `simd` (or `pragma`). With `work` (the
+        elements one step of the outermost loop costs), a kernel of
+        `PARALLEL_MIN_ELEMENTS` or more runs that loop in blocks of about `PARALLEL_BLOCK`
+        elements on the thread pool: the nest is then one `Tasks`. With `fetch` (the
         prefetch statements of a chunk starting at a counter), the innermost loop runs in
         chunks of `PREFETCH_CHUNK` (see `prefetches`)."""
-        lines = []
         tasks, rows = self.blocks(dims[0] if dims else 1, work)
+        inner = list(body)
+        for d in reversed(range(len(dims))):
+            lo, hi = ("_lo", "_hi") if d == 0 and tasks > 1 else (0, dims[d])
+            last = d == len(dims) - 1
+            prag = "omp simd" if last and simd else (pragma if last else None)
+            if last and simd and fetch:
+                c = PREFETCH_CHUNK
+                loop = cnode.For(f"{var}{d}", "_c", "_ce", inner, prag)
+                inner = [cnode.For("_c", lo, hi, [
+                    cnode.Stmt(f"const long long _ce = _c + {c} < {hi} ? _c + {c} : {hi};"),
+                    *fetch("_c"), loop], step=c)]
+            else:
+                inner = [cnode.For(f"{var}{d}", lo, hi, inner, prag)]
         if tasks > 1:
             n = dims[0]
             self.tasks = tasks
-            lines += [_TASKS, f"for (long long _t = 0; _t < {tasks}; ++_t) {{",
-                      f"const long long _lo = _t * {rows}, "
-                      f"_hi = _lo + {rows} < {n} ? _lo + {rows} : {n};"]
-        for d, size in enumerate(dims):
-            lo, hi = ("_lo", "_hi") if d == 0 and tasks > 1 else ("0", size)
-            if d == len(dims) - 1 and simd and fetch:
-                c = PREFETCH_CHUNK
-                lines += [f"{_CHUNK_LOOP}{lo}; _c < {hi}; _c += {c}) {{",
-                          f"const long long _ce = _c + {c} < {hi} ? _c + {c} : {hi};",
-                          *fetch("_c")]
-                lo, hi = "_c", "_ce"
-            if d == len(dims) - 1 and simd:
-                lines.append("#pragma omp simd")
-            lines.append(f"for (long long {var}{d} = {lo}; {var}{d} < {hi}; ++{var}{d}) {{")
-        return lines
+            head = (f"const long long _lo = _t * {rows}, "
+                    f"_hi = _lo + {rows} < {n} ? _lo + {rows} : {n};")
+            return [Tasks(tasks, head, inner)]
+        return inner
 
     def prefetches(self, dims, counters):
         """None, or for a kernel streaming `PREFETCH_MIN_BYTES` or more: a function of the
@@ -164,7 +188,8 @@ class CKernel(ops.NativeC):
                 at = _offset(counters[:-1] + [start], o.strides)
                 ahead = PREFETCH_BYTES // size
                 for k in range(max(1, PREFETCH_CHUNK * size // 64)):
-                    lines.append(f"FG_PREFETCH(p_{o.name}, {at} + {ahead + k * 64 // size});")
+                    lines.append(cnode.Stmt(
+                        f"FG_PREFETCH(p_{o.name}, {at} + {ahead + k * 64 // size});"))
             return lines
         return fetch
 
@@ -182,9 +207,8 @@ class CKernel(ops.NativeC):
         p = self.plan
         dims = p.outer + p.inner
         counters = [f"i{d}" for d in range(len(dims))]
-        head = self.loops(dims, "i", True, math.prod(dims[1:]),
-                          self.prefetches(dims, counters))
-        return _nest(head, self.element(counters))
+        return self.nest(dims, "i", self.element(counters), simd=True,
+                         work=math.prod(dims[1:]), fetch=self.prefetches(dims, counters))
 
     def reduction(self):
         p = self.plan
@@ -197,32 +221,31 @@ class CKernel(ops.NativeC):
         init, inner, write, fix = [], self.element(counters), [], []
         folds = [self.row_fold(j, r) for j, r in enumerate(p.reductions)]
         for j, (r, f) in enumerate(zip(p.reductions, folds)):
-            init += f["init"]
-            inner.append(f["update"])
+            init += [cnode.Stmt(x) for x in f["init"]]
+            inner.append(cnode.Stmt(f["update"]))
             fix += self.row_zero_sign(j, r, counters)
             result = f["result"]
             if r.dtype == "float16" and _acc_dtype(r) == "float64":  # one rounding
                 result = f"fg_round_half_d({result})"
-            write.append(self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)}){result}"))
+            write.append(cnode.Stmt(
+                self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)}){result}")))
         clauses = [c for f in folds for c in f["clauses"]]
-        heads = self.loops(p.inner, "k", False, False)
-        lanes = heads and None not in clauses  # partial results in SIMD lanes (in order)
-        pragma = f"#pragma omp simd {' '.join(clauses)}" if lanes else None
+        lanes = bool(p.inner) and None not in clauses  # partial results in SIMD lanes (in order)
+        pragma = f"omp simd {' '.join(clauses)}" if lanes else None
         blocks = [f["block"] for f in folds if f["block"]]
-        if blocks and heads:  # the innermost loop in blocks, whose sums add up pairwise
+        starts, ends = [cnode.Stmt(i) for i, _ in blocks], [cnode.Stmt(a) for _, a in blocks]
+        if blocks and p.inner:  # the innermost loop in blocks, whose sums add up pairwise
             n, c, b = p.inner[-1], counters[-1], PAIRWISE_BLOCK
-            loop = ([pragma] if lanes else []) + [f"for (long long {c} = _kb; {c} < _ke; ++{c}) {{"]
-            body = [i for i, _ in blocks] + _nest(loop, inner) + [a for _, a in blocks]
-            nest = _nest(heads[:-1] + [f"for (long long _kb = 0; _kb < {n}; _kb += {b}) {{",
-                                       f"const long long _ke = _kb + {b} < {n} ? _kb + {b} : {n};"],
-                         body)
+            loop = cnode.For(c, "_kb", "_ke", inner, pragma)
+            block = cnode.For("_kb", 0, n, [
+                cnode.Stmt(f"const long long _ke = _kb + {b} < {n} ? _kb + {b} : {n};"),
+                *starts, loop, *ends], step=b)
+            nest = self.nest(p.inner[:-1], "k", [block])
         else:
-            if lanes:
-                heads.insert(len(heads) - 1, pragma)
-            nest = [i for i, _ in blocks] + _nest(heads, inner) + [a for _, a in blocks]
+            nest = starts + self.nest(p.inner, "k", inner, pragma=pragma) + ends
         rows_body = init + nest + fix + write
         work = math.prod(p.outer[1:]) * math.prod(p.inner)
-        return _nest(self.loops(p.outer, "i", False, work if no else None), rows_body)
+        return self.nest(p.outer, "i", rows_body, work=work if no else None)
 
     def row_fold(self, j, r):
         """How row reduction `j` (`r`) folds, from its `ReduceOp`: {"init": declarations per
@@ -263,7 +286,8 @@ class CKernel(ops.NativeC):
                  for c, n in zip(counters[len(p.outer):], p.inner)]
         body = [self.load(inp.name, inp.dtype, _offset(counters, inp.strides))
                 for inp in p.inputs] + self.body
-        return self.zero_sign(r, f"acc{j}", loops, body)
+        lines = self.zero_sign(r, f"acc{j}", loops, body)
+        return [cnode.Lines(lines)] if lines else []
 
     def column_reduction(self):
         """Rows not contiguous in memory (column sums): blocks of `COLUMN_BLOCK` rows
@@ -274,23 +298,19 @@ class CKernel(ops.NativeC):
         init, inner, write = [], self.element(counters), []
         for j, r in enumerate(p.reductions):
             at, ident, update = self.accumulator(j, r, f"acc{j}[i0 - _r]")
-            init += [f"{at} acc{j}[{b}];",
-                     f"for (long long i0 = _r; i0 < _e; ++i0) acc{j}[i0 - _r] = {ident};"]
-            inner.append(update)
-            write.append("for (long long i0 = _r; i0 < _e; ++i0) " + self.store(
-                r.out, r.dtype, "i0", f"({ops.ctype(r.dtype)})acc{j}[i0 - _r]"))
-        rows_loop = ["#pragma omp simd", "for (long long i0 = _r; i0 < _e; ++i0) {"]
-        heads = self.loops(p.inner, "k", False, False) + rows_loop
-        body = init + _nest(heads, inner) + write
+            init += [cnode.Stmt(f"{at} acc{j}[{b}];"), cnode.Stmt(
+                f"for (long long i0 = _r; i0 < _e; ++i0) acc{j}[i0 - _r] = {ident};")]
+            inner.append(cnode.Stmt(update))
+            write.append(cnode.Stmt("for (long long i0 = _r; i0 < _e; ++i0) " + self.store(
+                r.out, r.dtype, "i0", f"({ops.ctype(r.dtype)})acc{j}[i0 - _r]")))
+        rows_loop = cnode.For("i0", "_r", "_e", inner, "omp simd")
+        body = init + self.nest(p.inner, "k", [rows_loop]) + write
         tasks = -(-rows // b)
         end = f"_e = _r + {b} < {rows} ? _r + {b} : {rows};"
         if tasks > 1 and p.n >= PARALLEL_MIN_ELEMENTS:  # a block of rows per task
             self.tasks = tasks
-            head = [_TASKS, f"for (long long _t = 0; _t < {tasks}; ++_t) {{",
-                    f"const long long _r = _t * {b}, {end}"]
-        else:
-            head = [f"for (long long _r = 0; _r < {rows}; _r += {b}) {{", f"const long long {end}"]
-        return _nest(head, body)
+            return [Tasks(tasks, f"const long long _r = _t * {b}, {end}", body)]
+        return [cnode.For("_r", 0, rows, [cnode.Stmt(f"const long long {end}")] + body, step=b)]
 
     def _rows_contiguous(self):
         """Whether the largest input reads each row's reduced elements contiguously."""
@@ -310,7 +330,7 @@ class CKernel(ops.NativeC):
         lines += self.body
         lines += [self.store(o.name, o.dtype, _offset(counters, o.strides), f"v_{v}")
                   for o, v in self.out_values()]
-        return lines
+        return [cnode.Stmt(ln) for ln in lines]
 
     def accumulator(self, j, r, acc):
         """(C type, identity, update statement) of reduction `r` accumulated in `acc`."""
@@ -337,19 +357,6 @@ def _comment(eqn):
 def _offset(counters, strides):
     terms = [c if s == 1 else f"{c} * {s}" for c, s in zip(counters, strides) if s]
     return " + ".join(terms) if terms else "0"
-
-
-def _nest(heads, body):
-    """`heads` (loop headers, pragmas, declarations) around `body`, indented and closed."""
-    out, level = [], 0
-    for h in heads:
-        out.append("    " * level + h)
-        if h.startswith("for"):
-            level += 1
-    out += ["    " * level + ln for ln in body]
-    for d in reversed(range(level)):
-        out.append("    " * d + "}")
-    return out
 
 
 def elements(spec):

@@ -1,9 +1,9 @@
 """Loops in C: a `while_loop` or `scan` whose bodies are made only of fused kernels runs as
 one C function, so an iteration costs no Python at all.
 
-The bodies are compiled first by the pipeline's callback (`compile_executable`); when that
-gives a `NativeExecutable` whose fused program holds only kernels C can print, its kernels
-are printed again into the enclosing module (renamed) and called from a C loop:
+The bodies come from the pipeline optimized and fused (`bodies(closed) -> Program`, the
+callback's `fused`: no C is compiled for them apart); when a body's nodes all have a C form,
+its kernels are printed into the enclosing module and called from a C loop:
 
     int fg_loop0(const float *restrict p_a0, const float *restrict p_a1, float *p_o0) {
         float t0[100];                                    /* body temporaries (large: malloc) */
@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from funcgrad.backends.native import build, ops, shapes
+from funcgrad.backends.native import blas, cnode, interrupt, ops, shapes
 from funcgrad.backends.native.kernel import CKernel
 from funcgrad.compiler.fusion import KernelNode
 from funcgrad.core import Literal
@@ -55,18 +55,7 @@ from funcgrad.lax.linalg import dot_general_p
 BRANCH_MAX_BYTES = 1 << 16
 SMALL_DOT_MAX_FLOPS = 1 << 18  # without BLAS, larger products leave the loop to Python
 STACK_TEMPS_MAX_BYTES = 1 << 13  # a loop function's temporaries up to this live on its stack
-BLAS_MIN_FLOPS = 1 << 12  # with numpy's BLAS (build.blas_gemm), products from here call it
-# A module whose loops call BLAS holds the two gemm pointers; build.load sets them.
-GEMM_HEADER = """
-typedef void (*fg_gemm32)(int, int, int, long long, long long, long long, float, const float *,
-                          long long, const float *, long long, float, float *, long long);
-typedef void (*fg_gemm64)(int, int, int, long long, long long, long long, double,
-                          const double *, long long, const double *, long long, double,
-                          double *, long long);
-static fg_gemm32 fg_sgemm;
-static fg_gemm64 fg_dgemm;
-void fg_set_gemm(void *s, void *d) { fg_sgemm = (fg_gemm32)s; fg_dgemm = (fg_gemm64)d; }
-"""
+BLAS_MIN_FLOPS = 1 << 12  # with numpy's BLAS (blas.functions), products from here call it
 
 
 class _Node:
@@ -106,10 +95,11 @@ class SmallDot:
         self.n = bsh[nb + 1 - rc[0]] if nbb == 2 else 1
         self.b_rows = rc[0] == 0  # b is [K, N]
         flops = self.batch * self.m * self.n * self.k
-        self.blas = bool(build.blas_gemm()) and flops >= BLAS_MIN_FLOPS
+        self.blas = bool(blas.functions()) and flops >= BLAS_MIN_FLOPS
         if flops > SMALL_DOT_MAX_FLOPS and not self.blas:
             raise NotNative("a dot_general too large for a C loop (BLAS does it)")
         self.t = ops.storage(dt.name)
+        self.needs = [blas.BLAS] if self.blas else []
 
     def _gemm(self):
         """The BLAS call (row-major; 111/112: CblasNoTrans/CblasTrans), when the pointer is set."""
@@ -165,13 +155,11 @@ def _ctype(aval):
 
 
 class _Body:
-    """One body program printed as calls of its kernels; `args` maps its invars and consts
-    to C pointer expressions (consts: names of extra loop parameters)."""
+    """One body program (a fused `Program`) printed as calls of its kernels; `args` maps
+    its invars and consts to C pointer expressions (consts: names of extra loop
+    parameters)."""
 
-    def __init__(self, exe, prefix, compile_executable=None):
-        program = getattr(exe, "program", None)
-        if program is None:
-            raise NotNative("the body did not compile natively")
+    def __init__(self, program, prefix, bodies=None):
         self.program, self.prefix, self.temps, self.kernels = program, prefix, [], []
         self.exits = False  # whether `statements` jumps to the function's `fg_end`
         extra = []  # the constants of nested loops: parameters of the enclosing C function
@@ -188,11 +176,11 @@ class _Body:
                 except ops.Unsupported as e:
                     raise NotNative(str(e)) from None
                 self.kernels.append((routine, _Node(node.eqn.invars, node.eqn.outvars)))
-            elif node.eqn.prim is cond_p and compile_executable is not None:
-                br = _Cond(node.eqn, f"{prefix}_k{k}", compile_executable)
+            elif node.eqn.prim is cond_p and bodies is not None:
+                br = _Cond(node.eqn, f"{prefix}_k{k}", bodies)
                 self.kernels.append((br, _Node(node.eqn.invars, node.eqn.outvars)))
-            elif node.eqn.prim in (while_p, scan_p) and compile_executable is not None:
-                inner = _Nested(CLoop(f"{prefix}_k{k}", node.eqn, compile_executable))
+            elif node.eqn.prim in (while_p, scan_p) and bodies is not None:
+                inner = _Nested(CLoop(f"{prefix}_k{k}", node.eqn, bodies))
                 extra += inner.const_items
                 self.kernels.append((inner, _Node(node.eqn.invars, node.eqn.outvars)))
             else:
@@ -257,6 +245,10 @@ class _Nested:
     def source(self):
         return self.loop.source()
 
+    @property
+    def needs(self):
+        return self.loop.needs
+
 
 class _ConstKey:
     """A nested loop's constant in a body's `where` map (no IR variable stands for it)."""
@@ -266,10 +258,9 @@ class _Cond:
     """A `cond` in a loop body: C `if`/`else` around each branch's kernels, every branch
     copying its results into the same temporaries."""
 
-    def __init__(self, eqn, prefix, compile_executable):
+    def __init__(self, eqn, prefix, bodies):
         self.eqn = eqn
-        self.branches = [_Body(compile_executable(b), f"{prefix}_br{k}",
-                               compile_executable)
+        self.branches = [_Body(bodies(b), f"{prefix}_br{k}", bodies)
                          for k, b in enumerate(eqn.params["branches"])]
         if any(b.consts for b in self.branches):
             raise NotNative("a branch with bound constants")
@@ -364,22 +355,22 @@ class CLoop:
     `operands`: (dtype, size) of every pointer parameter, inputs first; `n_in` inputs;
     `consts`: numpy arrays the wrapper passes after the equation's operands."""
 
-    def __init__(self, cname, eqn, compile_executable):
+    def __init__(self, cname, eqn, bodies):
         self.cname, self.eqn = cname, eqn
         if eqn.prim is while_p:
-            self._while(compile_executable)
+            self._while(bodies)
         elif eqn.prim is cond_p:
-            self._branch(compile_executable)
+            self._branch(bodies)
         else:
-            self._scan(compile_executable)
+            self._scan(bodies)
 
     # --- cond / switch at top level: one C if/else, no loop ----------------------------------
 
-    def _branch(self, compile_executable):
+    def _branch(self, bodies):
         eqn = self.eqn
         if sum(_nbytes(v.aval) for v in eqn.outvars) > BRANCH_MAX_BYTES:
             raise NotNative("large branch results (the Python if returns them uncopied)")
-        cond = _Cond(eqn, self.cname, compile_executable)
+        cond = _Cond(eqn, self.cname, bodies)
         ins = [f"p_a{i}" for i in range(len(eqn.invars))]
         outs = [f"p_o{j}" for j in range(len(eqn.outvars))]
         holder = _Temps(f"{self.cname}_r")
@@ -391,13 +382,11 @@ class CLoop:
 
     # --- while ------------------------------------------------------------------------------
 
-    def _while(self, compile_executable):
+    def _while(self, bodies):
         p, eqn = self.eqn.params, self.eqn
         ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
-        cond = _Body(compile_executable(p["cond_jaxpr"]), f"{self.cname}_c",
-                     compile_executable)
-        body = _Body(compile_executable(p["body_jaxpr"]), f"{self.cname}_b",
-                     compile_executable)
+        cond = _Body(bodies(p["cond_jaxpr"]), f"{self.cname}_c", bodies)
+        body = _Body(bodies(p["body_jaxpr"]), f"{self.cname}_b", bodies)
         ins = [f"p_a{i}" for i in range(len(eqn.invars))]
         outs = [f"p_o{j}" for j in range(len(eqn.outvars))]
         cj, bj = cond.program.jaxpr, body.program.jaxpr
@@ -418,11 +407,10 @@ class CLoop:
 
     # --- scan -------------------------------------------------------------------------------
 
-    def _scan(self, compile_executable):
+    def _scan(self, bodies):
         p, eqn = self.eqn.params, self.eqn
         nc, nk, length = p["num_consts"], p["num_carry"], p["length"]
-        body = _Body(compile_executable(p["jaxpr"]), f"{self.cname}_b",
-                     compile_executable)
+        body = _Body(bodies(p["jaxpr"]), f"{self.cname}_b", bodies)
         ins = [f"p_a{i}" for i in range(len(eqn.invars))]
         outs = [f"p_o{j}" for j in range(len(eqn.outvars))]
         bj = body.program.jaxpr
@@ -485,6 +473,14 @@ class CLoop:
     @property
     def n_in(self):
         return len(self.eqn.invars) + len(self.consts)
+
+    @property
+    def needs(self):
+        """The runtime pieces the loop function and its kernels use."""
+        found = [cnode.STDLIB, interrupt.INTERRUPT]
+        for ck, _ in self.kernels:
+            found += getattr(ck, "needs", None) or []
+        return found
 
     def source(self):
         params = []

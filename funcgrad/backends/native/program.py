@@ -1,177 +1,99 @@
-"""A fused `Program` as a Python wrapper (the numpy renderer's) calling one C module.
+"""A fused `Program` as one C function, called once from a thin Python wrapper.
 
-Everything that is not a fused kernel (library calls, control flow, shape operations) is
-rendered exactly as by the numpy backend; each kernel C can print becomes one statement
-calling its C function, compiled with all the program's kernels into one shared object:
+Every operation with a C form (`coverage.py`: fused kernels, views, `np.matmul`'s BLAS calls,
+linear algebra, shape and indexing routines, loops and branches) becomes a statement of a C
+function (`steps.py`); the program's temporaries live in one workspace laid out by the
+memory plan (`compiler.memory.pack` over the buffers' lifetimes), kept between calls; its
+results are allocated by the wrapper and written by C. A program whose operations all have
+a C form is one call into C:
 
-    b0 = np.empty((64, 1000), np.float32)
-    _nk0(a0, a1, b0)                                    # model.py:3 (f)
+    def fg_jit_3(a0, a1, a2):
+        _w = _ws.take()                                # the temporaries (one block)
+        b4 = np.empty((7,), np.float32)                # the results, written by C
+        s0 = np.empty((), np.float32)
+        _fg0(a0, a1, a2, b4, s0, _w.ptr, 0)            # statements 0-41 of the program
+        _ws.give(_w)
+        return [np.asarray(s0), b4.reshape(1, 7)]
 
-`_nk0` is bound into the wrapper's globals: it passes the arrays' data pointers to the C
-function (inputs made C-contiguous first). Consecutive kernel calls are one call of a C
-function calling each kernel (`_Segment`, `NativeRenderer.merged`), with each array passed
-once: `_ns0(a1, a2, a0)` for an optimizer's per-array updates (the timed variants that
-`profile` runs keep one call per kernel). A kernel output is a planned buffer; an
-elementwise output may take the buffer of an input it reads at the same index that dies
-there (donated optimizer states update in place), then its pointers lose `restrict`.
-Kernels C cannot print (complex numbers) stay numpy statements. A small `lu`,
-`triangular_solve` or `cholesky` (`linalg.SMALL_MAX`, `linalg.LARGE_MAX`) is a call of a C
-routine too (larger ones stay LAPACK through numpy), and so are `conv_general_dilated`
-(`conv.py`: packing into numpy's BLAS gemm), the window operations (`windows.py`: pooling
-and its gradients) and `scatter`/`scatter-add` (`shapes.AT_TOP_LEVEL`: an embedding's
-gradient).
+An operation without a C form runs as the numpy backend's statement between two C calls
+(`NativeExecutable.python_ops` lists them, with the reason), each run of C statements one
+call (a `cprogram.Segment`). The C functions of the statements (kernels, routines, loops) and
+the segments' functions are one module, compiled once per program (loop bodies are rendered
+inside their loops from the pipeline's fused sub-programs, never compiled apart).
 """
 
-import ctypes
+import itertools
 import math
-import re
 
 import numpy as np
 
-from funcgrad import errors
 from funcgrad.backends.native import (
+    blas,
     build,
-    conv,
+    cnode,
+    coverage,
     interrupt,
-    linalg,
     loops,
     ops,
-    shapes,
-    threads,
-    windows,
+    steps,
+    wrapper,
 )
 from funcgrad.backends.native.kernel import CKernel
+from funcgrad.backends.native.matmul import Matmul
+from funcgrad.backends.native.views import View
 from funcgrad.backends.numpy import emit
 from funcgrad.backends.numpy import render as numpy_render
 from funcgrad.backends.numpy.runtime import Executable, readonly
 from funcgrad.compiler import memory
 from funcgrad.core import Literal
-from funcgrad.lax.control_flow import cond_p, scan_p, while_p
 
-NATIVE_LOOPS = (while_p, scan_p, cond_p)  # C loops, and C branches for cond/switch
 CONTIGUOUS_CONST_MAX = 1 << 24  # bytes: a broadcast constant up to this is made contiguous once
-ROUTINES = {**linalg.ROUTINES, **windows.ROUTINES,  # C routines called at top level
-            **shapes.AT_TOP_LEVEL, **conv.ROUTINES}
 
 
-class _Kernel:
-    """A kernel of the module: its C function, the wrapper's name for it, `restrict`."""
+class Bound:
+    """An array bound into the program once (a literal operand, a loop's constant): C gets
+    its address."""
 
-    def __init__(self, ckernel, pyname):
-        self.c, self.pyname, self.restrict = ckernel, pyname, True
+    __slots__ = ("array",)
 
-    def source(self):
-        return self.c.source(self.restrict)
-
-    def bind(self, lib):
-        spec = self.c.spec
-        operands = [(np.dtype(o.dtype), math.prod(o.shape))
-                    for o in list(spec.inputs) + list(spec.outputs)]
-        return _caller(getattr(lib, self.c.cname), operands, len(spec.inputs), spec.name)
+    def __init__(self, array):
+        self.array = readonly(np.ascontiguousarray(array))
 
 
-class _CallLine(tuple):
-    """The `(text, eqn)` line calling one C kernel, with what merging needs: the kernel
-    and the argument texts (inputs, then outputs)."""
+class Temp:
+    """The key of a value the renderer adds (a view copied contiguous for C)."""
 
-    def __new__(cls, text, eqn, kernel, args):
-        line = super().__new__(cls, (text, eqn))
-        line.kernel, line.args = kernel, args
-        return line
+    __slots__ = ("name",)
 
+    def __init__(self, name):
+        self.name = name
 
-class _Segment:
-    """Consecutive kernels of the wrapper called as one C function (`fg_sN`): the
-    distinct arrays they read or write are passed once, inputs first, and the function
-    calls each kernel with its own pointers, in order. Saves a ctypes call and the checks
-    of every repeated array per kernel (an Adam update over 7 arrays: 7 calls, 49 pointers
-    -> 1 call, 28 pointers)."""
-
-    def __init__(self, calls, cname, pyname):
-        self.calls, self.cname, self.pyname = calls, cname, pyname
-        written = {a for c in calls for a in c.args[len(c.kernel.c.spec.inputs):]}
-        order = list(dict.fromkeys(a for c in calls for a in c.args))
-        self.args = [a for a in order if a not in written] + [a for a in order if a in written]
-        self.n_in = len(self.args) - len(written)
-        self.operands = {}
-        for c in calls:
-            spec = c.kernel.c.spec
-            for a, o in zip(c.args, list(spec.inputs) + list(spec.outputs)):
-                self.operands.setdefault(a, set()).add((np.dtype(o.dtype), math.prod(o.shape)))
-
-    def consistent(self):
-        """Whether every array is read and written with one dtype and size."""
-        return all(len(v) == 1 for v in self.operands.values())
-
-    def line(self):
-        return (f"{self.pyname}({', '.join(self.args)})", self.calls[0][1])
-
-    def source(self):
-        at = {a: k for k, a in enumerate(self.args)}
-        params = [f"void *p{k}" for k in range(len(self.args))]
-        params = ",\n        ".join(", ".join(params[k:k + 8]) for k in range(0, len(params), 8))
-        names = ", ".join(c.kernel.c.cname for c in self.calls)
-        lines = [f"/* segment {self.cname}: {names} in one call from Python */",
-                 f"void {self.cname}({params}) {{"]
-        for c in self.calls:
-            casts = [f"({'const ' if role == 'in' else ''}{t} *)p{at[a]}"
-                     for a, (role, _, t) in zip(c.args, c.kernel.c.params)]
-            lines.append(f"    FG_UPPER_CLEAN(); {c.kernel.c.cname}({', '.join(casts)});")
-        return "\n".join(lines + ["}"]) + "\n"
-
-    def bind(self, lib):
-        operands = [next(iter(self.operands[a])) for a in self.args]
-        return _caller(getattr(lib, self.cname), operands, self.n_in, self.cname)
-
-
-class _Loop:
-    """A loop of the module (`loops.CLoop`) and the wrapper's name for it."""
-
-    def __init__(self, cloop, pyname):
-        self.c, self.pyname = cloop, pyname
-
-    def source(self):
-        return self.c.source()
-
-    def bind(self, lib):
-        fn = _caller(getattr(lib, self.c.cname), self.c.operands, self.c.n_in,
-                     f"{self.c.eqn.prim.name} loop", status=True)
-        consts = self.c.consts
-        if not consts:
-            return fn
-        n = len(self.c.eqn.invars)
-        return lambda *arrays: fn(*arrays[:n], *consts, *arrays[n:])
-
-
-class _Routine:
-    """A routine of the module (`linalg.py`, `windows.py`), called at top level."""
-
-    def __init__(self, routine, pyname):
-        self.c, self.pyname = routine, pyname
-
-    def source(self):
-        return self.c.source()
-
-    def bind(self, lib):
-        return _caller(getattr(lib, self.c.cname), self.c.operands, self.c.n_in,
-                       self.c.eqn.prim.name, status=getattr(self.c, "status", False))
+    def __repr__(self):
+        return f"Temp({self.name})"
 
 
 class NativeRenderer(numpy_render.Renderer):
-    """The numpy renderer, with fused kernels as calls into C (see the module docstring)."""
+    """The numpy renderer's plan and Python statements, with every operation that has a C
+    form as a C statement (see the module docstring)."""
+
+    workspace_min_bytes = 0  # every temporary of C lives in the workspace,
+    pack_workspace = True  # one block laid out by the buffers' lifetimes
 
     def __init__(self, program, donate_argnums=(), compile_subprogram=None):
         super().__init__(program, donate_argnums, chunking=False,
                          compile_subprogram=compile_subprogram)
-        self.c_kernels = []
-        self._segments = None  # `segments()`, once the blocks are filled
-        self.polls = False  # whether the module's loops or kernels poll for Ctrl-C
+        self.cviews = {}  # key -> (root key, View, eqn): views C reads in place
+        self.python_ops = []  # (primitive, reason) of the operations left to Python
+        self._ids = itertools.count()
+        self.segments = None  # the C segments, once built (`_build_segments`)
+
+    def cname(self, prefix):
+        return f"{prefix}{next(self._ids)}"
 
     def build(self):
-        """The numpy renderer's build, with each bound constant that is a broadcast view (as
-        constant folding leaves `eye` and `tril` masks: strides 0) made contiguous once: C
-        reads contiguous memory, and `_caller` would otherwise copy it on every call (six
-        100x100 masks made one GP kernel 57 us instead of 11)."""
+        """The numpy renderer's build (this class's `_kernel`/`_call` choose C or Python),
+        with each bound constant that is a broadcast view (as constant folding leaves `eye`
+        and `tril` masks) made contiguous once: C reads contiguous memory."""
         super().build()
         for i in range(len(self.jaxpr.constvars)):
             c = self.ns.get(f"c{i}")
@@ -180,81 +102,66 @@ class NativeRenderer(numpy_render.Renderer):
                 self.ns[f"c{i}"] = readonly(np.ascontiguousarray(c))
         return self
 
+    # --- values as C reads them ---------------------------------------------------------
+
+    def aval_of(self, key):
+        if isinstance(key, Bound):
+            return key.array.shape, key.array.dtype
+        v = self.values[key]
+        return v.shape, v.dtype
+
+    def layout(self, key):
+        """(root key, `View` of the root's buffer) of value `key`."""
+        if key in self.cviews:
+            root, view, _ = self.cviews[key]
+            return root, view
+        return key, View.contiguous(*self.aval_of(key))
+
+    def c_operand(self, atom, eqn=None):
+        """The key C reads operand `atom` through, contiguous: a bound array for a literal,
+        a contiguous copy of a view C cannot read in place."""
+        if type(atom) is Literal:
+            return Bound(np.asarray(atom.val, atom.aval.dtype))
+        root, view = self.layout(atom)
+        if atom in self.cviews and not view.is_contiguous():
+            return self.copy_view(root, view, [atom], eqn)
+        return atom
+
+    def copy_view(self, root, view, uses, eqn):
+        """A C statement copying `view` of `root` into a new contiguous value; its key."""
+        key = Temp(self.cname("copy"))
+        d = self.value(key, view.shape, view.dtype, memory.FREE_BUFFER)
+        step = steps.CopyStep(root, view, key, ops.storage(view.dtype.name))
+        self.c_step(step, [d], uses, "copy", eqn)
+        return key
+
+    def c_step(self, step, defs, uses, label, eqn, inplace=()):
+        self.add_step(defs, [u for u in uses if type(u) is not Literal
+                             and not isinstance(u, Bound)], lambda: [], label, eqn, inplace)
+        self.blocks[-1].cstep = step
+
+    def python(self, prim, reason):
+        self.python_ops.append((prim, str(reason)))
+
+    # --- kernels ---------------------------------------------------------------------------
+
     def _kernel(self, node):
         try:
-            ck = CKernel(node.spec, f"fg_k{len(self.c_kernels)}", node.eqns)
-        except ops.Unsupported:
+            ck = CKernel(node.spec, self.cname("fg_k"), node.eqns)
+        except ops.Unsupported as e:
+            self.python("kernel " + node.spec.name, e)
             return super()._kernel(node)
-        k = _Kernel(ck, self.fresh_name("_nk"))
-        self.ns[k.pyname] = None  # bound once the module is loaded
-        self.c_kernels.append(k)
+        eqn = (node.eqns or node.out_eqns)[0]
+        ins = [self.c_operand(a, eqn) for a in node.inputs]
         spec, S = node.spec, tuple(node.spec.iter_shape)
-        ins = [v for v in node.inputs if type(v) is not Literal]
         defs, inplace = [], {}
         for o, var in zip(spec.outputs, node.outputs):
             kind = memory.ANY_BUFFER if o.reduce is None else memory.FREE_BUFFER
             defs.append(self.value(var, o.shape, o.dtype, kind))
             if o.reduce is None:
-                inplace[var] = self._overwritable(node, o, S)
-        eqn = (node.eqns or node.out_eqns)[0]
-
-        def lines():
-            out, names = [], []
-            for d in defs:
-                if d.kind == memory.SCALAR:
-                    names.append(self.name_of(d.key))
-                    out.append(f"{names[-1]} = np.empty((), np.{d.dtype.name})")
-                else:
-                    name, alloc = self.planned_buffer(d.key, d.shape, d.dtype)
-                    names.append(name)
-                    out += alloc
-            slots = [self.plan.slots.get(d.key) for d in defs]
-            k.restrict = not any(s is not None and s.action == "inplace" for s in slots)
-            args = [self.read(a) for a in node.inputs] + names
-            out.append(_CallLine(f"{k.pyname}({', '.join(args)})", eqn, k, args))
-            return out
-        self.add_step(defs, ins, lines, spec.name, eqn, inplace)
-
-    def _call(self, eqn):
-        if eqn.prim in NATIVE_LOOPS:
-            try:
-                loop = loops.CLoop(f"fg_loop{len(self.c_kernels)}", eqn,
-                                   self.compile_executable)
-            except (loops.NotNative, ops.Unsupported):
-                loop = None
-            if loop is not None:
-                return self._c_call(_Loop(loop, self.fresh_name("_nl")), eqn)
-        if eqn.prim in ROUTINES:
-            try:
-                routine = ROUTINES[eqn.prim](eqn, f"fg_la{len(self.c_kernels)}")
-            except ops.Unsupported:
-                routine = None
-            if routine is not None:
-                return self._c_call(_Routine(routine, self.fresh_name("_nla")), eqn)
-        return super()._call(eqn)
-
-    def _c_call(self, k, eqn):
-        """`eqn` as one call of the C function of `k` (a loop or a linalg routine)."""
-        self.ns[k.pyname] = None  # bound once the module is loaded
-        self.c_kernels.append(k)
-        defs = [self.value(v, v.aval.shape, v.aval.dtype, memory.FREE_BUFFER)
-                for v in eqn.outvars]
-        ins = [v for v in eqn.invars if type(v) is not Literal]
-
-        def lines():
-            out, names = [], []
-            for d in defs:
-                if d.kind == memory.SCALAR:
-                    names.append(self.name_of(d.key))
-                    out.append(f"{names[-1]} = np.empty((), np.{d.dtype.name})")
-                else:
-                    name, alloc = self.planned_buffer(d.key, d.shape, d.dtype)
-                    names.append(name)
-                    out += alloc
-            args = [self.read(a) for a in eqn.invars] + names
-            out.append((f"{k.pyname}({', '.join(args)})", eqn))
-            return out
-        self.add_step(defs, ins, lines, eqn.prim.name, eqn)
+                inplace[var] = [v for v in self._overwritable(node, o, S) if v in ins]
+        self.c_step(steps.KernelStep(ck, ins, node.outputs), defs, ins, spec.name, eqn,
+                    inplace)
 
     def _overwritable(self, node, out, S):
         """The inputs whose buffer elementwise output `out` may take: read once, at the
@@ -264,174 +171,269 @@ class NativeRenderer(numpy_render.Renderer):
         found = []
         for inp, var in zip(node.spec.inputs, node.inputs):
             if (type(var) is Literal or node.inputs.count(var) != 1 or inp.shape != S
-                    or inp.axes != direct or inp.dtype != out.dtype):
+                    or inp.axes != direct or inp.dtype != out.dtype or var in self.cviews):
                 continue
             if all(not (reach[var] & r) for u, r in reach.items() if u is not var):
                 found.append(var)
         return found
 
-    def merged(self, bodies):
-        """Each run of consecutive kernel calls (`segments`) as one call of its segment, in
-        the run's first block: the run's allocations first, then the call, then its `del`."""
-        bodies = list(bodies)
-        for first, n, seg in self.segments():
-            run = bodies[first:first + n]
-            calls = [ln for b in run for ln in b if isinstance(ln, _CallLine)]
-            if [c.kernel for c in calls] != [c.kernel for c in seg.calls]:
-                raise errors.FuncgradInternalError(
-                    f"native segment {seg.cname}: its blocks changed since it was planned")
-            bodies[first] = ([ln for b in run for ln in b if emit.allocated_name(ln[0])]
-                             + [seg.line()]
-                             + [ln for b in run for ln in b if ln[0].startswith("del ")])
-            bodies[first + 1:first + n] = [[] for _ in range(n - 1)]
-        return bodies
+    # --- calls -----------------------------------------------------------------------------
 
-    def segments(self):
-        """(first block, blocks, `_Segment`) per run of two or more consecutive blocks that
-        each allocate their outputs, call one C kernel and may end with a `del`: their
-        allocations can go first when they bind no name the run used before, and a `del`
-        ends a run (a later block may bind the name again)."""
-        if self._segments is not None:
-            return self._segments
-        runs, run, used = [], [], set()  # used: the names the run's lines mention
+    def _call(self, eqn):
+        form, detail = coverage.form(eqn.prim)
+        try:
+            if form == coverage.VIEW and self._view(eqn, detail):
+                return
+            if form == coverage.MATMUL and self._matmul(eqn):
+                return
+            if form == coverage.ROUTINE:
+                return self._routine(eqn, detail)
+            if form == coverage.LOOP:
+                return self._loop(eqn)
+        except (ops.Unsupported, loops.NotNative) as e:
+            detail = e
+        self.python(eqn.prim.name, detail)
+        super()._call(eqn)
 
-        def close():
-            if len(run) > 1:
-                runs.append(list(run))
-            run.clear()
-        for i in range(len(self.blocks)):
-            body = self.body(i)
-            calls = [ln for ln in body if isinstance(ln, _CallLine)]
-            allocs = [ln for ln in body if emit.allocated_name(ln[0])]
-            dels = [ln for ln in body if ln[0].startswith("del ")]
-            if (len(calls) != 1 or len(allocs) + len(dels) + 1 != len(body)
-                    or body[len(allocs)] is not calls[0]):
-                close()
+    def _view(self, eqn, kind):
+        x, out = eqn.invars[0], eqn.outvars[0]
+        src = Bound(np.asarray(x.val, x.aval.dtype)) if type(x) is Literal else x
+        root, view = self.layout(src)
+        new = self._viewed(eqn, kind, view)
+        if new is None:  # numpy copies here (a reshape of a strided view): so does C
+            src = root = self.copy_view(root, view, [x], eqn)
+            view = View.contiguous(view.shape, view.dtype)
+            new = self._viewed(eqn, kind, view)
+        uses = [] if isinstance(src, Bound) else [src]
+        d = self.value(out, out.aval.shape, out.aval.dtype, memory.VIEW, uses)
+        self.cviews[out] = (root, new, (eqn, src))
+        self.add_step([d], uses, lambda: [], eqn.prim.name, eqn)
+        self.blocks[-1].view = True
+        return True
+
+    @staticmethod
+    def _viewed(eqn, kind, view):
+        """`view` through the view equation `eqn` as the numpy backend takes it (None where
+        numpy copies)."""
+        p, out = eqn.params, eqn.outvars[0].aval
+        if kind == "reshape":
+            return view.reshape(out.shape)
+        if kind == "transpose":
+            return view.transpose(p["permutation"])
+        if kind == "slice":
+            return view.slice(p["start_indices"], p["limit_indices"], p["strides"])
+        if kind == "flip":
+            return view.flip(tuple(p["dimensions"]))
+        dims, x = p["broadcast_dimensions"], eqn.invars[0].aval  # numpy ops._broadcast_in_dim
+        n = len(out.shape)
+        if tuple(dims) != tuple(range(n - x.ndim, n)) and x.ndim:
+            expanded = [1] * (n - dims[0])
+            for i, d in enumerate(dims):
+                expanded[d - dims[0]] = x.shape[i]
+            view = view.reshape(expanded)
+            if view is None:
+                return None
+        return view.broadcast(out.shape)
+
+    def _view_text(self, key):
+        """The numpy expression of C view `key` for a Python statement or a result: the
+        numpy backend's view of the operand (or of its contiguous copy, where C made one)."""
+        _, _, (eqn, src) = self.cviews[key]
+        x = self.name_of(src) if isinstance(src, Temp) else self.read(eqn.invars[0])
+        p = eqn.params
+        if eqn.prim is coverage.lax.slice_p:
+            st = p["strides"] or (1,) * len(p["start_indices"])
+            return f"{x}[{', '.join(f'{a}:{b}:{s}' for a, b, s in zip(p['start_indices'], p['limit_indices'], st))},]"  # noqa: E501
+        if eqn.prim is coverage.lax.rev_p:
+            return f"np.flip({x}, {tuple(p['dimensions'])})"
+        expr, _ = emit.call_rule(self, eqn)
+        return expr.format(x, out="")
+
+    def name_of(self, key):
+        if key in self.cviews and self.plan is not None:
+            return self._view_text(key)
+        return super().name_of(key)
+
+    def _release_name(self, rel):
+        kind, x = rel
+        if kind == "value" and x in self.cviews:
+            return None
+        return super()._release_name(rel)
+
+    def _matmul(self, eqn):
+        """`dot_general` as the numpy backend's `np.matmul` (`numpy/ops.py`), in C: False
+        where the numpy backend makes a library call of it."""
+        found = emit.call_rule(self, eqn)
+        if found is None:
+            return False
+        (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+        x, y = eqn.invars
+        out = eqn.outvars[0]
+        dt = np.dtype(out.aval.dtype)
+        if dt.name not in ("float32", "float64") or not blas.functions():
+            raise ops.Unsupported(f"dot_general of {dt.name} in C (numpy's own loop)")
+        lf = [i for i in range(x.aval.ndim) if i not in lc and i not in lb]
+        rf = [i for i in range(y.aval.ndim) if i not in rc and i not in rb]
+        if len(lb) > 1:
+            raise ops.Unsupported("dot_general with several batch axes")
+        a_root, a, a_use = self._matmul_operand(x, lb, lf, lc, eqn)
+        b_root, b, b_use = self._matmul_operand(y, rb, rc, rf, eqn)
+        mm = Matmul(a, b, dt, self.cname("fg_mm"))
+        d = self.value(out, out.aval.shape, dt, memory.FREE_BUFFER)
+        step = steps.MatmulStep(mm, (a_root, a.offset), (b_root, b.offset), out)
+        self.c_step(step, [d], [a_use, b_use], "dot_general", eqn)
+        return True
+
+    def _matmul_operand(self, x, batch, first, second, eqn):
+        """(root key, View, the key the product reads) of operand `x` as
+        `numpy/ops._matmul_operand` hands it to np.matmul: transposed to (batch, first,
+        second), then reshaped to 2 or 3 axes (a copy where numpy copies)."""
+        use = Bound(np.asarray(x.val, x.aval.dtype)) if type(x) is Literal else x
+        root, view = self.layout(use)
+        perm = tuple(batch) + tuple(first) + tuple(second)
+        if perm != tuple(range(len(perm))):
+            view = view.transpose(perm)
+        if len(batch) <= 1 and len(first) == 1 and len(second) == 1:
+            return root, view, use
+        size = lambda axes: math.prod(x.aval.shape[a] for a in axes)  # noqa: E731
+        flat = ((size(batch),) if batch else ()) + (size(first), size(second))
+        new = view.reshape(flat)
+        if new is None:  # numpy copies the transposed operand
+            use = root = self.copy_view(root, view, [use], eqn)
+            new = View.contiguous(view.shape, view.dtype).reshape(flat)
+        return root, new, use
+
+    def _routine(self, eqn, cls):
+        routine = cls(eqn, self.cname("fg_la"))
+        ins = [self.c_operand(a, eqn) for a in eqn.invars]
+        defs = [self.value(v, v.aval.shape, v.aval.dtype, memory.FREE_BUFFER)
+                for v in eqn.outvars]
+        self.c_step(steps.RoutineStep(routine, ins, eqn.outvars), defs, ins,
+                    eqn.prim.name, eqn)
+
+    def _loop(self, eqn):
+        cloop = loops.CLoop(self.cname("fg_loop"), eqn, self.body_program)
+        consts = [Bound(c) for c in cloop.consts]
+        ins = [self.c_operand(a, eqn) for a in eqn.invars]
+        defs = [self.value(v, v.aval.shape, v.aval.dtype, memory.FREE_BUFFER)
+                for v in eqn.outvars]
+        self.c_step(steps.LoopStep(cloop, ins, consts, eqn.outvars), defs, ins,
+                    eqn.prim.name, eqn)
+
+    def body_program(self, closed):
+        """A loop or branch body (a ClosedJaxpr) optimized and fused by the pipeline's
+        callback (`.fused`), so it is rendered inside its loop and compiled with the
+        program; a callback without it compiles the body and gives its program."""
+        fused = getattr(self._compile, "fused", None)
+        if fused is not None:
+            return fused(closed)
+        program = getattr(self.compile_executable(closed), "program", None)
+        if program is None:
+            raise loops.NotNative("the body did not compile natively")
+        return program
+
+    # --- the program: C segments between Python statements -------------------------------
+
+    def groups(self):
+        """[("c", block indices) | ("py", [index])]: runs of C statements (view blocks,
+        which print nothing, inside them) and the Python blocks between."""
+        out, run = [], []
+        for i, b in enumerate(self.blocks):
+            if getattr(b, "cstep", None) is not None or (getattr(b, "view", False) and run):
+                run.append(i)
                 continue
-            bound = {emit.allocated_name(ln[0]) for ln in allocs}
-            if bound & used:
-                close()
-            if not run:
-                used = set()
-            run.append((i, calls[0], allocs))
-            used |= bound | set(_NAME.findall(calls[0][0]))
-            if dels:
-                close()
-        close()
-        self._segments = []
-        for r in runs:
-            seg = _Segment([c for _, c, _ in r], f"fg_s{len(self._segments)}",
-                           self.fresh_name("_ns"))
-            if seg.consistent():
-                self.ns[seg.pyname] = None  # bound once the module is loaded
-                self._segments.append((r[0][0], len(r), seg))
-        return self._segments
+            if run:
+                out.append(("c", run))
+                run = []
+            out.append(("view" if getattr(b, "view", False) else "py", [i]))
+        if run:
+            out.append(("c", run))
+        return out
+
+    def build_segments(self):
+        """The C segments (`cprogram.Segment`s, in program order) and the workspace
+        layout (`ws_layout`), once."""
+        if self.segments is not None:
+            return self.segments
+        self.ws_layout = wrapper.Layout(self)
+        self.segments, first = [], 0
+        for kind, idx in self.groups():
+            if kind != "c":
+                continue
+            run = [self.blocks[i] for i in idx if getattr(self.blocks[i], "cstep", None)]
+            n = len(self.segments)
+            self.segments.append(self.ws_layout.segment(f"fg_run{n}", f"_fg{n}", run, first))
+            first += len(run)
+        return self.segments
+
+    def source(self, fn_name, profile=False):
+        return wrapper.source(self, fn_name, profile)
+
+    def make_workspace(self):
+        self.build_segments()
+        return self.ws_layout.workspace()
 
     def c_source(self):
-        segments = [seg for _, _, seg in self.segments()]
-        self.c_kernels += [seg for seg in segments if seg not in self.c_kernels]
-        loops_here = any(isinstance(k, _Loop) for k in self.c_kernels)
-        body = "".join("\n" + k.source() for k in self.c_kernels)
-        parallel = "fg_parallel(" in body  # kernels whose blocks run on the thread pool
-        self.polls = loops_here or parallel  # they stop on Ctrl-C (interrupt.py)
-        head = ops.PRELUDE + ("#include <stdlib.h>\n" + interrupt.HEADER if loops_here else "")
-        if "fg_sgemm(" in body or "fg_dgemm(" in body:  # loops that call BLAS (loops.SmallDot)
-            head += loops.GEMM_HEADER
-        if parallel:
-            head += threads.MODULE_HEADER
-        return head + body
+        """The C module: every statement's functions, then each segment's function."""
+        functions = []
+        for seg in self.build_segments():
+            for step in seg.steps:
+                if isinstance(step, steps.KernelStep):
+                    step.restrict = not any(
+                        getattr(self.plan.slots.get(k), "action", None) == "inplace"
+                        for k in step.outs)
+                functions += step.functions()
+            functions.append(seg.function())
+        module = cnode.Module(functions, ops.PRELUDE)
+        self.polls = interrupt.INTERRUPT in module.pieces()  # loops, pool kernels: Ctrl-C
+        return module.source()
 
     def bind(self, lib):
-        for k in self.c_kernels:
-            self.ns[k.pyname] = k.bind(lib)
-
-
-_addressof, _from_buffer = ctypes.addressof, ctypes.c_char.from_buffer
-_NAME = re.compile(r"[A-Za-z_]\w*")
-
-
-def _caller(fn, operands, n_in, what, status=False):
-    """The Python callable of one C function: checks each array's dtype and size against
-    `operands` ((dtype, size) per pointer; a pointer to the wrong memory must never reach
-    C) and makes the `n_in` inputs C-contiguous; with `status`, the C function returns 1
-    when it could not allocate its temporaries, `FG_INTERRUPTED` when Ctrl-C stopped it
-    (Python's handler then raises; when it does not, the call runs again)."""
-    fn.argtypes = [ctypes.c_void_p] * len(operands)
-    fn.restype = ctypes.c_int if status else None
-
-    operands = [(np.dtype(dt), size) for dt, size in operands]
-
-    def checked(arrays):
-        ptrs, keep = [], []
-        for k, (a, (dt, size)) in enumerate(zip(arrays, operands)):
-            if type(a) is not np.ndarray or a.dtype != dt or not a.flags.c_contiguous:
-                if k >= n_in:
-                    raise errors.FuncgradInternalError(
-                        f"native {what}: output {k - n_in} is not a C-contiguous {dt} array")
-                a = np.ascontiguousarray(a, dt)
-                keep.append(a)
-            if a.size != size:
-                raise errors.FuncgradInternalError(
-                    f"native {what}: operand {k} has {a.size} elements, the C function was "
-                    f"compiled for {size}")
-            ptrs.append(a.ctypes.data)
-        return fn(*ptrs)
-
-    def call(*arrays):
-        ptrs = []
-        for a, (dt, size) in zip(arrays, operands):  # the common case, checked cheaply
-            if (type(a) is not np.ndarray or a.dtype is not dt or a.size != size
-                    or not a.flags.c_contiguous):
-                ptrs = None
-                break
-            try:  # 4x faster than a.ctypes.data, for writable non-empty arrays
-                ptrs.append(_addressof(_from_buffer(a)))
-            except (TypeError, ValueError):  # read-only or empty
-                ptrs.append(a.ctypes.data)
-        done = checked(arrays) if ptrs is None else fn(*ptrs)
-        while done == interrupt.FG_INTERRUPTED:
-            interrupt.checked_status()
-            done = checked(arrays) if ptrs is None else fn(*ptrs)
-        if done:
-            raise MemoryError(f"native {what}: could not allocate its temporaries")
-    return call
+        """Bind each segment's caller (and the profile's helpers) into the wrapper's
+        globals (`build.load` handed the module its BLAS, pool and Ctrl-C count)."""
+        for seg in self.segments:
+            self.ns[seg.pyname] = seg.caller(lib)
+        self.ns["_cacc"], self.ns["_crec"] = wrapper.c_accumulate, wrapper.c_record
 
 
 class NativeExecutable(Executable):
-    """An `Executable` whose kernels run in C: `as_text()` shows the Python wrapper and
-    the C module, `c_source()` the C module alone."""
+    """An `Executable` whose operations run in C: `as_text()` shows the Python wrapper and
+    the C module, `c_source()` the C module alone; `c_calls` is the number of calls into C
+    a run makes, `python_ops` the operations left to Python ((primitive, reason))."""
 
-    def __init__(self, *args, c_source, **kw):
+    def __init__(self, *args, c_source, c_calls=0, python_ops=(), **kw):
         super().__init__(*args, **kw)
         self._c_source = c_source
+        self.c_calls, self.python_ops = c_calls, list(python_ops)
 
     def as_text(self):
         return (self._source + "\n# ---- C module (native backend) ----\n" + self._c_source)
 
     def c_source(self):
-        """The C module of this program's kernels."""
+        """The C module of this program."""
         return self._c_source
 
 
 def compile_native(program, donate_argnums=(), ir=None, compile_subprogram=None, cc=None):
-    """`program` rendered as a Python wrapper around one C module; None when no kernel of
-    it is printable in C (the numpy backend then serves it as it is)."""
+    """`program` rendered as one C module called from a Python wrapper; None when no
+    operation of it has a C form (the numpy backend then serves it as it is)."""
     cc = cc or build.compiler()
     r = NativeRenderer(program, donate_argnums, compile_subprogram).build()
-    if not r.c_kernels:
+    if not any(getattr(b, "cstep", None) for b in r.blocks):
         return None
     c_src = r.c_source()
     if r.polls:  # the Ctrl-C runtime builds beside the module (an empty cache: interrupt.py)
         interrupt.prepare(cc)
     r.bind(build.load(c_src, cc))
     n = next(numpy_render._program_ids)
-    functions = [k for k in r.c_kernels if not isinstance(k, _Segment)]
     header = (f"# funcgrad jit program {n} (native): {len(program.jaxpr.invars)} inputs, "
-              f"{len(program.jaxpr.outvars)} outputs, {len(functions)} C kernels, "
-              f"{len(program.nodes) - len(program.kernels)} calls\n")
+              f"{len(program.jaxpr.outvars)} outputs, {len(r.segments)} call(s) into C"
+              f"{', ' + str(len(r.python_ops)) + ' operation(s) in Python' if r.python_ops else ''}"
+              "\n")
     fn, src, filename, spans, line_eqns, profiled, instrumented = numpy_render.load_program(
         r, n, header)
     exe = NativeExecutable(fn, src, filename, ir, r.plan.analysis, spans, line_eqns,
-                           profiled, instrumented, c_source=c_src)
+                           profiled, instrumented, c_source=c_src, c_calls=len(r.segments),
+                           python_ops=r.python_ops)
     exe.program, exe.buffers = program, numpy_render.buffer_table(r)
     return exe

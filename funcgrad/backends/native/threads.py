@@ -44,16 +44,16 @@ import os
 import threading
 
 from funcgrad import errors
-from funcgrad.backends.native import interrupt
+from funcgrad.backends.native import cnode, interrupt
 
 SPIN_US = 1000  # how long an idle worker looks for the next kernel's blocks before sleeping
 MAX_BLOCKS = 0xFFFF  # blocks one parallel call may have (the kernels make at most this many)
 
-# Declared by every C module with such kernels (`program.NativeRenderer.c_source`), with
-# `interrupt.HEADER`: their blocks run on the pool once `build.load` has called
-# `fg_set_parallel`, serially before that and without a pool; after a SIGINT in the main
-# thread no further block starts (`interrupt.py`: Python then raises KeyboardInterrupt).
-MODULE_HEADER = interrupt.HEADER + r"""
+# Declared by every C module with such kernels (a kernel in blocks needs the piece `POOL`,
+# which requires `interrupt.INTERRUPT`): their blocks run on the pool once `build.load` has
+# called `fg_set_parallel`, serially before that and without a pool; after a SIGINT in the
+# main thread no further block starts (`interrupt.py`: Python then raises KeyboardInterrupt).
+_POOL_ENTRY = r"""
 typedef void (*fg_task)(void *const *, long long);
 typedef void (*fg_runner)(fg_task, void *const *, long long);
 static fg_runner fg_parallel_run;
@@ -65,6 +65,8 @@ static void fg_parallel(fg_task task, void *const *args, long long blocks) {
     for (long long b = 0; b < blocks && *count == seen; ++b) task(args, b);
 }
 """
+POOL = cnode.Piece("pool", _POOL_ENTRY, requires=[interrupt.INTERRUPT])
+MODULE_HEADER = interrupt.HEADER + _POOL_ENTRY  # both, as text
 
 # The pool. `fg_state` is the current call: generation << 32 | blocks << 16 | next block.
 # A block is claimed by a compare-and-swap of the whole word, so a claim can only succeed

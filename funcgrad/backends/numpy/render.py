@@ -87,6 +87,9 @@ def _src_comment(eqn):
 class Renderer:
     """Renders one `Program` into Python source plus the namespace it runs in."""
 
+    workspace_min_bytes = WORKSPACE_MIN_BYTES  # temporaries from this size on are kept
+    pack_workspace = False  # the kept temporaries as separate arrays (memory.pack: one block)
+
     def __init__(self, program, donate_argnums=(), chunking=True, workspace=True,
                  compile_subprogram=None):
         self.program = program
@@ -206,7 +209,8 @@ class Renderer:
         self.used = set(outs).union(*[b.step.uses for b in self.blocks])
         self.plan = memory.plan_memory([b.step for b in self.blocks], args, consts, outs,
                                        self.donated,
-                                       WORKSPACE_MIN_BYTES if self.persistent else None)
+                                       self.workspace_min_bytes if self.persistent else None,
+                                       self.pack_workspace)
         self.buffer_names = [f"b{i}" for i in range(len(self.plan.buffers))]
         arg_index = {id(v): i for i, v in enumerate(j.invars)}  # one pass: many inputs
         for b, holders in enumerate(self.plan.holders):
@@ -342,10 +346,9 @@ class Renderer:
 
     # --- output --------------------------------------------------------------------------
 
-    def source(self, fn_name, profile=False):
-        """The generated source; with `profile`, a timer around every step; with
-        `profile="sites"`, `_t = _clock()` before and `_rec(_sites[k], _t)` after the
-        statements of each kernel and call (`site_nodes` lists the nodes, in site order)."""
+    def head(self, fn_name):
+        """The function's first lines: its signature, what its parameters and bound
+        constants are, and the check of the donated buffers it writes into."""
         j = self.jaxpr
         owned = [i for i, v in enumerate(j.invars) if v in self.plan.donated_used]
         params = [f"a{i}" for i in range(len(j.invars))] + ["_owned=False"] * bool(owned)
@@ -361,27 +364,22 @@ class Renderer:
             comma = "," if len(j.invars) == 1 else ""
             lines += ["    if not _owned:", f"        {names}{',' if len(owned) == 1 else ''}"
                       f" = _own(({everything}{comma}), {tuple(owned)})"]
+        return lines
+
+    def source(self, fn_name, profile=False):
+        """The generated source; with `profile`, a timer around every step; with
+        `profile="sites"`, `_t = _clock()` before and `_rec(_sites[k], _t)` after the
+        statements of each kernel and call (`site_nodes` lists the nodes, in site order)."""
+        lines = self.head(fn_name)
         if self.workspace:
             names = ", ".join(name for name, _, _ in self.workspace)
             lines.append("    _w = _ws.take()  # temporaries kept between calls")
             lines.append(f"    {names}{',' if len(self.workspace) == 1 else ''} = _w")
         spans, line_eqns, self.site_nodes = [], {}, []
-        bodies = [self.body(i) for i in range(len(self.blocks))]
-        if profile is False:
-            bodies = self.merged(bodies)
-        for i, (block, body) in enumerate(zip(self.blocks, bodies)):
-            timed = profile is True and block.eqn is not None
-            if profile == "sites":
-                body = self._site_timer(i, body)
-            elif timed:
-                body = [("_t = _clock()", None)] + body + [
-                    (f"_acc[{len(spans)}] += _clock() - _t", None)]
+        for i, block in enumerate(self.blocks):
+            body = self.timed_body(i, profile, len(spans))
             first = len(lines) + 1
-            for text, eqn in body:
-                if eqn is not None:
-                    line_eqns[len(lines) + 1] = eqn
-                    text = f"{text:<{_COMMENT_COLUMN}}  # {_src_comment(eqn)}"
-                lines.append("    " + text)
+            add_lines(lines, body, line_eqns)
             if block.eqn is not None:
                 spans.append((first, len(lines), block.label, block.eqn))
         if self.workspace:
@@ -398,11 +396,20 @@ class Renderer:
             body.append((f"del {', '.join(rel)}", None))
         return body
 
-    def merged(self, bodies):
-        """The statements of each block of the plain (untimed) program: a backend may
-        merge neighbouring blocks' statements into the first (the native backend's calls of
-        consecutive C kernels become one call), leaving the others empty."""
-        return bodies
+    def make_workspace(self):
+        """The `Workspace` the generated function takes its kept temporaries from."""
+        return Workspace([(shape, dt) for _, shape, dt in self.workspace])
+
+    def timed_body(self, i, profile, span):
+        """The statements of block `i`, with its timer when profiling: `profile=True` adds
+        its time to `_acc[span]`, "sites" reports its node's site (`_site_timer`)."""
+        body = self.body(i)
+        if profile == "sites":
+            return self._site_timer(i, body)
+        if profile is True and self.blocks[i].eqn is not None:
+            return [("_t = _clock()", None)] + body + [
+                (f"_acc[{span}] += _clock() - _t", None)]
+        return body
 
     def _site_timer(self, i, body):
         """The statements of block `i` with the timer of its node's site opened before the
@@ -459,6 +466,16 @@ class Renderer:
         return memory.alias_reach(self.values, (key,))
 
 
+def add_lines(lines, body, line_eqns):
+    """Append `body` ((text, eqn) pairs) to the function's `lines`, indented, with the user's
+    source line as a comment where there is an eqn (noted in `line_eqns`)."""
+    for text, eqn in body:
+        if eqn is not None:
+            line_eqns[len(lines) + 1] = eqn
+            text = f"{text:<{_COMMENT_COLUMN}}  # {_src_comment(eqn)}"
+        lines.append("    " + text)
+
+
 def _aval_text(shape, outputs):
     dts = sorted({o.dtype for o in outputs})
     return f"{'/'.join(np.dtype(d).name for d in dts)}{list(shape)}"
@@ -499,7 +516,7 @@ def load_program(r, n, header):
     spans = [(a + 1, b + 1, *rest) for a, b, *rest in spans]
     line_eqns = {k + 1: e for k, e in line_eqns.items()}
     register_source(filename, src)
-    r.ns["_ws"] = Workspace([(shape, dt) for _, shape, dt in r.workspace])
+    r.ns["_ws"] = r.make_workspace()
     ns = dict(r.ns)
     exec(compile(src, filename, "exec"), ns)
     profiled, instrumented = timed_variants(r, fn_name, n, len(spans))
