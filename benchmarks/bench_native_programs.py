@@ -37,10 +37,13 @@ GOMP_SPINCOUNT on all cores to show that; it also slows PyTorch's foreach optimi
 shows the threads each one actually used. First calls run in fresh processes sharing one
 temporary native cache: the numpy backend's first call (trace + compile + run), the native
 first call with an empty cache (the gcc build), and a second process's native first call
-from the disk cache. `--alone` times each implementation in a fresh process of its own
-instead (no other library imported, so no other library's threads spinning beside it):
-median ms and process CPU / wall. `--profile` prints `funcgrad.profile` tables of the
-native tier. JAX and PyTorch are optional (columns "-").
+from the disk cache. Then the time to native, in two more fresh processes (an empty cache, then
+the disk cache) with `config.native="background"`: from the builder's start to the first step
+(numpy tier), to every native build done and to 20 steps, the loop stepping meanwhile
+(`--only-time-to-native` prints this table alone). `--alone` times each implementation in a
+fresh process of its own instead (no other library imported, so no other library's threads
+spinning beside it): median ms and process CPU / wall. `--profile` prints `funcgrad.profile`
+tables of the native tier. JAX and PyTorch are optional (columns "-").
 """
 
 import argparse
@@ -102,10 +105,13 @@ def namespace(lib):
 
 # --- runners: step() runs one synchronized step; the first n_state outputs feed back ------------
 
+NATIVE_MODE = ["sync"]  # config.native of the "native" builders ("background": time to native)
+
+
 def funcgrad_jit(fn, backend, donate=()):
     import funcgrad as fg
     if backend == "native":
-        fg.config.update("native", "sync")
+        fg.config.update("native", NATIVE_MODE[0])
     return fg.jit(fn, backend="cpu" if backend == "native" else "numpy", donate_argnums=donate)
 
 
@@ -518,6 +524,50 @@ def first_calls(args):
     print(json.dumps(out))
 
 
+STEPS = 20  # steps of a training loop from a cold start, in the time-to-native table
+
+
+def time_to_native(args):
+    """Per program, from a cold start with `config.native="background"` (ms from the builder's
+    start): the first step (numpy tier), every native build done (`tiers.drain()` returning,
+    watched by a thread while the loop keeps stepping, as a training loop does), and STEPS
+    steps; then whether the program's entries run native."""
+    import threading
+
+    import funcgrad as fg
+    from funcgrad.backends.native import tiers
+    fg.config.update("native_cache_dir", args.time_to_native)
+    fg.jit(lambda x: x + 1, backend="numpy")(np.ones(3, np.float32))  # imports, outside
+    NATIVE_MODE[0] = "background"
+    tiny = lambda: runner(funcgrad_jit(lambda x: x + 1, "native"), [np.ones(3, np.float32)])
+    out = {}
+    for name in ["x + 1", *args.only]:
+        build = tiny if name == "x + 1" else builders(name)[0]["native"]
+        t0 = time.perf_counter()
+        step = build()
+        step()
+        first, native = time.perf_counter(), []
+        watcher = threading.Thread(target=lambda done=native: (
+            tiers.drain(), done.append(time.perf_counter())))
+        watcher.start()
+        n = 1
+        while n < STEPS or watcher.is_alive():
+            step()
+            n += 1
+            if n == STEPS:
+                steps = time.perf_counter()
+        watcher.join()
+        out[name] = {"first": (first - t0) * 1e3, "native": (native[0] - t0) * 1e3,
+                     "steps": (steps - t0) * 1e3, "all native": _all_native(step.jitted)}
+    print(json.dumps(out))
+
+
+def _all_native(jitted):
+    """Whether every compiled entry of `jitted` runs its native tier now."""
+    exes = [e.exe for e in jitted._cache.entries.values() if e.exe is not None]
+    return bool(exes) and all(getattr(e, "native", hasattr(e, "c_source")) for e in exes)
+
+
 def parent(args):
     settings = ("1", "all") if args.threads == "both" else (args.threads,)
     rest = ["--repeat", str(args.repeat), "--only", *args.only]
@@ -546,6 +596,26 @@ def parent(args):
     for name in args.only:
         print(f"| {name} | {runs[0][name + ' numpy']:.0f} | {runs[0][name + ' native']:.0f} | "
               f"{runs[1][name + ' native']:.0f} |")
+    print_time_to_native(args, env)
+
+
+def print_time_to_native(args, env):
+    with tempfile.TemporaryDirectory() as cache:
+        runs = [json.loads(subprocess.run(
+            [sys.executable, __file__, "--time-to-native", cache, "--only", *args.only],
+            env=env, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
+            for _ in range(2)]
+    print(f"\ntime to native, config.native=\"background\" ({uptime()}): ms from the "
+          f"builder's start to the first step (numpy tier), to every native build done (the "
+          f"loop stepping meanwhile) and to {STEPS} steps; fresh process with an empty cache, "
+          f"then a second process with the disk cache\n")
+    print(f"| program | first step | native | {STEPS} steps | first step (disk) | native (disk) "
+          f"| {STEPS} steps (disk) |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name in runs[0]:
+        cells = [f"{r[name][k]:.0f}" + ("" if r[name]["all native"] or k != "native" else " (!)")
+                 for r in runs for k in ("first", "native", "steps")]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print("(!): a program whose entries did not all run native at the end")
 
 
 def alone_child(args):
@@ -594,6 +664,9 @@ def main():
     ap.add_argument("--no-first", action="store_true")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--first-calls", metavar="CACHE_DIR", help=argparse.SUPPRESS)
+    ap.add_argument("--time-to-native", metavar="CACHE_DIR", help=argparse.SUPPRESS)
+    ap.add_argument("--only-time-to-native", action="store_true",
+                    help="only the time-to-native table (fresh processes)")
     ap.add_argument("--alone", action="store_true")
     ap.add_argument("--gomp-spincount", type=int, metavar="N",
                     help="GOMP_SPINCOUNT on all cores (default: libgomp's)")
@@ -605,6 +678,11 @@ def main():
         alone(args)
     elif args.first_calls:
         first_calls(args)
+    elif args.time_to_native:
+        time_to_native(args)
+    elif args.only_time_to_native:
+        env = dict(os.environ, **(ONE_THREAD if args.threads != "all" else {}))
+        print_time_to_native(args, env)
     elif args.child:
         child(args)
     else:

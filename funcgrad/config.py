@@ -46,6 +46,7 @@ class Config:
         "native_cache_dir": None,  # compiled C modules (None: ~/.cache/funcgrad/native)
         "native_sanitize": None,  # e.g. "address,undefined": C kernels built with sanitizers
         "native_cache_bytes": 1 << 30,  # on-disk C modules beyond this: the least recent go
+        "native_build_jobs": None,  # C modules built at once in the background (None: CPUs)
         "cpu_device_count": 1,  # virtual CPU devices per process (XLA's host device count)
         "default_device": None,  # where device_put and creation place arrays (None: the CPU)
         # JAX's options, also set as "jax_<name>" (values checked as JAX checks them):

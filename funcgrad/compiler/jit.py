@@ -13,7 +13,6 @@ donation and the counters live in `compiler/jit_cache.py`, the primitive in
 """
 
 import functools
-import inspect
 import types
 import warnings
 from collections import namedtuple
@@ -24,6 +23,15 @@ import numpy as np
 from funcgrad import backends, dtypes, errors
 from funcgrad.abstract_eval import ShapeDtypeStruct
 from funcgrad.compiler import call
+from funcgrad.compiler.jit_args import (
+    check_compiler_options,
+    device_backend,
+    donated_args,
+    ints,
+    signature_of,
+    static_args,
+    strs,
+)
 from funcgrad.compiler.jit_cache import (
     _KWARGS,
     _cache_for,
@@ -49,6 +57,7 @@ from funcgrad.core import (
     placement,
     to_array,
 )
+from funcgrad.core.trace import _trace_ctx
 from funcgrad.interpreters.partial_eval import closure_convert
 from funcgrad.tree_util import (
     HashableNodes,
@@ -63,6 +72,7 @@ from funcgrad.tree_util import (
 __all__ = ["CacheInfo", "Compiled", "Jitted", "Lowered", "RetraceWarning", "jit"]
 
 _cfg = config._values
+_trace_now = _trace_ctx.get  # `current_trace` without its Python call (the hot path's)
 _FAST = True  # no option forces the slow path (disable_jit, debug_nans)
 _X64 = False
 _SCALARS = (bool, int, float, complex)
@@ -172,18 +182,19 @@ class Jitted:
         functools.update_wrapper(self, fun, updated=())
         self._fun = fun
         self._name = getattr(fun, "__name__", type(fun).__name__)
-        self._device, backend = _device_backend(device, backend, self._name)
+        self._device, backend = device_backend(device, backend, self._name)
         self._backend = call.check_backend(backend)
         self._inline = bool(inline)
-        _check_compiler_options(compiler_options, self._name)
+        check_compiler_options(compiler_options, self._name)
         self._takes_buffers = backends.capabilities(self._backend).takes_donated_buffers
-        self._signature = _signature_of(fun)
-        self._static_nums, self._static_names = _static_args(
-            self._signature, _ints(static_argnums, "static_argnums"),
-            _strs(static_argnames), self._name)
+        self._signature = signature_of(fun)
+        self._static_nums, self._static_names = static_args(
+            self._signature, ints(static_argnums, "static_argnums"),
+            strs(static_argnames), self._name)
         self._static_labels = {i: self._arg_label(i) for i in self._static_nums if i >= 0}
-        self._donate, self._donate_names = _donated_args(
-            self._signature, _ints(donate_argnums, "donate_argnums"), _strs(donate_argnames),
+        self._static_label_list = tuple(self._static_labels.get(i) for i in self._static_nums)
+        self._donate, self._donate_names = donated_args(
+            self._signature, ints(donate_argnums, "donate_argnums"), strs(donate_argnames),
             self._name)
         both = sorted(set(self._donate) & set(self._static_nums))
         if both:
@@ -197,6 +208,9 @@ class Jitted:
                 f"{errors.where()}")
         self._cache = _cache_for(fun, (self._static_nums, self._static_names, self._donate,
                                        self._donate_names, self._backend))
+        # no option that takes `__call__` off its hot path (a device, inline)
+        self._plain = self._device is None and not self._inline
+        self._dyn_positions = {}  # number of positional arguments -> the non-static ones
 
     def __repr__(self):
         return f"<jitted function {self._name}>"
@@ -206,6 +220,25 @@ class Jitted:
 
     # --- calling ----------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if self._plain and _FAST:  # the hot path: `_call`'s, without two Python calls
+            key, leaves, vals = self._key(args, kwargs)
+            if vals is None or _trace_now() is not None:
+                return self._bind(key, leaves, args, kwargs)
+            try:
+                entry = self._cache.entries[key]
+            except (KeyError, TypeError):
+                return self._call(key, leaves, vals, args, kwargs)
+            entry.hits += 1
+            exe = entry.exe
+            if exe is None or entry.tiered is not None or watchers:
+                return self._run(entry, leaves, vals, args, kwargs)
+            if entry.donate:
+                return call_donating(entry, leaves, vals, lambda: self._names_of(args, kwargs))
+            try:  # the executable reports its own failures; anything else is wrapped
+                outs = exe(*entry.const_vals, *vals)
+            except Exception as e:
+                reraise(e, exe, self._name)
+            return entry.build_outputs(outs)
         if not _FAST and _cfg["disable_jit"]:
             return self._fun(*args, **kwargs)
         if self._inline and current_trace() is not None and not current_trace().compute_known:
@@ -221,7 +254,8 @@ class Jitted:
 
     def _call(self, key, leaves, vals, args, kwargs):
         """The one path of a call, hit or miss: run the cached trace for `key` eagerly, or
-        record it as one `jit` equation under another trace (or debug_nans)."""
+        record it as one `jit` equation under another trace (or debug_nans). (`__call__`
+        inlines its hit.)"""
         if vals is None or not _FAST or current_trace() is not None:
             return self._bind(key, leaves, args, kwargs)
         try:
@@ -232,10 +266,16 @@ class Jitted:
                 return self._bind_entry(entry, leaves, args, kwargs)
         else:
             entry.hits += 1
+        return self._run(entry, leaves, vals, args, kwargs)
+
+    def _run(self, entry, leaves, vals, args, kwargs):
+        """Run the cached trace `entry` eagerly on `vals` (the values of `leaves`)."""
         exe = entry.exe
         if exe is None:
-            exe = entry.exe = call.executable(entry.jaxpr, self._backend, entry.donated,
-                                              self._name)
+            exe = entry.keep(call.executable(entry.jaxpr, self._backend, entry.donated,
+                                             self._name))
+        elif entry.tiered is not None:
+            exe = entry.settle()
         if entry.donate:
             return call_donating(entry, leaves, vals, lambda: self._names_of(args, kwargs))
         try:  # the executable reports its own failures; anything else is wrapped
@@ -320,9 +360,13 @@ class Jitted:
     def _split_positional(self, args):
         """(dynamic arguments, statics) of a call passing every static argument by position
         (the common case, on the hot path)."""
-        nums, labels = self._static_nums, self._static_labels
-        return (tuple([a for i, a in enumerate(args) if i not in nums]),
-                tuple([(labels[i], type(args[i]), args[i]) for i in nums]))
+        nums, n = self._static_nums, len(args)
+        dyn = self._dyn_positions.get(n)
+        if dyn is None:
+            dyn = self._dyn_positions[n] = tuple(i for i in range(n) if i not in nums)
+        values = tuple(map(args.__getitem__, nums))  # (no comprehension: one Python call less)
+        return (tuple(map(args.__getitem__, dyn)),
+                tuple(zip(self._static_label_list, map(type, values), values)))
 
     def _lookup(self, key, args, kwargs):
         """The cache entry for `key`, tracing the function on a miss."""
@@ -659,97 +703,6 @@ def _check_hashable(name, label, value):
             f"are part of the cache key\n{errors.where()}\n"
             "  hint: use a tuple instead of a list, a frozen dataclass, or pass arrays as "
             "non-static arguments.") from None
-
-
-# --- argument specs -----------------------------------------------------------------------------
-
-def _signature_of(fun):
-    try:
-        return inspect.signature(fun)
-    except (TypeError, ValueError):
-        return None
-
-
-def _ints(x, what):
-    nums = (x,) if isinstance(x, int) else tuple(x or ())
-    if not all(isinstance(i, int) for i in nums):
-        raise errors.FuncgradTypeError(f"jit: {what} must be an int or a tuple of ints, got "
-                                       f"{errors.short_repr(x, 60)}\n{errors.where()}")
-    return nums
-
-
-def _strs(x):
-    return (x,) if isinstance(x, str) else tuple(x or ())
-
-
-def _donated_args(sig, nums, names, fun_name):
-    """(donated positions, donated names), each completed from the other through the
-    signature, as JAX does; a name of no parameter is an error (unless `**kwargs`)."""
-    if sig is None:
-        return tuple(sorted(set(nums))), frozenset(names)
-    params = list(sig.parameters.values())
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    if names and not any(p.kind == p.VAR_KEYWORD for p in params):
-        unknown = [n for n in names if n not in sig.parameters]
-        if unknown:
-            raise errors.FuncgradValueError(
-                f"jit({fun_name}): donate_argnames={names} names {unknown}, which are not "
-                f"parameters of `{fun_name}`{sig}\n{errors.where()}")
-    by_name = {p.name: i for i, p in enumerate(positional)}
-    nums = set(nums) | {by_name[n] for n in names if n in by_name}
-    names = set(names) | {positional[i].name for i in nums if -len(positional) <= i
-                          < len(positional) and positional[i].kind != positional[i].POSITIONAL_ONLY}
-    return tuple(sorted(nums)), frozenset(names)
-
-
-def _device_backend(device, backend, fun_name):
-    """(device or None, backend) of `jit(device=, backend=)`: JAX takes one of them."""
-    if device is None:
-        return None, backend
-    from funcgrad.devices import Device
-    if not isinstance(device, Device):
-        raise errors.FuncgradTypeError(f"jit({fun_name}): device must be a Device (from "
-                                       f"fg.devices()), got {errors.short_repr(device)}\n"
-                                       f"{errors.where()}")
-    if backend is not None:
-        raise errors.FuncgradValueError(f"jit({fun_name}): can't specify both a device and a "
-                                        f"backend, got device={device} and backend={backend!r}"
-                                        f"\n{errors.where()}")
-    return device, "cpu" if device.platform == "cpu" else "cuda"
-
-
-def _check_compiler_options(options, fun_name):
-    if options is not None and not (isinstance(options, dict)
-                                    and all(isinstance(k, str) for k in options)):
-        raise errors.FuncgradTypeError(f"jit({fun_name}): compiler_options must be a dict with "
-                                       f"str keys, got {errors.short_repr(options)}\n"
-                                       f"{errors.where()}")
-
-
-def _static_args(sig, nums, names, fun_name):
-    """Complete static positions and names from each other through the signature."""
-    if sig is None:
-        return tuple(sorted(set(nums))), frozenset(names)
-    params = list(sig.parameters.values())
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    var_pos = any(p.kind == p.VAR_POSITIONAL for p in params)
-    var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
-    for i in nums:
-        if not var_pos and not -len(positional) <= i < len(positional):
-            raise errors.FuncgradValueError(
-                f"jit({fun_name}): static_argnums={nums} refers to argument {i}, but "
-                f"`{fun_name}` takes {len(positional)} positional argument(s)\n{errors.where()}")
-    by_name = {p.name: i for i, p in enumerate(positional)}
-    for n in names:
-        if n not in sig.parameters and not var_kw:
-            raise errors.FuncgradValueError(
-                f"jit({fun_name}): static_argnames={names} names `{n}`, which is not a "
-                f"parameter of `{fun_name}`{sig}\n{errors.where()}")
-    nums = {i % len(positional) if i < 0 and not var_pos else i for i in nums}
-    nums |= {by_name[n] for n in names if n in by_name}
-    names = set(names) | {positional[i].name for i in nums if i < len(positional)
-                          and positional[i].kind != positional[i].POSITIONAL_ONLY}
-    return tuple(sorted(nums)), frozenset(names)
 
 
 # --- explaining concretization errors -----------------------------------------------------------

@@ -182,7 +182,7 @@ class _Entry:
     """
 
     __slots__ = ("jaxpr", "consts", "const_vals", "out_tree", "build_outputs", "name",
-                 "bind_params", "donate", "kept", "takes_buffers", "donated", "exe",
+                 "bind_params", "donate", "kept", "takes_buffers", "donated", "exe", "tiered",
                  "cacheable", "hits", "seen_hits")
 
     def __init__(self, jaxpr, consts, out_tree, donated, name, backend, takes_buffers):
@@ -197,9 +197,26 @@ class _Entry:
         self.takes_buffers = bool(self.donate) and takes_buffers
         self.donated = donated if self.takes_buffers else no_donation
         self.bind_params = dict(jaxpr=jaxpr, name=name, donated=no_donation, backend=backend)
-        self.exe = None
+        self.exe = self.tiered = None
         self.hits = 0
         self.seen_hits = 0  # `hits` when eviction last passed over this entry
+
+    def keep(self, exe):
+        """Keeps `exe` as the code this trace runs, and returns it. An executable that moves
+        to a faster tier later (`final_tier`: None until its last tier is in place, as the
+        native backend's `TieredExecutable`) is called through until then, and its last
+        tier directly from then on (`settle`): a call then costs one Python call less."""
+        final = getattr(exe, "final_tier", False)  # (False: an executable of one tier)
+        self.tiered = exe if final is None else None
+        self.exe = exe if final is None or final is False else final
+        return exe
+
+    def settle(self):
+        """The code to run now: the last tier of a tiered executable once it is in place."""
+        final = self.tiered.final_tier
+        if final is not None:
+            self.exe, self.tiered = final, None
+        return self.exe
 
 
 # Generated output builders are kept to trees well inside what Python's parser nests (about
@@ -212,23 +229,28 @@ _EXPR_TYPES = (tuple, list, dict, type(None))
 def _output_builder(out_tree, out_weak):
     """A function from the executable's numpy outputs to the output pytree of Arrays.
 
-    A shallow tree of tuples, lists, dicts and None gets one generated expression, e.g.
-    `lambda o: {K0: (A(o[0], False), A(o[1], True))}`. Its source holds generated identifiers
-    only (dict keys are bound as names `K0`, ..., never printed), and Python builds each
-    container with one opcode, which a planned unflatten cannot match (`dict(zip(...))`
-    alone costs more than the whole expression on a 12-leaf tree). Other trees wrap the
-    leaves in one `map` and take an unflatten planned once (any depth, any node type).
+    A shallow tree of tuples, lists, dicts and None gets one generated function, e.g.
+    `def build(o): a0 = N(A); a0._value = o[0]; a0.weak_type = False; ...; return {K0: (a0,
+    a1)}`. Its source holds generated identifiers only (dict keys are bound as names `K0`,
+    ..., never printed), and Python builds each container with one opcode, which a planned
+    unflatten cannot match (`dict(zip(...))` alone costs more than the whole function on a
+    12-leaf tree). Each Array is made as `Array(value, weak)` makes it (its two fields set;
+    `tests/test_time_to_native.py` checks it), without a Python call per leaf. Other trees
+    wrap the leaves in one `map` and take an unflatten planned once (any depth, any node
+    type).
     """
-    if treedef_is_leaf(out_tree):
-        weak = out_weak[0]
-        return lambda outs: Array(outs[0], weak)
     nodes = out_tree._nodes
-    if (len(nodes) <= _MAX_EXPR_NODES and _depth(nodes) < _MAX_EXPR_DEPTH
+    if treedef_is_leaf(out_tree) or (
+            len(nodes) <= _MAX_EXPR_NODES and _depth(nodes) < _MAX_EXPR_DEPTH
             and all(r is None or r[0] in _EXPR_TYPES for r in nodes)):
-        names = {"A": Array}
-        leaves = [f"A(o[{i}], {bool(w)})" for i, w in enumerate(out_weak)]
-        body = _fold(nodes, leaves, lambda rec, parts: _expr(rec, parts, names))
-        return eval(f"lambda o: {body}", names)  # generated identifiers only
+        names = {"N": Array.__new__, "A": Array}
+        made = "".join(f"    a{i} = N(A); a{i}._value = o[{i}]; a{i}.weak_type = {bool(w)}\n"
+                       for i, w in enumerate(out_weak))
+        leaves = [f"a{i}" for i in range(len(out_weak))]
+        body = leaves[0] if treedef_is_leaf(out_tree) else _fold(
+            nodes, leaves, lambda rec, parts: _expr(rec, parts, names))
+        exec(f"def build(o):\n{made}    return {body}\n", names)  # generated identifiers only
+        return names["build"]
     build, weak = _unflattener(nodes), tuple(out_weak)
     return lambda outs: build(list(map(Array, outs, weak)))
 
@@ -381,7 +403,8 @@ def call_donating(entry, leaves, vals, names_of):
     when it fails: the program may have overwritten part of them before the error.
     `names_of()` names the leaves for error messages. Linear in the number of leaves.
     """
-    check_donation(entry, leaves, names_of)
+    if len(leaves) > 1:  # (one argument alone shares its buffer with nothing)
+        check_donation(entry, leaves, names_of)
     exe = entry.exe
     if not entry.takes_buffers:
         try:
@@ -389,10 +412,13 @@ def call_donating(entry, leaves, vals, names_of):
         except Exception as e:
             reraise(e, exe, entry.name)
         return entry.build_outputs(outs)
-    for i in entry.donate:
-        if not (type(leaves[i]) is Array and _refcount(vals, i) <= _SOLE_OWNER_REFS
-                and _private_layout(vals[i])):
-            vals[i] = np.array(vals[i])
+    for i in entry.donate:  # (checked inline: a training step passes here on every call)
+        v = vals[i]  # taken over when only its Array holds it and it owns writeable memory
+        # (counted before `v.flags` is read: a flags object holds its array)
+        if not (type(v) is np.ndarray and type(leaves[i]) is Array
+                and _getrefcount(v) <= _SOLE_OWNER_REFS and _private_layout(v.flags)):
+            vals[i] = np.array(v)
+        del v
     try:  # the donated buffers are private now: the program need not check them again
         outs = exe(*entry.const_vals, *vals, owned=True)
     except BaseException as e:
@@ -453,18 +479,19 @@ def warn_unusable_donations(closed, donated, names, name):
             f"and dtype): {', '.join(unusable)}", UserWarning, frame[0], frame[1])
 
 
-def _refcount(vals, i):
-    return sys.getrefcount(vals[i])
+_getrefcount = sys.getrefcount
 
 
-def _private_layout(v):
-    return type(v) is np.ndarray and v.flags.owndata and v.flags.writeable and \
-        v.flags.c_contiguous
+def _private_layout(flags):
+    return flags.owndata and flags.writeable and flags.c_contiguous
 
 
 def _calibrate():
     a = Array(np.zeros(1))
-    return _refcount([a._value], 0)  # held by the Array, the list and the call's argument
+    vals = [a._value]
+    v = vals[0]
+    # held by the Array, the list, `v` and the call's argument (as in `call_donating`)
+    return _getrefcount(v)
 
 
 _SOLE_OWNER_REFS = _calibrate()
@@ -473,24 +500,24 @@ _SOLE_OWNER_REFS = _calibrate()
 class _Deleted:
     """Stands in for the buffer of a donated Array: any use raises a clear error.
 
-    The message is built only when raised: donation runs on every call of a training step.
+    The message is built only when raised: donation runs on every call of a training step,
+    which makes one per donated leaf (`_delete`: with no Python call each, `_info` set at
+    once: shape, dtype, the function's name, whether its call failed).
     """
 
-    __slots__ = ("_shape", "_dtype", "_name", "_failed")
-
-    def __init__(self, shape, dtype, name, failed=False):
-        self._shape, self._dtype, self._name, self._failed = shape, dtype, name, failed
+    __slots__ = ("_info",)
 
     @property
     def message(self):
-        aval = ShapedArray(self._shape, self._dtype)
-        if self._failed:
-            return (f"this Array ({aval}) was donated to jit({self._name}) (donate_argnums), "
+        shape, dtype, name, failed = self._info
+        aval = ShapedArray(shape, dtype)
+        if failed:
+            return (f"this Array ({aval}) was donated to jit({name}) (donate_argnums), "
                     "whose call failed after its buffer may have been partly overwritten; it "
                     "can no longer be used.\n"
                     "  hint: keep a copy (fnp.array(x)) to retry a failing call with donated "
                     "arguments, or do not donate this argument.")
-        return (f"this Array ({aval}) was donated to jit({self._name}) (donate_argnums) and its "
+        return (f"this Array ({aval}) was donated to jit({name}) (donate_argnums) and its "
                 "buffer may have been reused; it can no longer be used.\n"
                 "  hint: use the function's outputs instead, or do not donate this argument.")
 
@@ -505,12 +532,18 @@ class _Deleted:
 
 
 def _delete(leaves, donate, name, failed=False):
+    """Marks the donated Arrays among `leaves` deleted (their values become `_Deleted`)."""
     for i in donate:
         a = leaves[i]
         if type(a) is Array:
             v = a._value
             if type(v) is not _Deleted:
-                a._value = _Deleted(v.shape, v.dtype, name, failed)
+                d = _new_deleted(_Deleted)
+                d._info = (v.shape, v.dtype, name, failed)
+                a._value = d
+
+
+_new_deleted = object.__new__
 
 
 def is_deleted(x):

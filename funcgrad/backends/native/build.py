@@ -4,8 +4,8 @@
     lib = load(source)         # ctypes.CDLL, compiled once per (source, compiler, flags)
 
 The compiler is `$CC` when set (a missing `$CC` means no compiler: it is never silently
-replaced), else the first of `cc`, `gcc`, `clang` on PATH. Flags: `-O3`, the host's vector
-ISA (`-march=native` when the compiler takes it), `-std=c11 -fPIC -shared`, and
+replaced), else the first of `cc`, `gcc`, `clang` on PATH. Flags: `OPT_LEVEL` (`-O2`), the
+host's vector ISA (`-march=native` when the compiler takes it), `-std=c11 -fPIC -shared`, and
 `-ffp-contract=off -fno-math-errno -fno-trapping-math` (never `-ffast-math`: values stay IEEE,
 as numpy's; only FP exception flags, which nothing reads, may differ);
 `-fopenmp-simd` (the `omp simd` pragmas; threads are `threads.py`'s pool, not OpenMP's) and
@@ -44,17 +44,24 @@ from funcgrad import errors
 from funcgrad.backends.native import cache
 from funcgrad.config import config
 
-stats = Counter()  # "compiles", "memory_hits", "disk_hits"
+stats = Counter()  # "compiles", "memory_hits", "disk_hits", "waits" (for the same module)
 _memory = {}
 _lock = threading.Lock()
+_loading = {}  # key -> a lock its first loader holds while it builds or reads the module
 
 
 def _forked():
-    global _lock
+    global _lock, _probe_lock
     _lock = threading.Lock()  # one held by another thread at the fork would stay held
+    _probe_lock = threading.Lock()
+    _loading.clear()  # (so would theirs)
 
 
 os.register_at_fork(after_in_child=_forked)
+# -O2, not -O3: the modules compile in about half the time (the GPT step's 6.7 s -> 3.5 s) and
+# ran as fast on the benchmark programs (issue 27 item 7; benchmarks/RESULTS.md "Issue 27:
+# time to native"); the values are the same (no flag that reorders floating point)
+OPT_LEVEL = "-O2"
 BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
               "-fno-trapping-math")
 SANITIZERS = {"address", "undefined", "bounds"}
@@ -87,12 +94,16 @@ def _candidates():
 
 
 def find_compiler():
-    """The path of the C compiler to use, or None (see the module docstring)."""
-    for name in _candidates():
-        path = shutil.which(name)
-        if path:
-            return path
-    return None
+    """The path of the C compiler to use, or None (see the module docstring). Looked up
+    once per ($CC, $PATH): every program's compile asks, and a PATH search costs ~2 ms."""
+    where = (os.environ.get("CC"), os.environ.get("PATH"))
+    found = _found.get(where, _found)
+    if found is _found:
+        found = _found[where] = next(filter(None, map(shutil.which, _candidates())), None)
+    return found
+
+
+_found = {}  # ($CC, $PATH) -> the compiler's path, or None
 
 
 def _builds(path, flags, text="int fg_probe(void) { return 0; }\n", load=False, libs=()):
@@ -190,7 +201,7 @@ def _compiler(path, version, sanitize, options):
     if sanitize:
         flags += _sanitizer_flags(sanitize)
         return Compiler(path, version, tuple(flags))
-    flags.insert(0, "-O3")
+    flags.insert(0, OPT_LEVEL)
     for o in options:
         flags += PROBE_OPTIONS[o]
     libs = ("-lmvec",) if "vector_math" in options else ()
@@ -203,28 +214,78 @@ def _sanitizer_flags(sanitize):
 
 
 def _probe_options(path, version, sanitize):
-    """The `PROBE_OPTIONS` compiler `path` takes here, or None when it builds nothing."""
+    """The `PROBE_OPTIONS` compiler `path` takes here, or None when it builds nothing. The
+    test programs compile at once (`_at_once`): the base flags, each option alone and all
+    of them together; with every option taken, the combination is the answer (and libmvec
+    is tried with all of them in the same round); otherwise each option is tried again on
+    top of the ones kept so far, in order, as one after another they would be."""
     flags = list(BASE_FLAGS)
-    base_ok = _builds(path, flags)
-    if base_ok and sanitize:
-        base_ok = _builds(path, flags + _sanitizer_flags(sanitize))
-    if not base_ok:
-        _why_not[path] = f"it did not build a test program ({_last_failure[0] or 'no message'})"
-        return None
     if sanitize:
-        return []
-    flags.insert(0, "-O3")
+        tries = [flags, flags + _sanitizer_flags(sanitize)]
+        ok = _at_once([(path, f) for f in tries])
+        return [] if all(ok) else _cannot_build(path, tries[ok.index(False)])
+    optimized = [OPT_LEVEL, *flags]
+    singles = {o: optimized + list(PROBE_OPTIONS[o]) for o in _OPTION_ORDER}
+    singles["prefer_vector_width_512"] = singles["march_native"] + list(
+        PROBE_OPTIONS["prefer_vector_width_512"])
+    every = optimized + [f for o in _OPTION_ORDER for f in PROBE_OPTIONS[o]]
+    base_ok, all_ok, math_ok, *single_ok = _at_once(
+        [(path, flags), (path, every), _vector_math_try(path, every)]
+        + [(path, f) for f in singles.values()])
+    if not base_ok:
+        return _cannot_build(path, flags)
+    taken = dict(zip(singles, single_ok))
+    if all_ok and all(taken.values()):
+        return list(_OPTION_ORDER) + (["vector_math"] if math_ok else [])
     found = []
-    for option in ("march_native", "prefer_vector_width_512", "openmp_simd",
-                   "no_semantic_interposition"):
+    for option in _OPTION_ORDER:  # some option failed: keep them one at a time
         if option == "prefer_vector_width_512" and "march_native" not in found:
             continue
-        if _builds(path, flags + list(PROBE_OPTIONS[option])):
-            flags += PROBE_OPTIONS[option]
+        if taken[option] and _builds(path, optimized + list(PROBE_OPTIONS[option])):
+            optimized += PROBE_OPTIONS[option]
             found.append(option)
-    if _builds(path, flags + ["-DFG_VECTOR_MATH"], _vector_math_probe(), True, ("-lmvec",)):
+    if _builds(*_vector_math_try(path, optimized)):
         found.append("vector_math")
     return found
+
+
+_OPTION_ORDER = ("march_native", "prefer_vector_width_512", "openmp_simd",
+                 "no_semantic_interposition")
+
+
+def _vector_math_try(path, flags):
+    return (path, flags + ["-DFG_VECTOR_MATH"], _vector_math_probe(), True, ("-lmvec",))
+
+
+def _cannot_build(path, flags):
+    """Records why compiler `path` builds nothing here (the test program that failed with
+    `flags`, built again alone for its message); None."""
+    _builds(path, flags)
+    _why_not[path] = f"it did not build a test program ({_last_failure[0] or 'no message'})"
+    return None
+
+
+def _at_once(tries):
+    """`_builds(*args)` for each of `tries`, every one in a thread of its own: compiler runs
+    are processes, so they use as many cores as there are (the probe's six test programs cost
+    one round where cores allow, instead of six in a row). Whatever one raises is raised."""
+    results = [None] * len(tries)
+
+    def run(i, args):
+        try:
+            results[i] = _builds(*args)
+        except BaseException as e:  # (SystemExit too: raised again in the caller)
+            results[i] = e
+    workers = [threading.Thread(target=run, args=(i, args), name="funcgrad-probe")
+               for i, args in enumerate(tries)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results
 
 
 def why_not(path):
@@ -259,9 +320,16 @@ def sanitize_option():
 
 
 def compiler():
-    """The `Compiler` for the current configuration, or None when there is none."""
+    """The `Compiler` for the current configuration, or None when there is none. Probed
+    once: build workers asking at once wait for the first one's probe (`_probe_lock`)."""
     path = find_compiler()
-    return None if path is None else _probe(path, sanitize_option())
+    if path is None:
+        return None
+    with _probe_lock:
+        return _probe(path, sanitize_option())
+
+
+_probe_lock = threading.Lock()
 
 
 @functools.cache
@@ -303,10 +371,26 @@ def load(source, cc=None):
         if lib is not None:
             stats["memory_hits"] += 1
             return lib
-    lib = _from_disk_or_built(source, cc, key)
-    _connect(lib, cc)
-    with _lock:
-        _memory[key] = lib
+        loading = _loading.get(key)
+        mine = loading is None
+        if mine:
+            loading = _loading[key] = threading.Lock()
+            loading.acquire()
+        else:
+            stats["waits"] += 1
+    if not mine:  # the same module is being built by another thread (two programs, one
+        with loading:  # kernel): wait for it, then take it from memory (or build it when
+            pass  # that build failed)
+        return load(source, cc)
+    try:
+        lib = _from_disk_or_built(source, cc, key)
+        _connect(lib, cc)
+        with _lock:
+            _memory[key] = lib
+    finally:
+        with _lock:
+            del _loading[key]
+        loading.release()
     return lib
 
 
@@ -322,6 +406,17 @@ def _connect(lib, cc):
     if hasattr(lib, "fg_set_interrupt"):  # loops and pool kernels stop on Ctrl-C
         from funcgrad.backends.native import interrupt
         lib.fg_set_interrupt(ctypes.c_void_p(interrupt.state_address(cc)))
+
+
+def _prepare(source, cc):
+    """Starts building the runtime modules that module `source` asks for when it loads
+    (`_connect`: the thread pool, the Ctrl-C runtime), so they compile beside it, not after
+    it. A module asks by declaring the setter `_connect` calls."""
+    from funcgrad.backends.native import interrupt, threads
+    if "void fg_set_parallel(" in source:
+        threads.prepare(cc)
+    if "void fg_set_interrupt(" in source:
+        interrupt.prepare(cc)
 
 
 def _untrusted_folder(e):
@@ -370,6 +465,7 @@ def _from_disk_or_built(source, cc, key):
 def _build(source, cc, key, folder, publish):
     """Compiles `source` in a workspace of `folder`, moves it into the folder (`publish`)
     and loads it (both reached through the folders' descriptors)."""
+    _prepare(source, cc)
     try:
         with folder.workspace() as (work_fd, work_path):
             path = f"{work_path}/{key}.so"

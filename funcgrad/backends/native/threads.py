@@ -258,12 +258,17 @@ def threads():
     env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
+    return cpus()
+
+
+def cpus():
+    """The CPUs this process may run on (its affinity), no more than its cgroup's quota."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        count = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
+        count = os.cpu_count() or 1
     quota = cgroup_cpus()
-    return max(1, min(cpus, quota)) if quota else cpus
+    return max(1, min(count, quota)) if quota else count
 
 
 def cgroup_cpus(root="/sys/fs/cgroup"):
@@ -291,6 +296,7 @@ _lock = threading.Lock()
 def _forked():
     global _lock
     _lock = threading.Lock()  # a lock held by another thread at the fork stays held otherwise
+    _preparing.clear()  # a build in another thread is not in this process
 
 
 os.register_at_fork(after_in_child=_forked)
@@ -314,6 +320,20 @@ def _build_pool(cc):
     lib.fg_pool_configure(threads(), SPIN_US * 1000)
     lib.fg_pool_worker_blocks.restype = ctypes.c_longlong
     return lib
+
+
+def prepare(cc):
+    """Starts building the pool in a thread, beside a module about to need it (an empty
+    cache then waits for one compile, not two in a row; `build._prepare`). Not a daemon: a
+    process that ends meanwhile waits for it, so no temporary folder of its build is left."""
+    if _preparing:  # (started already, or built: `_pool` waits for it or returns it)
+        return
+    _preparing.append(True)
+    threading.Thread(target=_pool, args=(cc,), name="funcgrad-native-pool",
+                     daemon=False).start()
+
+
+_preparing = []  # whether `prepare` started the build (in this process)
 
 
 def worker_blocks(cc):

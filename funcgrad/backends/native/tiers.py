@@ -1,15 +1,18 @@
 """Which tier runs a program: numpy at once, native when built (see `config.native`).
 
 A `TieredExecutable` starts as the numpy backend's executable and swaps in the native one
-when the single background worker has built it (one attribute assignment: a call runs
-wholly on one tier). A build that fails leaves the numpy tier in place after a warning.
-The bodies of loops that the worker compiles are built in the worker at once (so the loop
-can become C too). Under a multi-process launch (mpiexec) "background" builds
-synchronously: every process then runs the same tier at every step, so replicated values
-stay identical bit for bit. When no C module can be built or loaded here
+when a background worker has built it (one attribute assignment: a call runs wholly on one
+tier). Programs build in parallel, one per worker, up to `build_jobs()` workers (the CPUs
+this process may use, or `config.native_build_jobs`): a training step and its gradient
+programs are several modules, each one gcc run. The compiler is probed in a worker too, so
+a program's first call never waits for it. A build that fails leaves the numpy tier in
+place after a warning. The bodies of loops that a worker compiles are built in that worker
+at once (so the loop can become C too). Under a multi-process launch (mpiexec)
+"background" builds synchronously: every process then runs the same tier at every step, so
+replicated values stay identical bit for bit. When no C module can be built or loaded here
 (`build.NativeUnavailableError`: a full disk, no usable folder) programs stay on the numpy
-tier after one warning, in every mode. After `os.fork` the child gets a worker of its own,
-which builds what was pending (`_forked`), so `drain()` and `as_text()` return there too.
+tier after one warning, in every mode. After `os.fork` the child gets workers of its own,
+which build what was pending (`_forked`), so `drain()` and `as_text()` return there too.
 """
 
 import os
@@ -20,18 +23,18 @@ import weakref
 
 from funcgrad import errors
 from funcgrad.backends import numpy as numpy_backend
-from funcgrad.backends.native import build
+from funcgrad.backends.native import build, threads
 from funcgrad.backends.native.program import compile_native
 from funcgrad.config import config
 from funcgrad.distributed import runtime as distributed_runtime
 
 MODES = ("background", "sync", "off")
 _warned = set()
-_jobs = queue.Queue()
-_worker = []
+_jobs = queue.Queue()  # (weak reference to a TieredExecutable, make) per submitted build
+_workers = []  # the build threads started so far (at most `build_jobs()`)
 _worker_lock = threading.Lock()
-_building = threading.local()  # set in the worker: bodies it compiles are built at once
-_current = [None]  # the job the worker is building
+_building = threading.local()  # set in a worker: bodies it compiles are built at once
+_running = {}  # worker thread id -> the job it is building
 
 
 def no_compiler_message():
@@ -59,15 +62,31 @@ def _mode():
     return mode
 
 
+def build_jobs():
+    """How many programs build at once: `config.native_build_jobs` when set, else the CPUs
+    this process may run on (its affinity, at most its cgroup's quota)."""
+    jobs = config.native_build_jobs
+    if jobs is None:
+        return threads.cpus()
+    if not isinstance(jobs, int) or isinstance(jobs, bool) or jobs < 1:
+        raise errors.FuncgradValueError(
+            f"config native_build_jobs={jobs!r}: expected a positive int or None (the CPUs)")
+    return jobs
+
+
 def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None):
     """Compile `program` for the CPU: native C kernels when a C compiler is available and
     `config.native` is not "off", else the numpy backend (see the package docstring)."""
     mode = _mode()
-    cc = build.compiler() if mode != "off" else None
-    if cc is None:
-        if mode != "off" and "cc" not in _warned:
-            _warned.add("cc")
-            warnings.warn(no_compiler_message(), RuntimeWarning, stacklevel=2)
+    # In the background the compiler is probed by a worker (`_native`): a first call never
+    # waits for the probe's compiler runs. Finding it on PATH is cached and costs nothing;
+    # one that a probe found unable to build (`why_not`) is not tried again.
+    path = build.find_compiler() if mode == "background" else None
+    found = path is not None and build.why_not(path) is None
+    cc = build.compiler() if mode == "sync" else None
+    if cc is None and not found:
+        if mode != "off":
+            _warn_once("cc", no_compiler_message(), stacklevel=3)
         return numpy_backend.compile_program(program, donate_argnums, ir, compile_subprogram)
     if mode == "sync":
         try:
@@ -79,31 +98,47 @@ def compile_program(program, donate_argnums=(), ir=None, compile_subprogram=None
                                                     compile_subprogram)
     fallback = numpy_backend.compile_program(program, donate_argnums, ir, compile_subprogram)
     tiered = TieredExecutable(fallback)
-    _submit(tiered, lambda: compile_native(program, donate_argnums, ir, compile_subprogram,
-                                           cc))
+    _submit(tiered, lambda: _native(program, donate_argnums, ir, compile_subprogram))
     return tiered
 
 
-def _warn_once(kind, message):
+def _native(program, donate_argnums, ir, compile_subprogram):
+    """A worker's build: the native executable, or None (the numpy tier stays) when the
+    compiler found on PATH cannot build here (one warning)."""
+    cc = build.compiler()
+    if cc is None:
+        _warn_once("cc", no_compiler_message(), stacklevel=2)
+        return None
+    return compile_native(program, donate_argnums, ir, compile_subprogram, cc)
+
+
+def _warn_once(kind, message, stacklevel=3):
     if kind not in _warned:
         _warned.add(kind)
-        warnings.warn(message, RuntimeWarning, stacklevel=3)
+        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel)
 
 
 def _submit(tiered, make):
     # held weakly: a program that dies before its build is not built (nor kept alive)
     _jobs.put((weakref.ref(tiered), make))
-    with _worker_lock:
-        if not _worker:
-            t = threading.Thread(target=_work, name="funcgrad-native-build", daemon=True)
-            _worker.append(t)
+    with _worker_lock:  # one more worker, up to `build_jobs()`: idle ones wait on the queue
+        if len(_workers) < build_jobs():
+            t = threading.Thread(target=_work, name=f"funcgrad-native-build-{len(_workers)}",
+                                 daemon=True)
+            _workers.append(t)
             t.start()
+
+
+def in_flight():
+    """How many builds the workers are running now (tests, benchmarks)."""
+    return len(_running)
 
 
 def _work():
     _building.active = True
+    me = threading.get_ident()
     while True:
-        ref, make = _current[0] = _jobs.get()
+        ref, make = _running[me] = _jobs.get()
         exe = tiered = None
         try:
             exe = make() if ref() is not None else None
@@ -119,19 +154,21 @@ def _work():
         finally:
             tiered = ref()
             if tiered is not None:
+                tiered.final_tier = tiered._exe
                 tiered._done.set()
             del ref, make, tiered, exe
-            _current[0] = None
+            _running.pop(me, None)
             _jobs.task_done()
 
 
 def _forked():
     """In a forked child: a new queue holding the builds the parent had not finished (its
-    worker thread is gone), new locks, and a worker started for them."""
+    worker threads are gone), new locks, and workers started for them."""
     global _jobs, _worker_lock
-    pending = [job for job in [_current[0], *_jobs.queue] if job is not None]
-    _jobs, _worker_lock, _current[0] = queue.Queue(), threading.Lock(), None
-    _worker.clear()
+    pending = [*_running.values(), *_jobs.queue]
+    _jobs, _worker_lock = queue.Queue(), threading.Lock()
+    _running.clear()
+    _workers.clear()
     for ref, make in pending:
         tiered = ref()
         if tiered is not None:
@@ -153,6 +190,7 @@ class TieredExecutable:
     def __init__(self, first):
         self._exe = first
         self._done = threading.Event()
+        self.final_tier = None  # the executable of the last tier, once in place (`jit_cache`)
 
     @property
     def _fn(self):

@@ -149,6 +149,21 @@ class Profile:
         return "\n".join(lines)
 
 
+try:  # np.errstate's own state, set without its three Python calls (a jitted call's hot path)
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+    _errors_set, _errors_reset = _extobj_contextvar.set, _extobj_contextvar.reset
+except ImportError:  # a numpy without them: np.errstate itself
+    def _make_extobj(**kw):
+        return np.errstate(**kw)
+
+    def _errors_set(state):
+        state.__enter__()
+        return state
+
+    def _errors_reset(state):
+        state.__exit__(None, None, None)
+
+
 class Executable:
     """A compiled program: `exe(*numpy_arrays) -> list of numpy arrays`.
 
@@ -182,10 +197,14 @@ class Executable:
         overwrite (no other argument is or views one), as `jit_cache.call_donating` checks;
         else the program checks, and copies a buffer it may not overwrite."""
         try:
-            with np.errstate(all="ignore"):  # IEEE results without warnings, as eager lax
+            # IEEE results without warnings, as eager lax: np.errstate(all="ignore")
+            token = _errors_set(_make_extobj(all="ignore"))
+            try:
                 if owned and self._checks_ownership:
                     return self._fn(*args, _owned=True)
                 return self._fn(*args)
+            finally:
+                _errors_reset(token)
         except errors.FuncgradError:
             raise
         except Exception as e:
