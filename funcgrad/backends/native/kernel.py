@@ -261,6 +261,8 @@ class CKernel(ops.NativeC):
                "clauses": [f"reduction({rec.openmp}:acc{j})"], "block": None}
         if rec.openmp is None or kind in "iu" and not rec.selects:
             out["clauses"] = [None]  # integers wrap: lanes would combine in signed arithmetic
+        elif rec.selects and kind == "f" and self.plan.outputs:
+            out["clauses"] = [None]  # in order, numpy's tie rule: no second reading of the row
         elif rec.selects and kind == "f":  # NaN apart (a flag): lanes combine with plain max
             v, cmp = f"v_{r.value}", ">" if rec.openmp == "max" else "<"
             out["update"] = f"acc{j} = {v} {cmp} acc{j} ? {v} : acc{j}; nan{j} |= {v} != {v};"
