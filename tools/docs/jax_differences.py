@@ -304,6 +304,13 @@ DIFFERENCES = [
         "order of derivative in x is finite (E_0 = exp(-x) / x is differentiated directly).",
         "The integral's value at 0 is 1 / (n - 1); JAX's second derivative of `exp1` fails.",
         checked=False),
+    Difference(
+        "jax.scipy.linalg.hilbert", ("n",),
+        "`hilbert`, `invhilbert`, `pascal`, `invpascal`, `dft`, `hadamard`, `helmert` and "
+        "`convolution_matrix` take an int `n` up to 2**15 (an error beyond, and for a float).",
+        "A larger n x n matrix (over 2**30 entries) is refused up front instead of being built "
+        "by host code for minutes.", checked=False,
+        jax="builds any size memory allows"),
 ]
 
 # Public JAX (optax) names funcgrad does not have on purpose, with the reason. The name table
