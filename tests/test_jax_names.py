@@ -21,20 +21,12 @@ PENDING = {
     "jax.numpy.float8_e4m3fn",
     "jax.numpy.float8_e5m2",
     "jax.numpy.int4",
-    "jax.transfer_guard",
-    "jax.tree_util.KeyPath",
     "jax.dtypes.bfloat16",
     "jax.numpy.float8_e4m3fnuz",
     "jax.numpy.float8_e5m2fnuz",
-    "jax.Ref",
-    "jax.enable_custom_prng",
-    "jax.lax.ragged_all_to_all",
     "jax.numpy.float4_e2m1fn",
     "jax.numpy.float8_e4m3b11fnuz",
     "jax.numpy.uint4",
-    "jax.profiler.start_server",
-    "jax.transfer_guard_device_to_host",
-    "jax.tree_util.KeyEntry",
 }
 
 

@@ -219,8 +219,9 @@ DIFFERENCES = [
         "`jax_platforms=\"tpu\"` fails at `config.update`; `jax_default_matmul_precision`, "
         "`jax_compilation_cache_dir`, `jax_persistent_cache_min_*`, `jax_traceback_filtering`, "
         "`jax_check_tracer_leaks` are accepted and checked, with no effect; "
-        "`jax_default_prng_impl` other than threefry2x32 and "
-        "`jax_threefry_partitionable=False` are errors.",
+        "`jax_default_prng_impl` other than threefry2x32, "
+        "`jax_threefry_partitionable=False` and `jax_enable_custom_prng=True` (also "
+        "`enable_custom_prng()`) are errors.",
         "funcgrad runs on \"cpu\" (and \"cuda\"); CPU products are computed in their dtype, "
         "compiled C is cached in `native_cache_dir`, errors already name the user's line, a "
         "leaked tracer always raises when used; only JAX's default generator and layout "
@@ -321,4 +322,14 @@ MISSING = {
     "jax.profiler.device_memory_profile": "no memory profiler yet (`live_arrays()` lists arrays)",
     "jax.profiler.save_device_memory_profile": "no memory profiler yet",
     "jax.make_user_context": "no XLA runtime contexts",
+    "jax.profiler.start_server":
+        "no profiler server for TensorBoard's remote capture; `start_trace` writes the trace",
+    "jax.transfer_guard":
+        "implicit host-device transfers are not tracked (on the CPU an array is host memory)",
+    "jax.transfer_guard_device_to_host": "as `transfer_guard`",
+    "jax.transfer_guard_host_to_device": "as `transfer_guard`",
+    "jax.transfer_guard_device_to_device": "as `transfer_guard`",
+    "jax.Ref": "funcgrad arrays are immutable: JAX's new mutable references are not implemented",
+    "jax.lax.ragged_all_to_all":
+        "collectives with ragged (per-member sized) operands are not implemented",
 }
