@@ -37,6 +37,7 @@ from funcgrad.contexts import (  # noqa: F401
     default_prng_impl,
     disable_jit,
     enable_checks,
+    enable_custom_prng,
     enable_x64,
     ensure_compile_time_eval,
     explain_cache_misses,

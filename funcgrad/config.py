@@ -61,6 +61,7 @@ class Config:
         "default_matmul_precision": None,  # accepted: CPU matmuls are exact in their dtype
         "default_prng_impl": "threefry2x32",  # the only generator funcgrad has
         "threefry_partitionable": True,  # JAX's layout funcgrad follows; False is an error
+        "enable_custom_prng": False,  # JAX's; True is an error (raw keys stay raw)
         "compilation_cache_dir": None,  # accepted: compiled C lives in native_cache_dir
         "persistent_cache_min_compile_time_secs": 1.0,  # accepted (no effect)
         "persistent_cache_min_entry_size_bytes": 0,  # accepted (no effect)
@@ -153,6 +154,10 @@ def _check_value(name, value):
     if name == "threefry_partitionable" and not value:
         raise ValueError("config.update('jax_threefry_partitionable', False): funcgrad draws "
                          "random bits with JAX's partitionable layout only (JAX's default)")
+    if name == "enable_custom_prng" and value:
+        raise ValueError("config.update('jax_enable_custom_prng', True): funcgrad has no custom "
+                         "generators, and `random.PRNGKey` keys stay raw uint32 arrays; use "
+                         "`random.key` for typed keys (JAX's default since 0.4.16)")
     if name in ("platform_name", "platforms") and value:
         for p in str(value).split(","):
             if p not in _PLATFORMS:

@@ -22,6 +22,7 @@ from funcgrad.core import eval_concrete, name_scope
 __all__ = [
     "ConfigState", "check_tracer_leaks", "checking_leaks", "debug_infs", "debug_nans",
     "default_matmul_precision", "default_prng_impl", "disable_jit", "enable_checks",
+    "enable_custom_prng",
     "enable_x64", "ensure_compile_time_eval", "explain_cache_misses", "log_compiles",
     "named_call", "named_scope", "numpy_dtype_promotion", "numpy_rank_promotion",
     "threefry_partitionable",
@@ -85,6 +86,7 @@ explain_cache_misses = _flag("explain_cache_misses")
 check_tracer_leaks = _flag("check_tracer_leaks")
 enable_checks = _flag("enable_checks")
 threefry_partitionable = _flag("threefry_partitionable")
+enable_custom_prng = _flag("enable_custom_prng")
 default_matmul_precision = ConfigState("default_matmul_precision")
 numpy_rank_promotion = ConfigState("numpy_rank_promotion")
 numpy_dtype_promotion = ConfigState("numpy_dtype_promotion")

@@ -61,7 +61,8 @@ def _cell(c):
 
 def by_run_mode(trace, call):
     """How a custom function called with `call` runs under `trace`: "below" (no argument is
-    traced here: evaluate it one level up), "rule" (run the rule on the values) or None
+    traced here, or only by a rule's builder with known values: evaluate it one level up on the
+    values, `value_in`), "rule" (run the rule on the values) or None
     (trace the function's body: jit/vmap/make_jaxpr, or a traced nondiff array or closure)."""
     if not (isinstance(trace, Builder) and trace.compute_known) or trace.typed:
         return None
@@ -70,7 +71,11 @@ def by_run_mode(trace, call):
     mine = [x for x in call.diff_leaves if is_mine(trace, x)]
     if not mine:
         return "below"
-    return "rule" if all(x.val is not None for x in mine) else None
+    if any(x.val is None for x in mine):
+        return None
+    # A rule calling the function again on primal values (`f(a + 1, x)` in f's own jvp rule):
+    # they are known one level up, where the function runs (its rule again here would recur).
+    return "below" if getattr(trace, "is_rule", False) else "rule"
 
 
 def value_in(b, x):
@@ -81,7 +86,9 @@ def value_in(b, x):
 def rule_builder(b, name):
     """A define-by-run builder beside `b` (same parent): the rule's primal operations run one
     level up, its tangent operations are recorded as a program of the tangent inputs."""
-    return Builder(b.parent, True, name)
+    t = Builder(b.parent, True, name)
+    t.is_rule = True
+    return t
 
 
 _TRANSFORM_NAMES = {"linearize": "grad/vjp/linearize", "jvp": "jvp", "jacfwd": "jacfwd"}

@@ -40,6 +40,7 @@ from funcgrad.tree_util import (
     keystr,
     tree_flatten,
     tree_flatten_with_path,
+    tree_map,
     tree_structure,
     tree_unflatten,
 )
@@ -291,6 +292,7 @@ class custom_jvp:
         call = _Call(self.fun, args, self.nondiff_argnums, "custom_jvp")
         mode = by_run.by_run_mode(trace, call)
         if mode == "below":
+            args = tree_map(lambda x: by_run.value_in(trace, x), args)
             with set_trace(trace.parent):
                 return self(*args)
         if mode == "rule":
@@ -502,6 +504,7 @@ class custom_vjp:
         call = _Call(self.fun, args, self.nondiff_argnums, "custom_vjp")
         mode = by_run.by_run_mode(trace, call)
         if mode == "below":
+            args = tree_map(lambda x: by_run.value_in(trace, x), args)
             with set_trace(trace.parent):
                 return self(*args)
         if mode == "rule":

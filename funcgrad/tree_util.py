@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from funcgrad._pytree import (  # noqa: F401  (some private names serve jit)
     _LEAF,
@@ -566,3 +566,9 @@ register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
 
 __all__ += ["Partial", "register_pytree_node_class", "register_pytree_with_keys_class",
             "register_static"]
+
+# The types of a key path, as JAX's (for annotations): one entry (`DictKey`, `SequenceKey`,
+# `GetAttrKey`, `FlattenedIndexKey`, ...) and the tuple `tree_flatten_with_path` gives.
+KeyEntry = TypeVar("KeyEntry", bound=Any)
+KeyPath = tuple[KeyEntry, ...]
+__all__ += ["KeyEntry", "KeyPath"]

@@ -39,6 +39,7 @@ def test_unknown_keys_raise_as_jax():
     ("jax_default_prng_impl", "foo", "new enum value"),
     ("jax_default_prng_impl", "rbg", "only the 'threefry2x32'"),
     ("jax_threefry_partitionable", False, "partitionable layout only"),
+    ("jax_enable_custom_prng", True, "keys stay raw"),
     ("jax_platforms", "tpu", "cannot run on"),
     ("jax_platform_name", "metal2", "unknown platform"),
 ])
@@ -56,7 +57,8 @@ def test_accepted_keys_read_back_under_both_spellings():
                        ("jax_persistent_cache_min_entry_size_bytes", -1),
                        ("jax_traceback_filtering", "off"), ("jax_check_tracer_leaks", True),
                        ("jax_default_prng_impl", "threefry2x32"),
-                       ("jax_threefry_partitionable", True)]:
+                       ("jax_threefry_partitionable", True),
+                       ("jax_enable_custom_prng", False)]:
         config.update(key, value)
         assert getattr(config, key) == value == getattr(config, key[4:])
     # the computation is unchanged by the accepted keys

@@ -258,3 +258,30 @@ def test_a_traced_value_reached_through_a_helper_is_differentiated_through_the_b
         f.defjvp(lambda p, t: (f(*p), t[0]))
         return f(1.0)
     close(fg.grad(outer)(2.0), np.sin(1.0))
+
+
+def test_a_jvp_rule_calling_its_own_function_on_derived_values():
+    # JAX's hyp1f1 pattern: the rule calls f(a + 1, ...). Under eager grad the call inside
+    # the rule recurred forever (each a + 0. a new traced value, so the rule ran again).
+    @fg.custom_jvp
+    def f(a, x):
+        return fnp.exp(a * x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        a, x = primals
+        da, dx = tangents
+        return f(a, x), a * f(a + 0.0, x) * dx + x * f(a, x * 1.0) * da
+
+    fg.config.update("enable_x64", True)
+    try:
+        e = np.exp(1.0)
+        np.testing.assert_allclose(fg.grad(f, 1)(2.0, 0.5), 2 * e, rtol=1e-12)
+        np.testing.assert_allclose(fg.grad(fg.grad(f, 1), 1)(2.0, 0.5), 4 * e, rtol=1e-12)
+        np.testing.assert_allclose(fg.grad(fg.grad(f, 1), 0)(2.0, 0.5), 2 * e, rtol=1e-12)
+        np.testing.assert_allclose(fg.jit(fg.grad(f, 1))(2.0, 0.5), 2 * e, rtol=1e-12)
+        np.testing.assert_allclose(fg.vmap(fg.grad(f, 1))(fnp.array([1.0, 2.0]), fnp.ones(2)),
+                                   [np.exp(1.0), 2 * np.exp(2.0)], rtol=1e-12)
+        check_grads(f, (2.0, 0.5), order=2)
+    finally:
+        fg.config.update("enable_x64", False)

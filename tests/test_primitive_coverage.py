@@ -59,7 +59,8 @@ REDUCING_BACKENDS = {
 }
 
 # By design: no derivative (as in JAX), or no operands to carry a batch axis.
-NOT_DIFFERENTIABLE = {"nextafter": "not differentiable in JAX either"}
+NOT_DIFFERENTIABLE = {"nextafter": "not differentiable in JAX either",
+                      "zeta": "not differentiable in JAX either (funcgrad's only in q)"}
 NO_OPERANDS = {"iota": "no operand can carry a batch axis"}
 
 
@@ -204,7 +205,8 @@ PARAMS = {"integer_pow": {"y": 3}, "round": {"rounding_method": 0}, "polygamma":
           "reduce_min": {"axes": (1,)}, "reduce_prod": {"axes": (1,)},
           "broadcast_in_dim": {"shape": (4, 2, 3), "broadcast_dimensions": (1, 2)},
           "reshape": {"new_sizes": (3, 2)}, "transpose": {"permutation": (1, 0)},
-          "squeeze": {"dimensions": ()}, "rev": {"dimensions": (0,)}}
+          "squeeze": {"dimensions": ()}, "rev": {"dimensions": (0,)},
+          "reduce_precision": {"exponent_bits": 5, "mantissa_bits": 10}}
 OPERANDS = {"select_n": ("bool", "float32", "float32"), "real": ("complex64",),
             "imag": ("complex64",)}
 # Differentiable-kind primitives with a zero derivative: nothing linear to transpose.

@@ -164,6 +164,59 @@ CALLS = {
     "nn.one_hot": ((I([[0, 2, 1], [1, 1, 0]]), 3), {}),
     "nn.smooth_labels": ((M23, 0.2), {}), "nn.glu": ((F(2, 4),), {}),
     "nn.softmax_cross_entropy_with_integer_labels": ((M23, I([2, 0])), {}),
+    # the long tail (issue 28, item 8)
+    "convolve": ((F(4), F(3)), {}), "correlate": ((F(4), F(3)), {}),
+    "interp": ((F(3, lo=0.3, hi=1.7), F(4, lo=0.0, hi=2.0, sort=True), F(4)), {}),
+    "gradient": ((M23, F(3, sort=True)), {"axis": 1}),
+    **{name: ((M23, F(2)), {}) for name in ("quantile", "nanquantile")},
+    **{name: ((M23, F(2, lo=10.0, hi=90.0)), {}) for name in ("percentile", "nanpercentile")},
+    "bincount": ((I([1, 0, 3]),), {"weights": F(3), "length": 5}),
+    "digitize": ((M23, F(4, sort=True)), {}),
+    "histogram2d": ((F(5), F(5)), {"bins": 2, "density": True}),
+    # the second set holds the first's values, so the intersection moves with the first
+    "intersect1d": ((M23, F(2, 3, post=lambda a: fnp.asarray(F(2, 3).base(0)))), {}),
+    "apply_along_axis": ((lambda v: v * fnp.sum(v), 1, M23), {}),
+    "apply_over_axes": ((fnp.sum, M23, [0]), {}),
+    "partition": ((M23, 1), {}), "argpartition": ((M23, 1), {}),
+    "choose": ((I([[0, 1, 0], [1, 1, 0]]), [M23, F(2, 3)]), {}),
+    "fill_diagonal": ((M23, F(2)), {"inplace": False}),
+    "insert": ((M23, 1, F(3)), {"axis": 0}),
+    "delete": ((M23, np.array([0, 2])), {"axis": 1}),
+    "piecewise": ((M23, [B([[1, 0, 1], [0, 0, 1]])], [lambda v: v * 2.0, 1.0]), {}),
+    "place": ((M23, B([[1, 0, 1], [0, 1, 1]]), F(2)), {"inplace": False}),
+    "put": ((M23, I([0, 4]), F(2)), {"inplace": False}),
+    "packbits": ((I([[1, 0, 1], [0, 1, 1]]),), {}),
+    "resize": ((M23, (3, 4)), {}),
+    "select": (([B([[1, 0, 1], [0, 0, 1]])], [M23]), {"default": F(2, 3)}),
+    **{name: ((F(3), F(2)), {}) for name in ("polyadd", "polysub", "polymul", "polydiv",
+                                             "polyval")},
+    "polyder": ((F(4),), {}), "polyint": ((F(3),), {"k": F(1)}), "poly": ((F(3),), {}),
+    "polyfit": ((F(4, sort=True), F(4), 2), {}), "vander": ((F(3), 3), {}),
+    "roots": ((F(3, post=lambda a: a * 0.1 + fnp.array([1.0, -3.0, 2.0])),), {}),
+    "vecmat": ((F(3), F(3, 2)), {}), "matvec": ((F(2, 3), F(3)), {}),
+    "scipy.special.factorial": ((F(2, 3, lo=1.0, hi=4.0),), {}),
+    "kaiser": ((4, F(lo=1.0, hi=3.0)), {}),
+    **{name: ((I([[12, 7, 0], [8, 100, 9]]), I([[18, 0, 4], [12, 75, 6]])), {})
+       for name in ("gcd", "lcm")},
+    "ldexp": ((M23, I([[1, 2, -1], [0, 3, 1]])), {}),
+    "scipy.linalg.companion": ((F(4, lo=1.0, hi=2.0),), {}),
+    "scipy.linalg.fiedler_companion": ((F(5, lo=1.0, hi=2.0),), {}),
+    "scipy.linalg.convolution_matrix": ((F(3), 4), {}),
+    "scipy.linalg.leslie": ((F(3), F(2)), {}),
+    "scipy.special.zeta": ((2.5, M23), {}),
+    "scipy.special.bessel_jn": ((F(2, 3, lo=5.0, hi=9.0),), {"v": 2}),
+    "scipy.signal.stft": ((F(12),), {"nperseg": 4}),
+    "scipy.signal.istft": ((F(3, 5, post=lambda a: a + 0.5j * a[::-1]),), {}),
+    "scipy.signal.welch": ((F(12),), {"nperseg": 4}),
+    "scipy.signal.csd": ((F(12), F(12)), {"nperseg": 4}),
+    "scipy.linalg.eigh_tridiagonal": ((F(4), F(3)), {}),
+    "scipy.linalg.expm_frechet": ((SQ, F(3, 3)), {}),
+    "scipy.linalg.polar": ((F(3, 2),), {}),
+    "scipy.linalg.qr_multiply": ((F(3, 2), F(2, 3)), {}),
+    "scipy.linalg.solve_sylvester": ((SQ, SQ, F(3, 3)), {}),
+    "scipy.linalg.sqrtm": ((F(3, 3, post=_spd),), {}),
+    "scipy.ndimage.map_coordinates": ((M23, [F(4, lo=0.1, hi=0.9), F(4, lo=0.2, hi=1.8)], 1),
+                                      {}),
 }
 
 # Public functions that take no array-like (nothing a list of traced values could be given to).
@@ -178,6 +231,28 @@ EXCLUDED = {
     **dict.fromkeys(("fft.fftfreq", "fft.rfftfreq"), "takes a length and a scalar spacing"),
     "nn.child_key": "takes a PRNG key", "nn.scope": "names parameters",
     "nn.layer_error": "builds an error", "nn.summary": "prints a parameter tree",
+    **dict.fromkeys(("vectorize", "fromfunction"), "takes a function (and a shape): the "
+                    "function it makes or calls is walked through vmap's tests"),
+    "mask_indices": "takes a size and a function",
+    "unpackbits": "takes uint8 bytes only (its inverse, packbits, is walked)",
+    "block": "nested lists are its block structure (NumPy's meaning), never stacked values",
+    "scipy.special.bernoulli": "takes an int", "scipy.optimize.minimize": "takes a function",
+    **dict.fromkeys(("array_repr", "array_str"), "returns text (host-side printing)"),
+    **dict.fromkeys(("get_printoptions", "printoptions", "set_printoptions"),
+                    "NumPy's printing options"),
+    "iterable": "a Python predicate on any object",
+    **dict.fromkeys(("bartlett", "blackman", "hamming", "hanning"), "takes a size"),
+    "einsum_path": "takes a subscripts string and reads shapes only",
+    **dict.fromkeys(("frombuffer", "fromfile", "fromiter", "fromstring", "load", "save",
+                     "savez"), "reads or writes files and buffers on the host"),
+    "frompyfunc": "takes a function",
+    "nextafter": "not differentiable (as in JAX); the walk differentiates",
+    **dict.fromkeys(tuple(f"scipy.linalg.{n}" for n in (
+        "dft", "hadamard", "helmert", "hilbert", "invhilbert", "invpascal", "pascal")),
+        "takes a size"),
+    **dict.fromkeys(("scipy.linalg.schur", "scipy.linalg.rsf2csf", "scipy.linalg.hessenberg",
+                     "scipy.linalg.funm"),
+                    "not differentiable (as in JAX); the walk differentiates"),
 }
 
 # Functions whose outputs have a zero derivative (integer or bool results, piecewise constant
@@ -200,6 +275,11 @@ ZERO_DERIVATIVE = {
     *("empty_like", "ones_like", "zeros_like", "nn.count_params",
       "nn.make_causal_mask"),  # shapes only
     *("nn.make_attention_mask", "nn.one_hot"),  # bool or integer operands
+    *("isin", "digitize", "argpartition", "lexsort", "packbits"),  # the long tail: bool or
+    # integer results
+    "scipy.special.gammasgn",  # piecewise constant
+    *("gcd", "lcm"),  # integer operands
+    "spacing",  # piecewise constant
 }
 
 _STATIC = {"axis": 0, "shape": (3, 2), "indices_or_sections": 2, "n": 2, "repeats": 2,
@@ -207,7 +287,9 @@ _STATIC = {"axis": 0, "shape": (3, 2), "indices_or_sections": 2, "n": 2, "repeat
 
 
 MODULES = {"": fnp, "linalg.": fnp.linalg, "fft.": fnp.fft, "scipy.special.": fsp.special,
-           "scipy.linalg.": fsp.linalg, "nn.": nn}
+           "scipy.linalg.": fsp.linalg, "nn.": nn,
+           **{f"scipy.{m}.": getattr(fsp, m) for m in ("fft", "integrate", "ndimage",
+                                                       "optimize", "signal")}}
 FUNCTIONS = {f"{prefix}{n}": getattr(module, n)
              for prefix, module in MODULES.items()
              for n in sorted(getattr(module, "__all__", dir(module)))

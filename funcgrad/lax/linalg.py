@@ -246,8 +246,8 @@ def batch_matmul(lhs, rhs, precision=None, *, preferred_element_type=None):
 
 # --- the decompositions: `funcgrad.lax.linalg.cholesky` etc., as `jax.lax.linalg` -----------
 def _export_decompositions():
-    from funcgrad.lax import linalg_decomp, linalg_eig
-    for module in (linalg_decomp, linalg_eig):
+    from funcgrad.lax import linalg_decomp, linalg_eig, linalg_schur
+    for module in (linalg_decomp, linalg_eig, linalg_schur):
         for name in module.__all__:
             obj = getattr(module, name)
             globals()[name] = (errors.api_boundary(obj, f"lax.linalg.{name}")

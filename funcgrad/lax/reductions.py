@@ -175,23 +175,52 @@ reduce_prod_p = _reduction(
 ad.jvp_rules[reduce_prod_p] = _reduce_prod_jvp
 
 
-# --- reduce_and / reduce_or -------------------------------------------------------------------
+# --- reduce_and / reduce_or / reduce_xor: logical on bools, bitwise on integers -------------
 def reduce_and(operand, axes):
-    """Logical AND of a bool `operand` over `axes` (True over an empty axis)."""
+    """AND of `operand` over `axes`: logical for bool, bitwise for integers (True, or all
+    bits set, over an empty axis).
+
+    Example:
+        >>> reduce_and(fnp.array([6, 3]), (0,))
+        Array(2, dtype=int32)
+    """
     return reduce_and_p.bind(operand, axes=_axes("reduce_and", axes))
 
 
-reduce_and_p = _reduction("reduce_and", lambda x, axes: np.all(x, axis=axes), "b")
+reduce_and_p = _reduction("reduce_and", lambda x, axes: np.bitwise_and.reduce(x, axis=axes),
+                          "biu")
 ad.defjvp_zero(reduce_and_p)
 
 
 def reduce_or(operand, axes):
-    """Logical OR of a bool `operand` over `axes` (False over an empty axis)."""
+    """OR of `operand` over `axes`: logical for bool, bitwise for integers (False, or 0, over
+    an empty axis).
+
+    Example:
+        >>> reduce_or(fnp.array([4, 1]), (0,))
+        Array(5, dtype=int32)
+    """
     return reduce_or_p.bind(operand, axes=_axes("reduce_or", axes))
 
 
-reduce_or_p = _reduction("reduce_or", lambda x, axes: np.any(x, axis=axes), "b")
+reduce_or_p = _reduction("reduce_or", lambda x, axes: np.bitwise_or.reduce(x, axis=axes), "biu")
 ad.defjvp_zero(reduce_or_p)
+
+
+def reduce_xor(operand, axes):
+    """XOR of `operand` over `axes`: parity for bool, bitwise for integers (False, or 0,
+    over an empty axis).
+
+    Example:
+        >>> reduce_xor(fnp.array([6, 3]), (0,))
+        Array(5, dtype=int32)
+    """
+    return reduce_xor_p.bind(operand, axes=_axes("reduce_xor", axes))
+
+
+reduce_xor_p = _reduction("reduce_xor", lambda x, axes: np.bitwise_xor.reduce(x, axis=axes),
+                          "biu")
+ad.defjvp_zero(reduce_xor_p)
 
 
 # --- argmax / argmin --------------------------------------------------------------------------
@@ -426,4 +455,5 @@ __all__ = [
     "cummax_p", "cummin", "cummin_p", "cumprod", "cumprod_p", "cumsum", "cumsum_p",
     "reduce_and", "reduce_and_p", "reduce_max", "reduce_max_p", "reduce_min", "reduce_min_p",
     "reduce_or", "reduce_or_p", "reduce_prod", "reduce_prod_p", "reduce_sum", "reduce_sum_p",
+    "reduce_xor", "reduce_xor_p",
 ]

@@ -1,5 +1,6 @@
 """Sorting: the multi-operand `sort` primitive (sort several arrays by the first `num_keys`),
-`sort_key_val` and `top_k`. NaNs sort last, as in NumPy.
+`sort_key_val`, `top_k` and `approx_max_k`/`approx_min_k` (exact, as XLA's CPU fallback).
+NaNs sort last, as in NumPy.
 
 Derivatives gather the tangents with the sorting permutation, which the rules obtain by
 sorting an iota along with the operands. This module imports only the core, the
@@ -14,7 +15,8 @@ from funcgrad.interpreters import ad, batching
 from funcgrad.lax.indexing import GatherDimensionNumbers, gather
 from funcgrad.lax.shape import canonicalize_axis, transpose
 
-__all__ = ["sort", "sort_key_val", "sort_p", "top_k", "top_k_p"]
+__all__ = ["approx_max_k", "approx_min_k", "sort", "sort_key_val", "sort_p", "top_k",
+           "top_k_p"]
 
 
 def _take_along_axis(x, idx, axis):
@@ -162,3 +164,88 @@ top_k_p.def_impl(_top_k_impl)
 top_k_p.def_abstract_eval(_top_k_abstract)
 ad.jvp_rules[top_k_p] = _top_k_jvp
 batching.batch_rules[top_k_p] = _top_k_batch
+
+
+# --- approx_max_k / approx_min_k: XLA's approximate top-k, exact on the CPU (as XLA's CPU and
+# GPU fallback: a sort); only the output size follows the TPU algorithm's ---------------------
+_TILING = {1: 1024}  # rank -> XLA's TPU tiling (128 for rank 2 and more)
+
+
+def _approx_output_size(n, rank, k, recall_target, aggregate_to_topk, override):
+    """XLA's ApproxTopKReductionOutputSize: how many candidates the TPU algorithm keeps."""
+    if aggregate_to_topk:
+        return k
+    tiling = _TILING.get(rank, 128)
+    if n <= tiling:
+        return n
+    if 0 <= override < n:
+        raise errors.op_error("approx_max_k", f"reduction_input_size_override {override} must "
+                              f"be at least the reduced size {n}", cls=errors.FuncgradValueError)
+    logical = override if override >= 0 else n
+    if k == 1:
+        return tiling
+    recall = float(np.float32(recall_target))  # XLA takes a C float
+    if recall == 1.0:
+        return n
+    if not 0.0 < recall <= 1.0:
+        raise errors.op_error("approx_max_k", f"recall_target must be in (0, 1], got "
+                              f"{recall_target}", cls=errors.FuncgradValueError)
+    m = min(max(int((1.0 - k) / np.log(recall)), tiling), n)
+    log2_reduction = (logical // m).bit_length() - 1 if logical // m else 0
+    if log2_reduction <= 0:
+        return n
+    log2_reduction = min(log2_reduction, ((n // tiling) - 1).bit_length() if n // tiling else 0)
+    return _ceil_div(_ceil_div(n, tiling), 1 << log2_reduction) * tiling
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+def _approx_k(name, operand, k, reduction_dimension, recall_target, override, aggregate):
+    aval = get_aval(operand)
+    if aval.ndim == 0:
+        raise errors.op_error(name, f"operand must have at least one axis, got {aval}",
+                              cls=errors.FuncgradTypeError)
+    if aval.dtype.kind != "f":
+        raise errors.op_error(name, f"operand must have a floating dtype, got {aval}",
+                              cls=errors.FuncgradValueError)
+    axis = canonicalize_axis(name, reduction_dimension, aval.ndim)
+    k = int(k)
+    if not 0 < k <= aval.shape[axis]:
+        raise errors.op_error(name, f"k={k} must be in [1, {aval.shape[axis]}] (the size of "
+                              f"reduction_dimension {axis})", cls=errors.FuncgradValueError)
+    size = _approx_output_size(aval.shape[axis], aval.ndim, k, recall_target, aggregate,
+                               int(override))
+    return axis, size
+
+
+def approx_max_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """`[values, indices]` of the `k` largest entries along `reduction_dimension`, in
+    descending order. XLA approximates on TPUs only; here (as on XLA's CPU and GPU) the
+    result is exact. With `aggregate_to_topk=False` it keeps as many entries as the TPU
+    algorithm would (XLA's output size), again the exact largest ones.
+
+    Example:
+        >>> approx_max_k(fnp.array([3.0, 1.0, 4.0, 1.0, 5.0]), 2)[0]
+        Array([5., 4.], dtype=float32)
+    """
+    axis, size = _approx_k("approx_max_k", operand, k, reduction_dimension, recall_target,
+                           reduction_input_size_override, aggregate_to_topk)
+    return list(top_k(operand, size, axis=axis))
+
+
+def approx_min_k(operand, k, reduction_dimension=-1, recall_target=0.95,
+                 reduction_input_size_override=-1, aggregate_to_topk=True):
+    """`[values, indices]` of the `k` smallest entries along `reduction_dimension`, in
+    ascending order (exact; see `approx_max_k`).
+
+    Example:
+        >>> approx_min_k(fnp.array([3.0, 1.0, 4.0, 1.0, 5.0]), 2)[1]
+        Array([1, 3], dtype=int32)
+    """
+    axis, size = _approx_k("approx_min_k", operand, k, reduction_dimension, recall_target,
+                           reduction_input_size_override, aggregate_to_topk)
+    values, indices = top_k(lax.neg(operand), size, axis=axis)
+    return [lax.neg(values), indices]

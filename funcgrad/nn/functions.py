@@ -19,6 +19,8 @@ __all__ = [
     "leaky_relu", "log_sigmoid", "log_softmax", "logsumexp", "one_hot", "relu", "relu6",
     "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "standardize", "swish",
     "tanh",
+    # the long tail (issue 28)
+    "identity", "log1mexp", "logmeanexp", "mish", "sparse_plus", "sparse_sigmoid", "squareplus",
 ]
 
 
@@ -312,3 +314,76 @@ def one_hot(x, num_classes, dtype=None, axis=-1):
     shape[axis] = num_classes
     rhs = fnp.arange(num_classes, dtype=x.dtype).reshape(shape)
     return (lhs == rhs).astype(dtype)
+
+
+# --- the long tail (issue 28) -----------------------------------------------------------------
+def identity(x):
+    """`x` itself, as an array.
+
+    Example: ``identity(2.0)`` is ``Array(2., dtype=float32, weak_type=True)``.
+    """
+    return fnp.asarray(x)
+
+
+def mish(x):
+    """x * tanh(softplus(x)) (Misra, 2019).
+
+    Example: ``mish(fnp.array([0.0]))`` is ``[0.]``.
+    """
+    x = _float(x)
+    return x * fnp.tanh(softplus(x))
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x**2 + b)) / 2, a smooth ReLU (So, 2021).
+
+    Example: ``squareplus(0.0)`` is ``1.0``.
+    """
+    x = _float(x)
+    return (x + fnp.sqrt(fnp.square(x) + b)) / 2
+
+
+def sparse_plus(x):
+    """0 for x <= -1, x for x >= 1, (x + 1)**2 / 4 in between (Martins et al.'s sparse
+    softplus).
+
+    Example: ``sparse_plus(fnp.array([-2.0, 0.0, 2.0]))`` is ``[0., 0.25, 2.]``.
+    """
+    x = _float(x)
+    return fnp.where(x <= -1.0, 0.0, fnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4)).astype(x.dtype)
+
+
+def sparse_sigmoid(x):
+    """clip((x + 1) / 2, 0, 1), the derivative of `sparse_plus`.
+
+    Example: ``sparse_sigmoid(fnp.array([-2.0, 0.0, 2.0]))`` is ``[0., 0.5, 1.]``.
+    """
+    x = _float(x)
+    return 0.5 * fnp.clip(x + 1.0, 0.0, 2.0)
+
+
+def log1mexp(x):
+    """log(1 - exp(-x)) for x > 0, accurate near 0 and for large x (Maechler's switch at
+    log 2; each branch sees only inputs where it is finite, so derivatives are too).
+
+    Example: ``log1mexp(fnp.array([1e-8, 50.0]))`` is about ``[-18.42, -1.9e-22]``.
+    """
+    x = _float(x)
+    c = np.log(2.0)
+    small = x < c
+    xs, xl = fnp.where(small, x, c), fnp.where(small, c, x)
+    return fnp.where(small, fnp.log(-fnp.expm1(-xs)), fnp.log1p(-fnp.exp(-xl)))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """log(mean(exp(x))) over `axis` (only the entries `where` holds), stably.
+
+    Example: ``logmeanexp(fnp.array([0.0, 0.0]))`` is ``0.0``.
+    """
+    x = _float(x)
+    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+    axes = _reduction_axes(x, axis)
+    if where is None:  # the count is static
+        return lse - np.log(float(np.prod([x.shape[a] for a in axes])))
+    mask = fnp.broadcast_to(fnp.where(where, 1.0, 0.0).astype(x.dtype), x.shape)
+    return lse - fnp.log(fnp.sum(mask, axis=axes, keepdims=keepdims))

@@ -14,6 +14,7 @@ imports only `funcgrad.random` and `funcgrad.numpy`.
 """
 
 import math
+import typing
 
 import numpy as np
 
@@ -24,6 +25,7 @@ __all__ = [
     "constant", "glorot_normal", "glorot_uniform", "he_normal", "he_uniform", "kaiming_normal",
     "kaiming_uniform", "lecun_normal", "lecun_uniform", "normal", "ones", "orthogonal",
     "truncated_normal", "uniform", "variance_scaling", "xavier_normal", "xavier_uniform", "zeros",
+    "Initializer", "delta_orthogonal",  # the long tail (issue 28)
 ]
 
 # the standard deviation of a standard normal truncated to (-2, 2)
@@ -215,5 +217,39 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
         q = fnp.reshape(q, shape[:axis] + shape[axis + 1:] + (n_cols,))
         return fnp.moveaxis(q, -1, axis) * dt.type(scale)
     init.__qualname__ = _call_text("orthogonal", scale=(scale, 1.0),
+                                   column_axis=(column_axis, -1))
+    return init
+
+
+class Initializer(typing.Protocol):
+    """What every initializer here is: a function `init(key, shape, dtype=None)` returning
+    an array (JAX's protocol, for type annotations)."""
+
+    def __call__(self, key, shape, dtype=None, out_sharding=None):
+        raise NotImplementedError
+
+
+def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+    """An initializer of 1-D, 2-D or 3-D convolution kernels (shape (*window, in, out),
+    in <= out) that are zero except at the window's center, where they hold an orthogonal
+    matrix (Xiao et al., 2018): the convolution then preserves norms.
+
+    Example: ``delta_orthogonal()(random.PRNGKey(0), (3, 3, 4, 4))[1, 1]`` is orthogonal.
+    """
+    def init(key, shape, dtype=dtype, out_sharding=None):
+        if out_sharding is not None:
+            raise ValueError("delta_orthogonal: out_sharding is not supported")
+        dt = _dtype(dtype)
+        shape = tuple(shape)
+        if len(shape) not in (3, 4, 5):
+            raise ValueError(f"delta_orthogonal: the initializer needs a 3-D, 4-D or 5-D "
+                             f"kernel shape, got {shape}")
+        if shape[-1] < shape[-2]:
+            raise ValueError(f"delta_orthogonal: fan_in must be at most fan_out, got shape "
+                             f"{shape}")
+        ortho = orthogonal(scale=scale, column_axis=column_axis, dtype=dt)(key, shape[-2:])
+        center = tuple((k - 1) // 2 for k in shape[:-2])
+        return fnp.zeros(shape, dt).at[center].set(ortho)
+    init.__qualname__ = _call_text("delta_orthogonal", scale=(scale, 1.0),
                                    column_axis=(column_axis, -1))
     return init

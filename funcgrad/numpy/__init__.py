@@ -12,19 +12,31 @@ import numpy as _np
 from funcgrad.core import ArrayBase as ndarray
 from funcgrad.numpy import array_api as _array_api
 from funcgrad.numpy import fft, linalg, methods  # noqa: F401  (methods installs the operators)
+from funcgrad.numpy import ufuncs as _ufuncs
 from funcgrad.numpy._util import broadcast_shapes as _broadcast_shapes
 from funcgrad.numpy.array_api import *
+from funcgrad.numpy.calculus import *
 from funcgrad.numpy.creation import *
 from funcgrad.numpy.dtype_api import *
+from funcgrad.numpy.editing import *
+from funcgrad.numpy.float_ops import *
+from funcgrad.numpy.functional import *
+from funcgrad.numpy.histograms import *
+from funcgrad.numpy.host import *
+from funcgrad.numpy.index_tricks import *
 from funcgrad.numpy.indexing import *
 from funcgrad.numpy.logic import *
 from funcgrad.numpy.math import *
 from funcgrad.numpy.padding import *
+from funcgrad.numpy.polynomial import *
 from funcgrad.numpy.products import *
 from funcgrad.numpy.reductions import *
 from funcgrad.numpy.searching import *
 from funcgrad.numpy.setops import *
 from funcgrad.numpy.shape import *
+from funcgrad.numpy.statistics import *
+from funcgrad.numpy.ufuncs import *
+from funcgrad.numpy.windows import *
 
 astype, clip = _array_api.astype, _array_api.clip  # the Array API's signatures, not NumPy's
 pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
@@ -49,3 +61,4 @@ def _install_boundaries():
 
 
 _install_boundaries()
+_ufuncs.install(globals())  # add.reduce, maximum.at, ... (JAX's ufunc methods)

@@ -22,6 +22,9 @@ __all__ = [
     "iinfo", "inexact", "int8", "int16", "int32", "int64", "int_", "integer", "isdtype",
     "issubdtype", "number", "promote_types", "result_type", "signedinteger", "uint8",
     "uint16", "uint32", "uint64", "uint", "unsignedinteger", "complex_", *_NARROW_NAMES,
+    # the long tail (issue 28): NumPy's other scalar names
+    "ComplexWarning", "bool", "cdouble", "character", "csingle", "double", "flexible",
+    "object_", "single",
 ]
 
 
@@ -220,3 +223,11 @@ def can_cast(from_, to, casting="safe"):
     """NumPy's can_cast on dtypes (funcgrad arrays are read through their dtype)."""
     from_ = from_.dtype if isinstance(getattr(from_, "dtype", None), np.dtype) else from_
     return np.can_cast(_dtype("can_cast", from_), _dtype("can_cast", to), casting)
+
+
+# --- NumPy's other scalar names (the long tail, issue 28) -------------------------------------
+# `bool` is set through globals() so that this module's own code keeps the builtin's name
+globals()["bool"] = _scalar_type("bool", np.bool_)
+double, single, cdouble, csingle = float64, float32, complex128, complex64
+object_, character, flexible = np.object_, np.character, np.flexible
+ComplexWarning = np.exceptions.ComplexWarning

@@ -1,5 +1,5 @@
 """`funcgrad.scipy`: SciPy's names on funcgrad arrays, as `jax.scipy` (`linalg`, `special`,
-`stats`).
+`stats`, `fft`, `integrate`, `interpolate`, `ndimage`, `optimize`, `signal`).
 
 The submodules load on first use (module `__getattr__`), so `import funcgrad.scipy` never
 fails because one of them does, and an unknown name is an error listing what exists.
@@ -11,7 +11,8 @@ fails because one of them does, and an unknown name is an error listing what exi
 
 import importlib
 
-__all__ = ["linalg", "special", "stats"]
+__all__ = ["linalg", "special", "stats", "fft", "integrate", "interpolate", "ndimage", "optimize",
+           "signal"]
 
 
 def __getattr__(name):

@@ -21,11 +21,16 @@ from funcgrad.numpy import math as m
 from funcgrad.numpy import shape as _shape_module  # noqa: F401  (loads it)
 from funcgrad.numpy._util import asarray_operand, dtype_of, shape_of
 from funcgrad.numpy.products import matmul
+from funcgrad.scipy import linalg_functions, linalg_special
+from funcgrad.scipy.linalg_functions import *  # noqa: F403
+from funcgrad.scipy.linalg_special import *  # noqa: F403
 
 sh = sys.modules["funcgrad.numpy.shape"]  # the module: funcgrad.numpy.shape is also fnp.shape()
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "det", "eigh", "expm", "inv",
-           "lu", "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd"]
+           "lu", "lu_factor", "lu_solve", "qr", "solve", "solve_triangular", "svd",
+           *linalg_special.__all__,  # the long tail (issue 28): special matrices and
+           *linalg_functions.__all__]  # matrix functions
 
 
 def _square(name, a):

@@ -4,10 +4,14 @@ One home per concept: `logsumexp` and `expit` are the very functions of `funcgra
 `softmax`/`log_softmax` call nn's with SciPy's (and JAX's) default `axis=None`, the whole
 array (nn's default is the last axis); `erf`, `erfc`, `erfinv`, `gammaln`, `digamma`,
 `polygamma` are the lax primitives (with their derivatives). The rest is written with
-`funcgrad.numpy`. Imports lax, numpy, nn.functions and custom_derivatives.
+`funcgrad.numpy`; the exponential, trigonometric and error-function integrals live in
+`special_integrals.py`. Imports lax, numpy, nn.functions and custom_derivatives.
 """
 
 import math
+from fractions import Fraction
+
+import numpy as np
 
 import funcgrad.numpy as fnp
 from funcgrad import errors, lax
@@ -15,12 +19,29 @@ from funcgrad.custom_derivatives import custom_jvp
 from funcgrad.nn import functions as nn_functions
 from funcgrad.nn.functions import logsumexp
 from funcgrad.nn.functions import sigmoid as expit
+from funcgrad.scipy.special_hyper import bessel_jn, hyp1f1
+from funcgrad.scipy.special_integrals import (
+    dawsn,
+    erfcx,
+    exp1,
+    expi,
+    expn,
+    owens_t,
+    sici,
+    spence,
+    wofz,
+)
 
 __all__ = [
     "betainc", "betaln", "digamma", "entr", "erf", "erfc", "erfinv", "expit", "gamma",
     "gammainc", "gammaincc", "gammaln", "kl_div", "log_ndtr", "log_softmax", "logit",
     "logsumexp", "multigammaln", "ndtr", "ndtri", "polygamma", "rel_entr", "softmax", "xlog1py",
     "xlogy",
+    # the long tail (issue 28)
+    "bernoulli", "beta", "boxcox", "boxcox1p", "comb", "factorial", "gammasgn", "i0", "i0e",
+    "i1", "i1e", "loggamma", "poch", "zeta",
+    "dawsn", "erfcx", "exp1", "expi", "expn", "owens_t", "sici", "spence", "wofz",
+    "bessel_jn", "hyp1f1",
 ]
 
 
@@ -304,74 +325,18 @@ def kl_div(p, q):
     return fnp.where((p == 0) & (q >= 0), q, rel_entr(p, q) - p + q)
 
 
-# --- incomplete gamma and beta functions: a power series or a continued fraction (modified
-# Lentz), a fixed number of steps in a fori_loop, so they trace, batch and differentiate (in
-# every argument, through the iterations) like any other composite. With 64 steps the
-# absolute error (float64) is below 1e-13 for parameters up to about 60, 2e-9 for gammainc at
-# a ~ 100 and grows beyond (JAX iterates to convergence instead); betainc stays below 1e-8 up
-# to 1000.
-_STEPS = 64
-
-
-def _tiny(x):
-    return fnp.finfo(x.dtype).tiny * 1e3
-
-
-def _lentz(an_bn, start, x):
-    """The continued fraction b0 + a1/(b1 + a2/(b2 + ...)) with (an, bn) = an_bn(n)."""
-    tiny = _tiny(x)
-    clamp = lambda v: fnp.where(fnp.abs(v) < tiny, tiny, v)
-
-    def body(n, carry):
-        c, d, h = carry
-        an, bn = an_bn(n + 1)
-        d, c = 1.0 / clamp(bn + an * d), clamp(bn + an / c)
-        return c, d, h * c * d
-    h0 = clamp(start)
-    return lax.fori_loop(0, _STEPS, body, (h0, fnp.zeros_like(h0), h0))[2]
-
-
-def _gamma_prefactor(a, x):
-    return fnp.exp(a * fnp.log(x) - x - lax.lgamma(a))
-
-
-def _gammainc_series(a, x):
-    def body(n, carry):
-        term, total = carry
-        term = term * x / (a + n + 1)
-        return term, total + term
-    term0 = 1.0 / a
-    return lax.fori_loop(0, _STEPS, body, (term0, term0))[1] * _gamma_prefactor(a, x)
-
-
-def _cf_q(a, x):
-    return _lentz(lambda n: (-n * (n - a), x + 1 - a + 2 * n), x + 1 - a, x)
-
-
-def _incomplete_gamma(a, x):
-    """(P, Q) at points with a > 0 and x > 0, each from the better-converging expansion."""
-    series = x < a + 1
-    xs = fnp.where(series, x, a + 1)  # the unused expansion gets a point where it converges
-    xf = fnp.where(series, a + 2, x)
-    p_series = _gammainc_series(a, xs)
-    q_fraction = _gamma_prefactor(a, xf) / _cf_q(a, xf)
-    return fnp.where(series, p_series, 1 - q_fraction), fnp.where(series, 1 - p_series,
-                                                                   q_fraction)
-
-
+# --- incomplete gamma and beta functions: lax's compositions (lax/special_series.py) -------
 def gammainc(a, x):
-    """The regularized lower incomplete gamma function P(a, x) (a > 0, x >= 0; NaN else).
+    """The regularized lower incomplete gamma function P(a, x) (JAX's values at the edges:
+    0 at x = 0, 1 at a = 0 or x = inf; NaN for negative arguments).
 
-    Differentiable in `a` and `x`; accurate to ~1e-13 for a up to about 60 (see above).
+    Differentiable in `a` and `x`; accurate to ~1e-13 for a up to about 60.
 
     Example:
         >>> gammainc(1.0, 1.0)  # 1 - exp(-1) = 0.63212055...
         Array(0.63212043, dtype=float32)
     """
-    a, x = _float(a, x)
-    ok = (a > 0) & (x > 0)
-    p, _ = _incomplete_gamma(fnp.where(ok, a, 1.0), fnp.where(ok, x, 1.0))
-    return fnp.where(ok, p, fnp.where((a > 0) & (x == 0), 0.0, fnp.nan))
+    return lax.igamma(*_float(a, x))
 
 
 def gammaincc(a, x):
@@ -381,37 +346,206 @@ def gammaincc(a, x):
         >>> gammaincc(1.0, 1.0)  # exp(-1) = 0.36787944...
         Array(0.36787957, dtype=float32)
     """
-    a, x = _float(a, x)
-    ok = (a > 0) & (x > 0)
-    _, q = _incomplete_gamma(fnp.where(ok, a, 1.0), fnp.where(ok, x, 1.0))
-    return fnp.where(ok, q, fnp.where((a > 0) & (x == 0), 1.0, fnp.nan))
-
-
-def _betacf(a, b, x):
-    def an_bn(n):
-        m = n // 2
-        even = n % 2 == 0
-        num = fnp.where(even, m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                        -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)))
-        return num, 1.0
-    return _lentz(an_bn, fnp.ones_like(x), x)
+    return lax.igammac(*_float(a, x))
 
 
 def betainc(a, b, x):
-    """The regularized incomplete beta function I_x(a, b) (a, b > 0, 0 <= x <= 1; NaN else).
+    """The regularized incomplete beta function I_x(a, b) (a, b >= 0, 0 <= x <= 1; NaN else),
+    differentiable in all three arguments (JAX's only in x).
 
     Example:
         >>> betainc(1.0, 1.0, 0.25)  # float32 rounding in the continued fraction
-        Array(0.24999984, dtype=float32)
+        Array(0.2500002, dtype=float32)
     """
-    a, b, x = _float(a, b, x)
-    ok = (a > 0) & (b > 0) & (x > 0) & (x < 1)
-    a1, b1 = fnp.where(ok, a, 1.0), fnp.where(ok, b, 1.0)
-    x1 = fnp.where(ok, x, 0.5)
-    front = fnp.exp(lax.lgamma(a1 + b1) - lax.lgamma(a1) - lax.lgamma(b1) + a1 * fnp.log(x1)
-                    + b1 * fnp.log1p(-x1))
-    direct = x1 < (a1 + 1) / (a1 + b1 + 2)
-    val = fnp.where(direct, front / (a1 * _betacf(a1, b1, x1)),
-                    1 - front / (b1 * _betacf(b1, a1, 1 - x1)))
-    edge = fnp.where(x == 0, 0.0, fnp.where(x == 1, 1.0, fnp.nan))
-    return fnp.where(ok, val, fnp.where((a > 0) & (b > 0), edge, fnp.nan))
+    return lax.betainc(*_float(a, b, x))
+
+
+# --- Bessel, zeta and gamma relatives ---------------------------------------------------------
+def i0e(x):
+    """exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0.
+
+    Example:
+        >>> i0e(0.0)
+        Array(1., dtype=float32)
+    """
+    return lax.bessel_i0e(*_float(x))
+
+
+def i0(x):
+    """The modified Bessel function of the first kind of order 0, I0(x).
+
+    Example:
+        >>> i0(0.0)
+        Array(1., dtype=float32)
+    """
+    x, = _float(x)
+    return fnp.exp(fnp.abs(x)) * lax.bessel_i0e(x)
+
+
+def i1e(x):
+    """exp(-|x|) I1(x), the exponentially scaled modified Bessel function of order 1.
+
+    Example:
+        >>> i1e(0.0)
+        Array(0., dtype=float32)
+    """
+    return lax.bessel_i1e(*_float(x))
+
+
+def i1(x):
+    """The modified Bessel function of the first kind of order 1, I1(x).
+
+    Example:
+        >>> i1(0.0)
+        Array(0., dtype=float32)
+    """
+    x, = _float(x)
+    return fnp.exp(fnp.abs(x)) * lax.bessel_i1e(x)
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function sum_k (q + k)**-x (x > 1); the Riemann zeta function when
+    `q` is None (JAX raises there). Differentiable in `q`.
+
+    Example:
+        >>> zeta(2.0, 1.0)  # pi**2 / 6
+        Array(1.644934, dtype=float32)
+    """
+    return lax.zeta(*_float(x, 1.0 if q is None else q))
+
+
+def gammasgn(x):
+    """The sign of Gamma(x): 1, or -1 (negative x between an odd and an even pole, and -0.0);
+    NaN at the poles.
+
+    Example:
+        >>> gammasgn(-0.5)
+        Array(-1., dtype=float32)
+    """
+    x, = _float(x)
+    neg = x < 0
+    fl = fnp.floor(x)
+    minus = (neg & (fl % 2 != 0)) | ((x == 0) & fnp.signbit(x))
+    out = fnp.where(minus, -1.0, 1.0).astype(x.dtype)
+    return fnp.where((neg & (x == fl)) | fnp.isnan(x), fnp.nan, out)
+
+
+def loggamma(x):
+    """log Gamma(x) for real x > 0 (NaN for x <= 0, as JAX's real loggamma).
+
+    Example:
+        >>> loggamma(3.0)  # log 2
+        Array(0.6931472, dtype=float32)
+    """
+    x, = _float(x)
+    return fnp.where(x > 0, lax.lgamma(x), fnp.nan)
+
+
+def beta(a, b):
+    """The beta function B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b).
+
+    Example:
+        >>> beta(2.0, 3.0)  # 1/12
+        Array(0.08333334, dtype=float32)
+    """
+    a, b = _float(a, b)
+    return gammasgn(a) * gammasgn(b) * gammasgn(a + b) * fnp.exp(betaln(a, b))
+
+
+def factorial(n, exact=False):
+    """n! as Gamma(n + 1) (0 for negative n); `exact=True` is not supported (as in JAX).
+
+    Example:
+        >>> factorial(4.0)
+        Array(24., dtype=float32)
+    """
+    if exact:
+        raise errors.op_error("factorial", "exact=True is not supported (as in JAX); "
+                              "factorial is computed in floating point",
+                              cls=errors.FuncgradValueError)
+    n, = _float(n)
+    return fnp.where(n < 0, 0.0, fnp.exp(lax.lgamma(n + 1))).astype(n.dtype)
+
+
+def comb(N, k, *, repetition=False):  # noqa: N803  (SciPy's name)
+    """The binomial coefficient N choose k in floating point (0 outside 0 <= k <= N); with
+    `repetition`, the number of multisets: comb(N + k - 1, k).
+
+    Example:
+        >>> comb(5.0, 2.0)  # through gammaln (float32 rounding, as JAX's)
+        Array(10.000001, dtype=float32)
+    """
+    N, k = _float(N, k)
+    if repetition:
+        return fnp.where((k == 0) & (N >= 0), 1.0, comb(N + k - 1, k)).astype(N.dtype)
+    ok = (k <= N) & (N >= 0) & (k >= 0)
+    sn, sk = fnp.where(ok, N, 0.0), fnp.where(ok, k, 0.0)
+    val = fnp.exp(lax.lgamma(sn + 1) - lax.lgamma(sk + 1) - lax.lgamma(sn + 1 - sk))
+    return fnp.where(ok, val, 0.0).astype(N.dtype)
+
+
+@custom_jvp
+def poch(z, m):
+    """The Pochhammer symbol (rising factorial) Gamma(z + m) / Gamma(z) (1 for m = 0).
+
+    Example:
+        >>> poch(3.0, 2.0)  # 3 * 4
+        Array(12., dtype=float32)
+    """
+    z, m = _float(z, m)
+    return fnp.where(m == 0, 1.0, gamma(z + m) / gamma(z)).astype(z.dtype)
+
+
+@poch.defjvp
+def _poch_jvp(primals, tangents):
+    z, m = _float(*primals)
+    tz, tm = tangents
+    out = poch(z, m)
+    dz = (lax.digamma(z + m) - lax.digamma(z)) * out
+    return out, dz * tz + lax.digamma(z + m) * out * tm
+
+
+def boxcox(x, lmbda):
+    """The Box-Cox transform (x**lmbda - 1) / lmbda (log x at lmbda = 0), computed with
+    expm1 for accuracy near 0.
+
+    Example:
+        >>> boxcox(fnp.e, 0.0)
+        Array(1., dtype=float32)
+    """
+    x, lmbda = _float(x, lmbda)
+    zero = lmbda == 0
+    safe = fnp.where(zero, 1.0, lmbda).astype(x.dtype)
+    lx = fnp.log(x)
+    return fnp.where(zero, lx, fnp.expm1(safe * lx) / safe)
+
+
+def boxcox1p(x, lmbda):
+    """The Box-Cox transform of 1 + x (defined for x > -1).
+
+    Example:
+        >>> boxcox1p(0.0, 2.0)
+        Array(0., dtype=float32)
+    """
+    x, lmbda = _float(x, lmbda)
+    zero = lmbda == 0
+    safe = fnp.where(zero, 1.0, lmbda).astype(x.dtype)
+    lx = fnp.log1p(x)
+    return fnp.where(zero, lx, fnp.expm1(safe * lx) / safe)
+
+
+def bernoulli(n):
+    """The Bernoulli numbers B_0 .. B_n (B_1 = -1/2), as a float array (n a Python int).
+
+    Example:
+        >>> bernoulli(4)
+        Array([ 1.        , -0.5       ,  0.16666667,  0.        , -0.03333334], dtype=float32)
+    """
+    n = int(n)
+    if n < 0:
+        raise errors.op_error("bernoulli", f"n must be a non-negative integer, got {n}",
+                              cls=errors.FuncgradValueError)
+    b = [Fraction(1)]
+    for m in range(1, n + 1):  # sum_{k<=m} C(m+1, k) B_k = 0
+        b.append(-sum(math.comb(m + 1, k) * b[k] for k in range(m)) / (m + 1))
+    return fnp.asarray(np.array([float(v) for v in b]))

@@ -249,8 +249,9 @@ DIFFERENCES = [
         "`jax_platforms=\"tpu\"` fails at `config.update`; `jax_default_matmul_precision`, "
         "`jax_compilation_cache_dir`, `jax_persistent_cache_min_*`, `jax_traceback_filtering`, "
         "`jax_check_tracer_leaks` are accepted and checked, with no effect; "
-        "`jax_default_prng_impl` other than threefry2x32 and "
-        "`jax_threefry_partitionable=False` are errors.",
+        "`jax_default_prng_impl` other than threefry2x32, "
+        "`jax_threefry_partitionable=False` and `jax_enable_custom_prng=True` (also "
+        "`enable_custom_prng()`) are errors.",
         "funcgrad runs on \"cpu\" (and \"cuda\"); CPU products are computed in their dtype, "
         "compiled C is cached in `native_cache_dir`, errors already name the user's line, a "
         "leaked tracer always raises when used; only JAX's default generator and layout "
@@ -259,6 +260,88 @@ DIFFERENCES = [
         "jax.live_arrays", (),
         "Walks the garbage collector's objects.",
         "Arrays are not registered when created, so they cost nothing.", checked=False),
+    # --- the long tail (issue 28, item 8) ---
+    Difference(
+        "jax.lax.random_gamma_grad", ("*args", "a", "x"),
+        "`random_gamma_grad(a, x)` names its two operands.",
+        "JAX's is wrapped by a broadcasting helper that shows `*args`; it takes the same two "
+        "operands (a, x) by position."),
+    Difference(
+        "jax.lax.zeta", ("x", "q"),
+        "Differentiable in `q` (`-x * zeta(x + 1, q)`); a derivative in `x` is an error naming "
+        "zeta. Exact for large negative non-integer `q`, where XLA's summation is wrong.",
+        "JAX differentiates in neither argument; the derivative in `q` is the standard "
+        "identity.", checked=False),
+    Difference(
+        "jax.lax.igamma_grad_a", ("a", "x"),
+        "Differentiable again (in `a` and `x`).",
+        "JAX's has no derivative rule; funcgrad's is the jvp of igamma's own iterations.",
+        checked=False),
+    Difference(
+        "jax.lax.betainc", ("a", "b"),
+        "Differentiable in `a` and `b` too (through the continued fraction's iterations).",
+        "JAX raises for derivatives in a and b.", checked=False),
+    Difference(
+        "jax.numpy.partition", ("kth",),
+        "Returns the fully sorted array (`argpartition`: a stable argsort), which is a valid "
+        "partition.",
+        "NumPy and JAX leave the order inside each side unspecified; JAX's top_k-based order "
+        "is one choice among many.", checked=False),
+    Difference(
+        "jax.lax.rng_bit_generator", ("algorithm",),
+        "RNG_DEFAULT and RNG_PHILOX draw from Philox-4x32-10 (checked against Random123's "
+        "answers): key words 0-1 are the key, words 2-3 the counter, and the key returned "
+        "has its counter advanced; RNG_THREE_FRY is an error.",
+        "XLA leaves the bits unspecified and they differ across platforms; use "
+        "funcgrad.random (threefry, JAX's bits) where the values must match JAX.",
+        checked=False),
+    Difference(
+        "jax.lax.rng_uniform", ("a", "b", "shape"),
+        "Draws from a generator funcgrad owns (a stateful effect, as XLA's RngUniform): each "
+        "call, eager or jitted, gives new values.",
+        "XLA's stateful generator has no specified sequence either.", checked=False),
+    Difference(
+        "jax.scipy.linalg.sqrtm", ("A",),
+        "Differentiable: the tangent solves X dX + dX X = dA in the Schur basis.",
+        "JAX's goes through schur, which has no derivative; the values are the same.",
+        checked=False),
+    Difference(
+        "jax.scipy.linalg.solve_sylvester", ("A", "B", "C"),
+        "Differentiable in A, B and C (the tangent is one more Sylvester solve).",
+        "JAX's goes through schur, which has no derivative; the values are the same.",
+        checked=False),
+    Difference(
+        "jax.numpy.add", ("x", "y"),
+        "`fnp.add`, `multiply`, `maximum`, `minimum`, `subtract`, the logical_* and "
+        "bitwise_* functions and logaddexp(2) are plain functions with the ufunc methods "
+        "attached (`reduce`, `accumulate`, `at`, `reduceat`, `outer`, `nin`, `nout`, "
+        "`identity`): `isinstance(fnp.add, fnp.ufunc)` is False.",
+        "They stay the functions every other funcgrad module calls (and their derivatives); "
+        "the methods behave as JAX's.", checked=False),
+    Difference(
+        "jax.scipy.signal.convolve2d", ("boundary", "fillvalue"),
+        "`boundary=\"wrap\"` and `\"symm\"`, and any `fillvalue`, work (SciPy's meanings, "
+        "`correlate2d` included).",
+        "JAX implements only `boundary=\"fill\"` with `fillvalue=0`.", checked=False),
+    Difference(
+        "jax.lax.custom_linear_solve", ("b",),
+        "Under vmap every operand gets the batch axis (an unbatched one is broadcast) and the "
+        "programs are batched whole.",
+        "JAX batches only what depends on the batch (a fixed point over the four programs); "
+        "the values are the same.", checked=False),
+    Difference(
+        "jax.scipy.special.expn", ("n", "x"),
+        "E_n(0) is 1 / (n - 1) for n >= 2 (SciPy's value; JAX's gives 1 / n), and every "
+        "order of derivative in x is finite (E_0 = exp(-x) / x is differentiated directly).",
+        "The integral's value at 0 is 1 / (n - 1); JAX's second derivative of `exp1` fails.",
+        checked=False),
+    Difference(
+        "jax.scipy.linalg.hilbert", ("n",),
+        "`hilbert`, `invhilbert`, `pascal`, `invpascal`, `dft`, `hadamard`, `helmert` and "
+        "`convolution_matrix` take an int `n` up to 2**15 (an error beyond, and for a float).",
+        "A larger n x n matrix (over 2**30 entries) is refused up front instead of being built "
+        "by host code for minutes.", checked=False,
+        jax="builds any size memory allows"),
 ]
 
 # Public JAX (optax) names funcgrad does not have on purpose, with the reason. The name table
@@ -269,4 +352,14 @@ MISSING = {
     "jax.profiler.device_memory_profile": "no memory profiler yet (`live_arrays()` lists arrays)",
     "jax.profiler.save_device_memory_profile": "no memory profiler yet",
     "jax.make_user_context": "no XLA runtime contexts",
+    "jax.profiler.start_server":
+        "no profiler server for TensorBoard's remote capture; `start_trace` writes the trace",
+    "jax.transfer_guard":
+        "implicit host-device transfers are not tracked (on the CPU an array is host memory)",
+    "jax.transfer_guard_device_to_host": "as `transfer_guard`",
+    "jax.transfer_guard_host_to_device": "as `transfer_guard`",
+    "jax.transfer_guard_device_to_device": "as `transfer_guard`",
+    "jax.Ref": "funcgrad arrays are immutable: JAX's new mutable references are not implemented",
+    "jax.lax.ragged_all_to_all":
+        "collectives with ragged (per-member sized) operands are not implemented",
 }

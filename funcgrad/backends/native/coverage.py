@@ -67,6 +67,12 @@ PYTHON_REASONS = {
                                 "axis_index", "shard_map_check")},
     **{n: _CALLBACK for n in ("pure_callback", "debug_callback", "debug_print", "debug_log",
                               "debug_breakpoint")},
+    # the long tail (issue 28)
+    **{n: "no C form yet (a series or bit operation of the long tail: numpy through Python)"
+       for n in ("bessel_i0e", "bessel_i1e", "zeta", "clz", "mulhi", "reduce_precision")},
+    "reduce_xor": "no C routine yet (numpy's bitwise_xor.reduce)",
+    "schur": _NOT_YET, "hessenberg": _NOT_YET,
+    "rng_uniform": "draws from funcgrad's host generator (a stateful effect) by design",
 }
 
 
