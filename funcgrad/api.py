@@ -83,7 +83,7 @@ def _check_float_inputs(name, args, argnums, holomorphic=False, allow_int=False)
     for i in argnums:
         for path, leaf in tree_flatten_with_path(args[i])[0]:
             aval = get_aval(array_leaf(name, leaf, f"argument {i}{keystr(path)}"))
-            if allow_int and aval.dtype.kind in "biu":
+            if allow_int and dtypes.kind(aval.dtype) in "biu":
                 continue
             if not dtypes.is_inexact(aval.dtype):
                 raise errors.FuncgradTypeError(
@@ -92,7 +92,7 @@ def _check_float_inputs(name, args, argnums, holomorphic=False, allow_int=False)
                     f"{aval.dtype} ({aval}).\n{errors.where(errors.user_frame(3))}\n"
                     "  hint: convert it with .astype(fnp.float32), differentiate with "
                     "respect to another argument via argnums, or pass allow_int=True.")
-            if holomorphic and aval.dtype.kind != "c":
+            if holomorphic and dtypes.kind(aval.dtype) != "c":
                 raise errors.FuncgradTypeError(
                     f"{name} with holomorphic=True requires inputs with complex dtype, but "
                     f"argument {i}{keystr(path)} has dtype {aval.dtype} ({aval}).\n"
@@ -103,7 +103,7 @@ def _check_float_inputs(name, args, argnums, holomorphic=False, allow_int=False)
 def _check_output_dtype(name, aval, holomorphic, where="the output"):
     """JAX's rule for the outputs of reverse-mode derivatives (`grad`, `jacrev`): real
     floating point, or complex with `holomorphic=True`. Returns an error text or None."""
-    kind, got = aval.dtype.kind, f"but {where} has type {aval.str_short()}"
+    kind, got = dtypes.kind(aval.dtype), f"but {where} has type {aval.str_short()}"
     if holomorphic and kind != "c":
         return f"{name} with holomorphic=True requires outputs with complex dtype, {got}"
     if not holomorphic and kind == "c":
@@ -155,7 +155,7 @@ def _ct_dtype(i, ct, aval):
     ca = get_aval(ct)
     if ca.dtype == aval.dtype or not dtypes.is_inexact(aval.dtype):
         return ct
-    if ca.dtype.kind == "c" and aval.dtype.kind != "c":
+    if dtypes.kind(ca.dtype) == "c" and dtypes.kind(aval.dtype) != "c":
         raise errors.FuncgradTypeError(
             f"vjp function: cotangent leaf {i} has dtype {ca.dtype}, but the output is real "
             f"({aval.str_short()}); its cotangent must be real too\n{errors.where()}")
@@ -213,7 +213,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
 def _float0_if_int(g, x):
     """The gradient of input leaf `x`: JAX's `float0` zeros for an integer or bool input."""
     aval = get_aval(array_leaf("grad", x, "input"))
-    return np.zeros(aval.shape, dtypes.float0) if aval.dtype.kind in "biu" else g
+    return np.zeros(aval.shape, dtypes.float0) if dtypes.kind(aval.dtype) in "biu" else g
 
 
 def grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=False, reduce_axes=()):

@@ -61,6 +61,7 @@ def _effect_primitive(name, run):
     whatever the batch size, also under jit)."""
     p = Primitive(name)
     p.effectful = True
+    p.widens_narrow = False  # the user's function sees bfloat16 values as bfloat16
 
     def impl(*vals, _batched=(), **params):
         _per_example(run, vals, _batched, params)

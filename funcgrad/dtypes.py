@@ -1,10 +1,13 @@
 """The dtype policy: canonical dtypes, weak types and JAX's type-promotion lattice.
 
 With `enable_x64` off (the default) 64-bit dtypes canonicalize to 32-bit ones, as in
-JAX. Python scalars are *weakly typed*: `x_f32 * 2.0` stays float32. This module owns
-those rules and nothing else; it imports only numpy, funcgrad.config and funcgrad.errors.
+JAX. Python scalars are *weakly typed*: `x_f32 * 2.0` stays float32. The narrow types
+(bfloat16, the float8s, int4...) are ml_dtypes', as JAX's; they compute in `compute_dtype`
+(float32, int32) and round once per operation. This module owns those rules and nothing
+else; it imports only numpy, ml_dtypes, funcgrad.config and funcgrad.errors.
 """
 
+import ml_dtypes
 import numpy as np
 
 from funcgrad import errors
@@ -16,21 +19,114 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
+# The narrow types JAX takes from ml_dtypes. numpy knows them as user dtypes of kind "V"
+# (float8_e5m2's is "f"), so their kind is asked of `kind(dtype)`, never of `dtype.kind`.
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+(float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3, float8_e8m0fnu,
+ float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz) = (
+    np.dtype(getattr(ml_dtypes, n)) for n in (
+        "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
+        "float8_e8m0fnu", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+        "float8_e5m2", "float8_e5m2fnuz"))
+int2, int4, uint2, uint4 = (np.dtype(getattr(ml_dtypes, n)) for n in ("int2", "int4", "uint2",
+                                                                       "uint4"))
+int1 = np.dtype(ml_dtypes.int1) if hasattr(ml_dtypes, "int1") else None
+uint1 = np.dtype(ml_dtypes.uint1) if hasattr(ml_dtypes, "uint1") else None
+
+_FLOAT8 = (float8_e3m4, float8_e4m3, float8_e8m0fnu, float8_e4m3b11fnuz, float8_e4m3fn,
+           float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz)
+_SMALL_FLOATS = (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn) + _FLOAT8  # JAX's order
+_CUSTOM_FLOATS = _SMALL_FLOATS + (bfloat16,)
+_SIGNED_INTN = tuple(t for t in (int1, int2, int4) if t is not None)
+_UNSIGNED_INTN = tuple(t for t in (uint1, uint2, uint4) if t is not None)
+_INTN = _SIGNED_INTN + _UNSIGNED_INTN
+NARROW_TYPES = _CUSTOM_FLOATS + _INTN  # every ml_dtypes type funcgrad has
+
 _SHORT = {
     bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
     uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
     float16: "f16", float32: "f32", float64: "f64", complex64: "c64", complex128: "c128",
 }
+for _t in _CUSTOM_FLOATS + _INTN:  # JAX's short names: bf16, f8_e4m3fn, i4, u2
+    _SHORT[_t] = (_t.name.replace("bfloat", "bf").replace("float", "f")
+                  .replace("uint", "u").replace("int", "i"))
 _NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+_KIND = {**{t: "f" for t in _CUSTOM_FLOATS}, **{t: "i" for t in _SIGNED_INTN},
+         **{t: "u" for t in _UNSIGNED_INTN}}
+# numpy computes these types itself neither fast nor as XLA does (ml_dtypes' reductions
+# accumulate in the narrow type): funcgrad computes them in this wider type and rounds the
+# result once per operation.
+_COMPUTE = {**{t: float32 for t in _CUSTOM_FLOATS}, **{t: int32 for t in _SIGNED_INTN},
+            **{t: uint32 for t in _UNSIGNED_INTN}}
 
 
 def short_name(dtype):
-    """'f32' for float32, as printed in the IR."""
+    """'f32' for float32, 'bf16' for bfloat16, as printed in the IR."""
     return _SHORT.get(dtype, str(dtype))
 
 
+def kind(dtype):
+    """numpy's kind letter of `dtype` ("b", "i", "u", "f", "c"), also for the ml_dtypes types
+    numpy calls "V": "f" for bfloat16 and the float8s, "i"/"u" for int4 & co.
+
+    Example:
+        >>> kind(bfloat16), kind(float32)
+        ('f', 'f')
+    """
+    return dtype.kind if dtype.num < 256 else _KIND.get(dtype, dtype.kind)
+
+
+def compute_dtype(dtype):
+    """The dtype an operation on `dtype` computes in: float32 for bfloat16 and the float8s,
+    int32/uint32 for int4 & co.; `dtype` itself otherwise (float16 included: numpy computes
+    it in float32 and rounds per operation itself)."""
+    return dtype if dtype.num < 256 else _COMPUTE.get(dtype, dtype)
+
+
+def is_custom_float(dtype):
+    """bfloat16, the float8s and the other ml_dtypes floats (not float16)."""
+    return dtype.num >= 256 and dtype in _CUSTOM_FLOATS
+
+
 def is_float(dtype):
-    return dtype.kind == "f"
+    return kind(dtype) == "f"
+
+
+def _iinfo(dtype):
+    """numpy's `iinfo` of an integer dtype, int4 & co. included (ml_dtypes'); the public
+    `iinfo` is funcgrad.numpy's (`__getattr__`)."""
+    return (ml_dtypes.iinfo if dtype.num >= 256 else np.iinfo)(dtype)
+
+
+def _finfo(dtype):
+    """numpy's `finfo` of a float dtype, bfloat16 and the float8s included (ml_dtypes')."""
+    return (ml_dtypes.finfo if dtype.num >= 256 else np.finfo)(dtype)
+
+
+def lowest(dtype):
+    """The identity of `max` in `dtype`: False, the integer minimum, -inf (the lowest finite
+    value in a float without infinities, float8_e4m3fn's -448), as JAX's."""
+    k = kind(dtype)
+    if k == "b":
+        return False
+    if k in "iu":
+        return int(_iinfo(dtype).min)
+    return -np.inf if _has_inf(dtype) else float(_finfo(dtype).min)
+
+
+def highest(dtype):
+    """The identity of `min` in `dtype` (see `lowest`)."""
+    k = kind(dtype)
+    if k == "b":
+        return True
+    if k in "iu":
+        return int(_iinfo(dtype).max)
+    return np.inf if _has_inf(dtype) else float(_finfo(dtype).max)
+
+
+def _has_inf(dtype):
+    # ml_dtypes' "fn" (finite), "fnuz" (finite, unsigned zero) and e8m0's "fnu" types lack inf
+    return dtype.num < 256 or not dtype.name.endswith(("fn", "fnuz", "fnu"))
 
 
 # JAX's dtype of the gradient of an integer or bool input under `grad(..., allow_int=True)`:
@@ -39,11 +135,11 @@ float0 = np.dtype([("float0", np.void, 0)])
 
 
 def is_inexact(dtype):
-    return dtype.kind in "fc"
+    return kind(dtype) in "fc"
 
 
 def is_integer(dtype):
-    return dtype.kind in "iu"
+    return kind(dtype) in "iu"
 
 
 def default_float():
@@ -71,7 +167,7 @@ def to_inexact(dtype):
         >>> to_inexact(int8), to_inexact(float16)
         (dtype('float32'), dtype('float16'))
     """
-    if dtype.kind in "fc":
+    if kind(dtype) in "fc":
         return dtype
     return default_float() if dtype.itemsize == 8 else float32
 
@@ -106,22 +202,34 @@ def scalar_dtype(x):
 
 
 # --- JAX's type promotion lattice ------------------------------------------------------
-# Nodes are dtypes plus the weak kinds "i*", "f*", "c*" of Python scalars.
-_LATTICE = {
-    bool_: ["i*"],
-    "i*": [uint8, int8],
-    uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64], uint64: ["f*"],
-    int8: [int16], int16: [int32], int32: [int64], int64: ["f*"],
-    "f*": [float16, "c*"], float16: [float32], float32: [float64, complex64],
-    float64: [complex128], "c*": [complex64], complex64: [complex128], complex128: [],
-}
+# Nodes are dtypes plus the weak kinds "i*", "f*", "c*" of Python scalars; a node's list holds
+# the nodes right above it (jax._src.dtypes._type_promotion_lattice, standard mode). The narrow
+# types sit alone above the weak ones: bfloat16 + float16 is float32, a float8 or a 4-bit
+# integer joins nothing but itself and the weak kinds below it.
+
+def _lattice(x64):
+    ints = [t for t in (int1, uint1, int2, uint2, int4, uint4) if t is not None]
+    lattice = {
+        bool_: ["i*"],
+        "i*": [uint8, int8, *ints],
+        uint8: [int16, uint16], uint16: [int32, uint32],
+        uint32: [int64, uint64] if x64 else [int32, uint64], uint64: ["f*"],
+        int8: [int16], int16: [int32], int32: [int64], int64: ["f*"],
+        "f*": [*_SMALL_FLOATS, bfloat16, float16, "c*"],
+        bfloat16: [float32], float16: [float32], float32: [float64, complex64],
+        float64: [complex128], "c*": [complex64], complex64: [complex128], complex128: [],
+    }
+    lattice.update({t: [] for t in (*ints, *_SMALL_FLOATS)})
+    return lattice
 
 
-# `config.numpy_dtype_promotion = "strict"`: a Python scalar joins arrays of its kind (or a
-# higher kind); arrays of different dtypes do not join at all (JAX's strict lattice).
-_INTS = [uint8, uint16, uint32, uint64, int8, int16, int32, int64]
-_STRICT_LATTICE = {**{t: [] for t in _SHORT}, "i*": ["f*", *_INTS],
-                   "f*": ["c*", float16, float32, float64], "c*": [complex64, complex128]}
+def _strict_lattice():
+    # `numpy_dtype_promotion="strict"`: a weak kind joins the dtypes of its kind (or higher);
+    # dtypes join nothing but themselves
+    ints = [t for t in _SHORT if kind(t) in "iu"]
+    floats = [t for t in _SHORT if kind(t) == "f"]
+    return {**{t: [] for t in _SHORT}, "i*": ["f*", *ints], "f*": ["c*", *floats],
+            "c*": [complex64, complex128]}
 
 
 def _upper_sets(lattice):
@@ -133,47 +241,68 @@ def _upper_sets(lattice):
             if n not in seen:
                 seen.add(n)
                 stack.extend(lattice[n])
-        ups[node] = seen
+        ups[node] = frozenset(seen)
     return ups
 
 
-_UP = _upper_sets(_LATTICE)
-_UP_STRICT = _upper_sets(_STRICT_LATTICE)
-_join_cache = {}
+_UP = {"x32": _upper_sets(_lattice(False)), "x64": _upper_sets(_lattice(True)),
+       "strict": _upper_sets(_strict_lattice())}
 
 
 class TypePromotionError(errors.FuncgradValueError):
-    """Operands whose dtypes have no implicit promotion (with `numpy_dtype_promotion` set to
-    "strict"), as JAX's `jax.dtypes.TypePromotionError`."""
+    """Operands whose dtypes have no implicit promotion (a float8 with another float, a
+    4-bit integer with another integer, anything but equal dtypes under
+    `numpy_dtype_promotion="strict"`), as JAX's `jax.dtypes.TypePromotionError`."""
 
 
-def _join(a, b):
-    key = (a, b)
-    r = _join_cache.get(key)
-    if r is None:
-        common = _UP[a] & _UP[b]
-        r = next(n for n in common if _UP[n] >= common)
-        _join_cache[key] = r
-    return r
+def _lattice_name():
+    if getattr(config, "_values", {}).get("numpy_dtype_promotion") == "strict":
+        return "strict"
+    return "x64" if config.enable_x64 else "x32"
 
 
-def _join_strict(a, b):
-    common = _UP_STRICT[a] & _UP_STRICT[b]
-    least = [n for n in common if _UP_STRICT[n] >= common]
-    if not least:
-        names = {"i*": "<class 'int'>", "f*": "<class 'float'>", "c*": "<class 'complex'>"}
-        raise TypePromotionError(
-            f"Input dtypes {tuple(names.get(n, str(n)) for n in (a, b))} have no available "
-            "implicit dtype promotion path when jax_numpy_dtype_promotion=strict. Try "
-            "explicitly casting inputs to the desired output type, or set "
-            f"jax_numpy_dtype_promotion=standard.\n{errors.where()}")
-    return least[0]
+def _least_upper_bound(nodes, which=None):
+    """JAX's least upper bound of lattice nodes (`_least_upper_bound`)."""
+    which = which or _lattice_name()
+    ups = _UP[which]
+    common = frozenset.intersection(*(ups[n] for n in nodes))
+    least = (common & set(nodes)) or {c for c in common if common <= ups[c]}
+    if len(least) == 1:
+        return next(iter(least))
+    raise TypePromotionError(_no_promotion(nodes, which))
+
+
+def _no_promotion(nodes, which):
+    names = tuple(_NODE_NAME.get(n, str(n)) for n in nodes)
+    head = f"Input dtypes {names} have no available implicit dtype promotion path"
+    if which == "strict":
+        return (f"{head} when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs "
+                "to the desired output type, or set jax_numpy_dtype_promotion=standard.")
+    for group, what, cast in ((_FLOAT8, "8-bit floats", "float32"),
+                              ((float6_e2m3fn, float6_e3m2fn), "6-bit floats", "float32"),
+                              ((float4_e2m1fn,), "4-bit floats", "float32"),
+                              (_INTN, "1-bit, 2-bit and 4-bit integers", "int32")):
+        if any(n in group for n in nodes):
+            return (f"{head}. To avoid unintended promotion, {what} do not support implicit "
+                    "promotion. If you'd like your inputs to be promoted to another type, you "
+                    f"can do so explicitly using e.g. x.astype('{cast}')")
+    return f"{head}. Try explicitly casting inputs to the desired output type."
+
+
+_NODE_NAME = {"i*": "<class 'int'>", "f*": "<class 'float'>", "c*": "<class 'complex'>"}
+_WEAK_NODE = {"i": "i*", "u": "i*", "f": "f*", "c": "c*"}
+_NODE_DTYPE = {"i*": default_int, "f*": default_float, "c*": default_complex}
 
 
 def _node(dtype, weak):
-    if weak:
-        return {"i": "i*", "u": "i*", "f": "f*", "c": "c*"}.get(dtype.kind, dtype)
-    return dtype
+    return _WEAK_NODE.get(kind(dtype), dtype) if weak and dtype != bool_ else dtype
+
+
+def join_nodes(a, b):
+    """The least upper bound of two lattice nodes (dtypes, or "i*"/"f*"/"c*" for the weak
+    kinds of Python scalars), uncanonicalized, as `jnp.promote_types`; raises
+    `TypePromotionError` where there is none."""
+    return _least_upper_bound((a, b))
 
 
 _promote_cache = {}
@@ -181,34 +310,43 @@ config.on_change(lambda name, value: _promote_cache.clear())
 
 
 def promote_types(*dtypes_weak):
-    """Result (dtype, weak) of combining `(dtype, weak)` pairs by JAX's lattice.
+    """Result (dtype, weak) of combining `(dtype, weak)` pairs by JAX's lattice, as its binary
+    operations do (`lattice_result_type`), canonicalized; raises `TypePromotionError`.
 
     Example:
         >>> promote_types((float32, False), (float32, True))
         (dtype('float32'), False)
+        >>> promote_types((bfloat16, False), (float16, False))
+        (dtype('float32'), False)
     """
     r = _promote_cache.get(dtypes_weak)
-    if r is not None:
-        return r
-    node = _node(*dtypes_weak[0])
-    join = _join_strict if config.numpy_dtype_promotion == "strict" else _join
-    for dt, weak in dtypes_weak[1:]:
-        node = join(node, _node(dt, weak))
-    if node == "i*":
-        r = (default_int(), True)
-    elif node == "f*":
-        r = (default_float(), True)
-    elif node == "c*":
-        r = (default_complex(), True)
-    else:
-        r = (canonicalize(node), False)
-    _promote_cache[dtypes_weak] = r
+    if r is None:
+        r = _promote(dtypes_weak)
+        _promote_cache[dtypes_weak] = r
     return r
 
 
+def _promote(pairs):
+    dts = [dt for dt, _ in pairs]
+    weak = [w for _, w in pairs]
+    if len(pairs) == 1:
+        dt, w = dts[0], weak[0]
+    elif len(set(dts)) == 1 and not all(weak):
+        dt, w = dts[0], False
+    elif all(weak) and _lattice_name() != "strict":
+        # the join of the strong dtypes, weakly typed (no weak int16 from weak kinds)
+        node = _least_upper_bound(tuple(dict.fromkeys(dts)))
+        dt, w = _NODE_DTYPE[node]() if isinstance(node, str) else node, True
+    else:
+        node = _least_upper_bound(tuple(dict.fromkeys(_node(d, w) for d, w in pairs)))
+        dt, w = (_NODE_DTYPE[node](), True) if isinstance(node, str) else (node, False)
+    return canonicalize(dt), w and dt != bool_
+
+
 def result_type(*args, return_weak_type_flag=False):
-    """The promoted dtype of arrays, dtypes and Python scalars, as `jnp.result_type`; with
-    `return_weak_type_flag`, `(dtype, weak_type)`.
+    """The promoted dtype of arrays, dtypes and Python scalars (or the Python types `int`,
+    `float`, `complex`, which are weak), as `jnp.result_type`: a weakly typed result is the
+    default dtype of its kind. With `return_weak_type_flag`, `(dtype, weak_type)`.
 
     Example:
         >>> result_type(1.0), result_type(1.0, return_weak_type_flag=True)
@@ -216,17 +354,24 @@ def result_type(*args, return_weak_type_flag=False):
     """
     from funcgrad.core import get_aval
 
+    if not args:
+        raise ValueError("at least one array or dtype is required")
     pairs = []
     for a in args:
-        if isinstance(a, (np.dtype, type)) and not isinstance(a, (bool, int, float, complex)):
+        if a is None:
+            pairs.append((default_float(), False))
+        elif a is int or a is float or a is complex:
+            pairs.append((scalar_dtype(a())[0], True))
+        elif isinstance(a, (np.dtype, type, str)):
             pairs.append((canonicalize(a), False))
-        elif isinstance(a, str):
-            pairs.append((canonicalize(np.dtype(a)), False))
         else:
             aval = get_aval(a)
             pairs.append((aval.dtype, aval.weak_type))
-    out = promote_types(*pairs)
-    return out if return_weak_type_flag else out[0]
+    dt, weak = promote_types(*pairs)
+    if weak:
+        dt = {"i": default_int, "u": default_uint, "f": default_float,
+              "c": default_complex}[kind(dt)]()
+    return (dt, weak) if return_weak_type_flag else dt
 
 
 # --- jax.dtypes: the public names -----------------------------------------------------------
@@ -286,7 +431,18 @@ def issubdtype(a, b):
         if cat_b is not None:  # two extended dtypes
             return a == b
         return isinstance(b, type) and issubclass(cat_a, b)
-    return bool(np.issubdtype(_dtype_or_kind(a), _dtype_or_kind(b)))
+    a, b = _dtype_or_kind(a), _dtype_or_kind(b)
+    if isinstance(a, np.dtype) and a.num >= 256:  # an ml_dtypes type, below its kind's
+        if isinstance(b, np.dtype) or b not in _ABSTRACT:
+            return a == b if isinstance(b, np.dtype) else b is a.type
+        return issubclass(STAND_IN[kind(a)], b)
+    return bool(np.issubdtype(a, b))
+
+
+# numpy's abstract kinds, and a numpy type standing in for an ml_dtypes type below them
+_ABSTRACT = (np.generic, np.number, np.inexact, np.floating, np.integer, np.signedinteger,
+             np.unsignedinteger)
+STAND_IN = {"f": np.float32, "i": np.int8, "u": np.uint8}
 
 
 def canonicalize_dtype(dtype, allow_extended_dtype=False):
@@ -322,22 +478,25 @@ def scalar_type_of(x):
     if dt is None:
         dt = scalar_dtype(x)[0] if type(x) in (bool, int, float, complex) else np.asarray(x).dtype
     kinds = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
-    if dt.kind not in kinds:
+    if kind(dt) not in kinds:
         raise TypeError(f"Value {errors.short_repr(x)} with dtype {dt} is not a valid funcgrad "
                         "array type. Only arrays of numeric types are supported.")
-    return kinds[dt.kind]
+    return kinds[kind(dt)]
 
 
 def itemsize_bits(dtype):
     """The bits one element of `dtype` occupies (8 for bool).
 
     Example:
-        >>> itemsize_bits(float32), itemsize_bits(bool_)
-        (32, 8)
+        >>> itemsize_bits(float32), itemsize_bits(bool_), itemsize_bits(int4)
+        (32, 8, 4)
     """
     if is_extended(dtype):
         raise ValueError(f"unexpected input: dtype={dtype}")
-    return np.dtype(_dtype_or_kind(dtype)).itemsize * 8
+    dt = np.dtype(_dtype_or_kind(dtype))
+    if dt.num >= 256:  # int4 is 4 bits, float4_e2m1fn 4, bfloat16 16
+        return int((_finfo if kind(dt) == "f" else _iinfo)(dt).bits)
+    return dt.itemsize * 8
 
 
 def __getattr__(name):

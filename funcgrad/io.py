@@ -4,6 +4,8 @@ The file is a NumPy `.npz` archive (no pickle): one `.npy` entry per leaf plus `
 a JSON record of the tree as a flat preorder list of nodes (version 2; the nested version 1 is
 still read): node types (dict, list, tuple, None, namedtuple by module and qualified name),
 dict keys, each leaf's kind (funcgrad array, NumPy array or Python scalar), dtype and shape.
+An array of an ml_dtypes type (bfloat16, the float8s, int4...), which `.npy` files cannot
+name, is stored as its bits (unsigned integers of its width) and recorded by dtype name.
 Loading never imports or runs anything a file names: namedtuple types come only from the
 caller (`like=`, `types=`) and funcgrad's own loaded modules, and sizes are checked before
 anything is allocated (`_io_safety`). Saving writes a temporary file beside the target and
@@ -25,7 +27,7 @@ import numpy as np
 
 import funcgrad.numpy as fnp
 from funcgrad import _io_safety as safety
-from funcgrad import tree_util
+from funcgrad import dtypes, tree_util
 from funcgrad.core import ArrayBase, Tracer
 from funcgrad.errors import FuncgradError, FuncgradTypeError, FuncgradValueError
 
@@ -224,10 +226,21 @@ def _describe_leaf(x, link, arrays) -> dict:
     if value.dtype.hasobject:
         raise CheckpointError(f"save: the array at {_path_text(keys)} has dtype object")
     name = f"leaf_{len(arrays)}"
+    dtype = value.dtype.str
+    if value.dtype.num >= 256:  # bfloat16 & co.: its bits, and the dtype by name
+        dtype, value = value.dtype.name, value.view(_bits_dtype(value.dtype))
     arrays[name] = value
     kind = "funcgrad" if isinstance(x, ArrayBase) else "numpy"
     return {"type": "leaf", "kind": kind, "name": name, "path": tree_util.keystr(keys),
-            "dtype": value.dtype.str, "shape": list(value.shape)}
+            "dtype": dtype, "shape": list(value.shape)}
+
+
+# the ml_dtypes types a checkpoint may name (never a name read from a file passed to np.dtype)
+_NARROW = {t.name: t for t in dtypes.NARROW_TYPES}
+
+
+def _bits_dtype(dtype):
+    return np.dtype(f"<u{dtype.itemsize}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,9 +458,13 @@ class _Rebuild:
         if name == _STRUCTURE:
             raise _Bad(f"a leaf refers to the {_STRUCTURE} entry")
         value = self.archive.read(name)
-        if value.dtype.str != dtype or list(value.shape) != shape:
+        narrow = _NARROW.get(dtype)
+        stored = _bits_dtype(narrow).str if narrow is not None else dtype
+        if value.dtype.str != stored or list(value.shape) != shape:
             raise _Bad(f"the entry {name!r} holds {value.dtype.str}{list(value.shape)} but the "
                        f"structure records {dtype}{shape}")
+        if narrow is not None:
+            value = value.view(narrow)
         if kind == "numpy":
             return value
         try:

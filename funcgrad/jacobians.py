@@ -12,7 +12,7 @@ import functools
 
 import numpy as np
 
-from funcgrad import errors
+from funcgrad import dtypes, errors
 from funcgrad.api import (
     _argnums_tuple,
     _check_output_dtype,
@@ -155,7 +155,7 @@ def _prepare(fun, args, kwargs, argnums, has_aux, name):
 
 def _dtype_problem(name, what, aval, holomorphic, where):
     """JAX's dtype rules of jacfwd/jacrev: an error text for a bad leaf, or None."""
-    kind, got = aval.dtype.kind, f"but {where} has type {aval.str_short()}"
+    kind, got = dtypes.kind(aval.dtype), f"but {where} has type {aval.str_short()}"
     if what == "outputs" and name == "jacrev":
         return _check_output_dtype(name, aval, holomorphic, where)
     if holomorphic and kind != "c":
@@ -170,7 +170,7 @@ def _dtype_problem(name, what, aval, holomorphic, where):
 def _check_dtypes(leaves, tree, nums, name, what, holomorphic, allow_int=False):
     paths = [p for p, _ in tree_flatten_with_path(tree_unflatten(tree, leaves))[0]]
     for x, path in zip(leaves, paths):
-        if allow_int and get_aval(x).dtype.kind in "biu":
+        if allow_int and dtypes.kind(get_aval(x).dtype) in "biu":
             continue
         where = (f"argument {nums[path[0].idx]}{keystr(path[1:])}" if what == "inputs"
                  else f"output{keystr(path)}")

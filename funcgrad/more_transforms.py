@@ -4,7 +4,7 @@
 Imports the core, the interpreters, tree_util, `api` and `custom_derivatives`.
 """
 
-from funcgrad import errors
+from funcgrad import dtypes, errors
 from funcgrad.api import _flat_fun, array_leaves
 from funcgrad.core import Tracer, eval_jaxpr, get_aval, trace_to_jaxpr
 from funcgrad.custom_derivatives import custom_vjp
@@ -35,7 +35,7 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     leaves, in_tree = array_leaves("linear_transpose", primals, "primals")
     in_avals = [get_aval(x) for x in leaves]
     for a in in_avals:
-        if a.dtype.kind not in "fc":
+        if dtypes.kind(a.dtype) not in "fc":
             raise errors.FuncgradTypeError(
                 f"linear_transpose only supports [float or complex] -> [float or complex], "
                 f"got an input of type {a.str_short()}\n{errors.where()}")
@@ -74,7 +74,8 @@ def closure_convert(fun, *example_args):
     closed = trace_to_jaxpr(_flat_fun(fun, in_tree, store), [get_aval(x) for x in leaves],
                             "closure_convert")
     jaxpr, out_tree = closed.jaxpr, store["tree"]
-    hoist = [isinstance(c, Tracer) and get_aval(c).dtype.kind in "fc" for c in closed.consts]
+    hoist = [isinstance(c, Tracer) and dtypes.kind(get_aval(c).dtype) in "fc"
+             for c in closed.consts]
     kept = [c for c, h in zip(closed.consts, hoist) if not h]
     hoisted = [c for c, h in zip(closed.consts, hoist) if h]
 

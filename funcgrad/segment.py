@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 import funcgrad.numpy as fnp
-from funcgrad import errors
+from funcgrad import dtypes, errors
 from funcgrad.core import concrete_value, get_aval
 from funcgrad.lax.indexing import GatherScatterMode
 
@@ -28,7 +28,7 @@ def _identity(op, dtype):
         return 1
     if dtype == np.bool_:
         return op == "min"
-    if dtype.kind in "iu":
+    if dtypes.kind(dtype) in "iu":
         return np.iinfo(dtype).max if op == "min" else np.iinfo(dtype).min
     return np.inf if op == "min" else -np.inf
 
@@ -60,7 +60,7 @@ def _num_segments(name, segment_ids, num_segments):
 def _segment_update(name, op, data, segment_ids, num_segments, indices_are_sorted,
                     unique_indices, bucket_size, mode):
     data, ids = fnp.asarray(data), fnp.asarray(segment_ids)
-    if ids.dtype.kind not in "iu":
+    if dtypes.kind(ids.dtype) not in "iu":
         raise errors.op_error(name, f"segment_ids must be integers, got {get_aval(ids)}")
     num_segments = _num_segments(name, ids, num_segments)
     mode = GatherScatterMode.from_any(mode, GatherScatterMode.FILL_OR_DROP)

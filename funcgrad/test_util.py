@@ -12,6 +12,7 @@ import functools
 import numpy as np
 
 import funcgrad
+from funcgrad import dtypes
 from funcgrad.config import config
 from funcgrad.core import Array
 from funcgrad.tree_util import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
@@ -32,7 +33,7 @@ def _np(x):
 
 
 def _inexact(x):
-    return _np(x).dtype.kind in "fc"
+    return dtypes.kind(_np(x).dtype) in "fc"
 
 
 def rand_like(rng, x):
@@ -48,19 +49,19 @@ def rand_like(rng, x):
     """
     rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
     v = _np(x)
-    if v.dtype.kind == "c":
+    if dtypes.kind(v.dtype) == "c":
         z = rng.standard_normal(v.shape) + 1j * rng.standard_normal(v.shape)
         return np.asarray(z, v.dtype)
-    if v.dtype.kind == "f":
+    if dtypes.kind(v.dtype) == "f":
         return np.asarray(rng.standard_normal(v.shape), v.dtype)
     return np.zeros(v.shape, v.dtype)
 
 
 def _to64(x):
     v = _np(x)
-    if v.dtype.kind == "f":
+    if dtypes.kind(v.dtype) == "f":
         return Array(v.astype(np.float64))
-    if v.dtype.kind == "c":
+    if dtypes.kind(v.dtype) == "c":
         return Array(v.astype(np.complex128))
     return x
 
@@ -140,7 +141,7 @@ def _check_leaves(what, got_tree, want_leaves, atol, rtol, err_msg):
 def _check_tangent_dtypes(outs, t_outs, err_msg):
     for (path, o), t in zip(tree_flatten_with_path(outs)[0], tree_flatten(t_outs)[0]):
         o, t = _np(o), _np(t)
-        if o.dtype.kind in "fc" and (o.dtype != t.dtype or o.shape != t.shape):
+        if dtypes.kind(o.dtype) in "fc" and (o.dtype != t.dtype or o.shape != t.shape):
             raise AssertionError(f"{err_msg}: tangent leaf {keystr(path) or '<root>'} is "
                                  f"{t.dtype}{list(t.shape)} but the output is "
                                  f"{o.dtype}{list(o.shape)}")

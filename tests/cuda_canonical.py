@@ -84,6 +84,11 @@ def _cases():
         k = rng.integers(-3, 4, (257, 33)).astype(np.int32)
         return i, k
 
+    def bf16_pair(rng):
+        y = _f32(rng, 1000).astype(fnp.bfloat16)
+        y[:3] = [np.nan, np.inf, -0.0]
+        return _f32(rng, 1000) * 3, y
+
     def bits(rng):
         x = rng.integers(0, 2**32, (300,), dtype=np.uint32)
         s = rng.integers(0, 40, (300,)).astype(np.uint32)
@@ -167,10 +172,21 @@ def _cases():
              lambda r: (_f32(r, 33, 700),), "warp_per_row", rtol=1e-5),
         Case("int_count", lambda x: (x > 0).astype(np.int32).sum(1),
              lambda r: (_f32(r, 100, 40),), "warp_per_row"),
-        Case("float16_sum", lambda x: x.sum(1),
+        # lax's reduce_sum: jnp's sum of float16 accumulates in float32 (as JAX's)
+        Case("float16_sum", lambda x: lax.reduce_sum(x, (1,)),
              lambda r: (_f32(r, 64, 300).astype(np.float16),), "warp_per_row", rtol=2e-3),
         Case("centered_squares", lambda x, m: ((x - m[:, None]) ** 2).sum(1),
              lambda r: (_f32(r, 70, 90), _f32(r, 70)), "warp_per_row", rtol=1e-5),
+        # bfloat16: exact operations give eager's bits (rtol 0): rounded after each one
+        Case("ew_bfloat16_exact", lambda x, y: fnp.maximum(
+            (x.astype(fnp.bfloat16) * y + y) / (fnp.sqrt(fnp.abs(y)) + 1.0), y - 0.5),
+             bf16_pair, "elementwise", rtol=0),
+        Case("ew_bfloat16_math", lambda x: fnp.tanh(fnp.exp(x) * 0.5) - lax.rsqrt(x * x + 1.0),
+             lambda r: (_f32(r, 3001).astype(fnp.bfloat16),), "elementwise", rtol=8e-3),
+        Case("bfloat16_sum", lambda x: lax.reduce_sum(x * x, (1,)),
+             lambda r: (_f32(r, 64, 300).astype(fnp.bfloat16),), "warp_per_row", rtol=8e-3),
+        Case("bfloat16_max", lambda x: x.max(1), lambda r: (
+            _f32(r, 40, 77).astype(fnp.bfloat16),), "warp_per_row", rtol=0),
     ]
     return cases
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
+from funcgrad import lax
 from funcgrad.backends.native import build as native_build
 from funcgrad.backends.numpy import chunked
 from funcgrad.compiler import pipeline
@@ -351,6 +352,10 @@ SPECIALS = {
                                _from_bits([0x7FF8000000000001, 0xFFF0000000012345],
                                           np.float64)]),
 }
+SPECIALS["bfloat16"] = np.concatenate([
+    np.array([0.0, -0.0, 1.5, -2.25, 1e-40, -9.2e-41, 1.2e-38, 3.38e38, -3.38e38, np.inf,
+              -np.inf, 1 / 3, 1e-3], np.float32).astype("bfloat16"),
+    _from_bits([0x7FC1, 0xFF85, 0x7F81], "bfloat16")])
 EXACT_UNARY = [
     lambda m, x: -x, lambda m, x: m.abs(x), lambda m, x: x * x, lambda m, x: x / 3.0,
     lambda m, x: m.maximum(x, 0.0), lambda m, x: m.minimum(-0.0, x),
@@ -406,8 +411,8 @@ def assert_same_bits(got, want, what):
     """Bit for bit, NaN payloads aside (NaN where NaN, signed zeros equal in sign)."""
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape and got.dtype == want.dtype, (what, got.dtype, want.dtype)
-    nan = np.isnan(want) if want.dtype.kind == "f" else np.zeros(want.shape, bool)
-    assert np.array_equal(np.isnan(got) if got.dtype.kind == "f" else nan, nan), what
+    nan = np.isnan(want) if fg.dtypes.is_float(want.dtype) else np.zeros(want.shape, bool)
+    assert np.array_equal(np.isnan(got) if fg.dtypes.is_float(got.dtype) else nan, nan), what
     size = want.dtype.itemsize
     bits = lambda a: a[~nan].view({2: np.uint16, 4: np.uint32, 8: np.uint64}[size])
     assert np.array_equal(bits(got), bits(want)), (what, got[~nan], want[~nan])
@@ -534,6 +539,42 @@ def test_float64_to_float16_rounds_once_everywhere():
     assert want[0][0] == np.float16(1.001) and want[0][1] == np.float16(5.96e-08)
     _all_equal(_every_backend(lambda x: (x.astype(np.float16), (x * 3).astype(np.float16)), x,
                               x64=True), want)
+
+
+@settings(max_examples=10)
+@given(recipe=st.lists(st.tuples(st.sampled_from(EXACT_OPS), st.integers(0, 63),
+                                 st.integers(0, 63), st.integers(0, 11)),
+                       min_size=1, max_size=8),
+       dtypes=st.lists(st.sampled_from(["bfloat16", "float32"]), min_size=2, max_size=2),
+       shape=st.sampled_from([(3, 5), (7,), (2, 3, 4), (6, 1)]), seed=st.integers(0, 2**16))
+def test_exact_bfloat16_programs_give_eager_bits_on_every_backend(recipe, dtypes, shape, seed):
+    # bfloat16 computed in float32 and rounded after every operation (eager: ml_dtypes'
+    # rounding, tests/test_bfloat16.py), with float16 and float32 casts and operands mixed
+    # in: the numpy backend (plain, chunked), native C and the CUDA emulation give eager's bits
+    inputs = _special_inputs(dtypes, shape, seed)
+    with np.errstate(all="ignore"):
+        closed = fg.make_jaxpr(lambda *a: _exact_recipe(fnp, recipe, a))(*inputs)
+        want = eval_jaxpr(closed.jaxpr, closed.consts, *inputs)
+        results = dict(zip(["numpy", "numpy chunked"], compiled_both_ways(closed, inputs)))
+        if native_build.compiler() is not None:
+            results["native"] = native_results(closed, inputs)
+        if _cuda_compiler() is not None:
+            results["cuda emulation"] = _cuda_emulated(closed, inputs)
+    _all_equal(results, [np.asarray(w) for w in want])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_a_max_beside_an_elementwise_output_keeps_numpys_zero_sign(dtype):
+    # found by the bfloat16 fuzz: a kernel writing c and reducing it cannot read its rows
+    # again for a zero's sign, so its max folds in order (numpy keeps the later of -0, +0)
+    x = np.array([[0.0, -0.0, 2.0], [-0.0, 0.0, -1.0], [-0.0, -0.0, 0.0]], dtype)
+    fn = lambda a: (fnp.minimum(-0.0, a), lax.reduce_max(fnp.minimum(-0.0, a), (1,)))
+    closed = fg.make_jaxpr(fn)(x)
+    want = eval_jaxpr(closed.jaxpr, closed.consts, x)
+    results = dict(zip(["numpy", "numpy chunked"], compiled_both_ways(closed, [x])))
+    if native_build.compiler() is not None:
+        results["native"] = native_results(closed, [x])
+    _all_equal(results, [np.asarray(w) for w in want])
 
 
 @pytest.mark.parametrize("dtype, n", [("float32", 600_000), ("float64", 600_000),

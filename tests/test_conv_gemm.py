@@ -8,6 +8,7 @@ float16 computes in float32; derivatives in float64 and vmap against a loop.
 
 import itertools
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -313,6 +314,28 @@ def test_float16_computes_in_float32_and_rounds_once():
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want).astype(np.float16))
     mixed = lax.conv_general_dilated(x, w, (1, 1), "SAME", preferred_element_type=np.float32)
     np.testing.assert_array_equal(np.asarray(mixed), np.asarray(want))
+
+
+def test_bfloat16_computes_in_float32_and_rounds_once_on_every_tier():
+    # as float16: packed into float32, one gemm, one rounding (ml_dtypes', to nearest even;
+    # JAX's CPU convolution gives these bits too); eager, the numpy backend and the native C
+    # routine give the same bits
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 9, 9)).astype(bf16)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(bf16)
+    conv = lambda a, b: lax.conv_general_dilated(a, b, (1, 1), "SAME")
+    got, want = conv(x, w), conv(x.astype(np.float32), w.astype(np.float32))
+    assert got.dtype == bf16
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint16),
+                                  np.asarray(want).astype(bf16).view(np.uint16))
+    mixed = lax.conv_general_dilated(x, w, (1, 1), "SAME", preferred_element_type=np.float32)
+    np.testing.assert_array_equal(np.asarray(mixed), np.asarray(want))
+    if build.find_compiler() is not None:
+        ct = rng.standard_normal(got.shape).astype(bf16)
+        params = {"window_strides": (1, 1), "padding": "SAME"}
+        text = _same_bits(_all_three(("NCHW", "OIHW", "NCHW"), params), (x, w, ct))
+        assert _routines(text) == (3 if blas.functions() else 0)
 
 
 def test_integer_convolutions_are_exact():

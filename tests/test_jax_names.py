@@ -15,19 +15,8 @@ import jax_differences  # noqa: E402
 import jax_table  # noqa: E402
 import jax_usage  # noqa: E402
 
-# Work in progress on other branches (the long tail, bfloat16): each goes when its work lands.
-PENDING = {
-    "jax.numpy.bfloat16",
-    "jax.numpy.float8_e4m3fn",
-    "jax.numpy.float8_e5m2",
-    "jax.numpy.int4",
-    "jax.dtypes.bfloat16",
-    "jax.numpy.float8_e4m3fnuz",
-    "jax.numpy.float8_e5m2fnuz",
-    "jax.numpy.float4_e2m1fn",
-    "jax.numpy.float8_e4m3b11fnuz",
-    "jax.numpy.uint4",
-}
+# Work in progress on other branches (the long tail): each goes when its work lands.
+PENDING = set()
 
 
 def test_every_name_used_by_two_repositories_exists_or_has_a_reason():

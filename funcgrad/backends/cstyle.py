@@ -15,7 +15,8 @@ only what differs (`native.ops.NativeC`, `cuda.ops.CudaC`), and each renderer su
 dialect (`native.kernel.CKernel`, `cuda.renderer._Renderer`).
 
 Expressions are C99 plus a few helpers every dialect's prelude defines: `fg_half`,
-`fg_h2f`/`fg_f2h`/`fg_round_half` (float16 stored as 16 bits, computed in float32),
+`fg_h2f`/`fg_f2h`/`fg_round_half` (float16 stored as 16 bits, computed in float32), `fg_bf16`,
+`fg_bf2f`/`fg_f2bf`/`fg_round_bf16` (bfloat16 likewise, rounded as ml_dtypes rounds),
 `fg_max`/`fg_min` (NaN-propagating), `fg_nan[f]`/`fg_inf[f]`, `fg_digamma[f]`. Integer
 arithmetic wraps like numpy's (done in the unsigned type: signed overflow is undefined in
 C); division by zero gives 0 as numpy does; shifts past the bit width follow XLA.
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from funcgrad import lax
+from funcgrad import dtypes, lax
 from funcgrad.core import Primitive, ReduceOp
 
 TYPES = {
@@ -37,6 +38,7 @@ TYPES = {
     "int32": ("int", "int"), "uint32": ("unsigned int", "unsigned int"),
     "int64": ("long long", "long long"), "uint64": ("unsigned long long", "unsigned long long"),
     "float16": ("fg_half", "float"), "float32": ("float", "float"), "float64": ("double", "double"),
+    "bfloat16": ("fg_bf16", "float"),
 }
 _UNSIGNED = {"int8": "unsigned char", "int16": "unsigned short", "int32": "unsigned int",
              "int64": "unsigned long long"}
@@ -81,13 +83,14 @@ def literal(value, dtype):
     """C source of a typed scalar constant."""
     dt = np.dtype(dtype)
     v = np.asarray(value, dt).item() if dt.name != "float16" else float(np.float16(value))
-    if dt.kind == "b":
+    kind = dtypes.kind(dt)
+    if kind == "b":
         return "true" if v else "false"
-    if dt.kind in "iu":
+    if kind in "iu":
         if dt.itemsize == 8:
-            return f"{v}ull" if dt.kind == "u" else (
+            return f"{v}ull" if kind == "u" else (
                 f"(-{-(v + 1)}ll - 1)" if v < 0 else f"{v}ll")
-        text = f"{v}u" if dt.kind == "u" else (f"(-{-(v + 1)} - 1)" if v < 0 else str(v))
+        text = f"{v}u" if kind == "u" else (f"(-{-(v + 1)} - 1)" if v < 0 else str(v))
         return f"(({ctype(dt.name)}){text})" if dt.itemsize < 4 else text
     single = ctype(dt.name) == "float"
     if v != v:
@@ -109,7 +112,7 @@ def math(name):
 
 
 def _kind(d):
-    return np.dtype(d).kind
+    return dtypes.kind(np.dtype(d))
 
 
 def _wrapping(op):
@@ -277,8 +280,12 @@ def _logistic(a, d, p):
 
 def _convert(a, d, p):
     dst = p["new_dtype"]
-    if dst == "float16":  # a double in one rounding (through float it would round twice)
-        return f"fg_round_half{'_d' if ctype(d[0]) == 'double' else ''}({a[0]})"
+    narrow = NARROW.get(dst)
+    if narrow is not None:  # a double (or a 32/64-bit integer, exact in one) in one rounding,
+        # as ml_dtypes converts: through float it would round twice
+        if ctype(d[0]) == "double" or _kind(d[0]) in "iu" and bits(d[0]) >= 32:
+            return f"{narrow.round}_d((double){a[0]})"
+        return f"{narrow.round}({a[0]})"
     if dst == "bool":
         return f"({a[0]} != 0)"
     if _kind(d[0]) == "f" and _kind(dst) in "iu":
@@ -332,8 +339,8 @@ CODE_FOR_OP.update({p: math(p.name) for p in (
 
 
 def _nextafter(a, d, p):
-    if np.dtype(d[0]) == np.float16:  # a step in float16, not in the float it computes in
-        return f"fg_nextafter_half({a[0]}, {a[1]})"
+    if d[0] in NARROW:  # a step in float16 (bfloat16), not in the float it computes in
+        return f"fg_nextafter_{'half' if d[0] == 'float16' else 'bf16'}({a[0]}, {a[1]})"
     return math("nextafter")(a, d, p)
 
 
@@ -371,15 +378,17 @@ def expr(table, instr, args, arg_dtypes):
 class NarrowFloat:
     """A float stored in fewer bits than it is computed in: loaded into its compute type
     (`TYPES`), rounded back to its own precision after every operation (as numpy computes
-    float16 ufuncs: in float32, each result rounded to float16), and stored as bits.
-    bfloat16 would be one more entry (funcgrad has no bfloat16 dtype: no ml_dtypes)."""
+    float16 ufuncs, and eager funcgrad bfloat16: in float32, each result rounded to the
+    narrow type), and stored as bits. `round` has a variant `<round>_d` from double, in one
+    rounding."""
 
     load: str  # C function: storage -> compute type
     store: str  # C function: compute type -> storage (round to nearest even)
     round: str  # C function: compute type -> compute type, rounded to this format
 
 
-NARROW = {"float16": NarrowFloat("fg_h2f", "fg_f2h", "fg_round_half")}
+NARROW = {"float16": NarrowFloat("fg_h2f", "fg_f2h", "fg_round_half"),
+          "bfloat16": NarrowFloat("fg_bf2f", "fg_f2bf", "fg_round_bf16")}
 
 
 # --- the base of every C dialect --------------------------------------------------------------
@@ -493,7 +502,7 @@ class CStyleLanguage:
         again through `loops` (headers in `scan_backward(r)` order) and `body` (the
         statements computing `v_<r.value>`) and take the first zero they meet. [] for
         other reductions."""
-        if not ReduceOp.named(r.op).selects or np.dtype(r.dtype).kind != "f":
+        if not ReduceOp.named(r.op).selects or _kind(r.dtype) != "f":
             return []
         v, label = f"v_{r.value}", f"fg_zero_{acc}"
         lines, depth = [f"if ({acc} == 0) {{"], 1
@@ -531,7 +540,8 @@ class CStyleLanguage:
         q = cls.qualifier
         return (f"{q} float fg_round_half(float x) {{ return fg_h2f(fg_f2h(x)); }}\n"
                 f"{q} float fg_round_half_d(double x) {{ return fg_h2f(fg_d2h(x)); }}\n"
-                + half_minmax_source(q) + digamma_source(q) + half_nextafter_source(q))
+                + half_minmax_source(q) + digamma_source(q) + half_nextafter_source(q)
+                + bfloat16_source(q))
 
 
 def half_source(qualifier):
@@ -572,6 +582,47 @@ def half_source(qualifier):
         unsigned b; memcpy(&b, &f, 4); b |= 1u; memcpy(&f, &b, 4);
     }}
     return fg_f2h(f);
+}}
+"""
+
+
+def bfloat16_source(qualifier):
+    """Portable C (and C++, CUDA) of `fg_bf16` (bfloat16 as its 16 bits) and its helpers,
+    bit for bit ml_dtypes': `fg_bf2f`; `fg_f2bf` (round to nearest even, a NaN to the quiet
+    NaN 0x7fc0 with its sign); `fg_d2bf` (from double in one rounding: to float rounding to
+    odd first); `fg_round_bf16[_d]`; `fg_nextafter_bf16` (ml_dtypes' nextafter: the target
+    when equal, a positive NaN for a NaN operand). Needs <math.h>."""
+    q = qualifier
+    return f"""typedef struct {{ unsigned short x; }} fg_bf16;
+typedef union {{ float f; unsigned u; }} fg_f32_bits;
+{q} float fg_bf2f(fg_bf16 h) {{ fg_f32_bits c; c.u = (unsigned)h.x << 16; return c.f; }}
+{q} fg_bf16 fg_f2bf(float f) {{
+    fg_f32_bits c; c.f = f;
+    fg_bf16 h;
+    h.x = (unsigned short)(f != f ? ((c.u >> 16) & 0x8000u) | 0x7fc0u
+                                  : (c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
+    return h;
+}}
+{q} fg_bf16 fg_d2bf(double x) {{
+    fg_f32_bits c; c.f = (float)x;
+    if (c.f == c.f && (double)c.f != x) {{
+        if (fabs((double)c.f) > fabs(x)) c.f = nextafterf(c.f, 0.0f);
+        c.u |= 1u;
+    }}
+    return fg_f2bf(c.f);
+}}
+{q} float fg_round_bf16(float x) {{ return fg_bf2f(fg_f2bf(x)); }}
+{q} float fg_round_bf16_d(double x) {{ return fg_bf2f(fg_d2bf(x)); }}
+{q} float fg_nextafter_bf16(float x, float y) {{
+    if (x != x || y != y) return fg_nanf();
+    if (x == y) return y;
+    fg_f32_bits c; c.f = x;
+    unsigned b = c.u >> 16;
+    if (x == 0.0f) b = y > 0.0f ? 0x0001u : 0x8001u;
+    else if ((x < y) == (x > 0.0f)) ++b;
+    else --b;
+    c.u = b << 16;
+    return c.f;
 }}
 """
 

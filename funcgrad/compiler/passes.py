@@ -19,7 +19,7 @@ import weakref
 
 import numpy as np
 
-from funcgrad import lax
+from funcgrad import dtypes, lax
 from funcgrad.core import Array, ClosedJaxpr, Eqn, Jaxpr, Literal, Var, bind_at, set_trace
 from funcgrad.core.nesting import nests
 
@@ -304,7 +304,7 @@ def _scalar_value(a, defs):
 
 def _is(a, value, defs):
     v = _scalar_value(a, defs)
-    return v is not None and v.dtype.kind != "c" and bool(v == value)
+    return v is not None and dtypes.kind(v.dtype) != "c" and bool(v == value)
 
 
 def _same_type(a, out):
@@ -329,7 +329,8 @@ _IDENTITIES = {lax.mul_p: (1, 1), lax.add_p: (0, 0), lax.add_any_p: (0, 0),
 
 def _identity_operand(eqn, defs):
     ids = _IDENTITIES.get(eqn.prim)
-    if ids is None or (eqn.prim is lax.div_p and eqn.outvars[0].aval.dtype.kind not in "fc"):
+    if ids is None or (eqn.prim is lax.div_p
+                       and dtypes.kind(eqn.outvars[0].aval.dtype) not in "fc"):
         return None
     ins = eqn.invars
     if _is(ins[1], ids[0], defs):
@@ -342,7 +343,7 @@ def _identity_operand(eqn, defs):
 def _select_as_cast(eqn, defs):
     """select_n(p, 0, 1) with a boolean p is p cast to the cases' dtype."""
     if (eqn.prim is not lax.select_n_p or len(eqn.invars) != 3
-            or eqn.invars[0].aval.dtype.kind != "b" or eqn.invars[0].aval.shape == ()
+            or dtypes.kind(eqn.invars[0].aval.dtype) != "b" or eqn.invars[0].aval.shape == ()
             or not (_is(eqn.invars[1], 0, defs) and _is(eqn.invars[2], 1, defs))):
         return None
     out = eqn.outvars[0]

@@ -37,6 +37,7 @@ from funcgrad.core.trace import (
     source_context,
     trace_to_jaxpr,
     vma_rules,
+    widened,
 )
 
 __all__ = [
@@ -45,5 +46,5 @@ __all__ = [
     "current_source", "computing_known_for", "current_trace", "eval_concrete", "eval_jaxpr",
     "get_aval", "is_concrete", "jaxpr_as_fun", "name_scope", "new_builder", "ops", "pp_jaxpr",
     "register_op", "set_trace", "source_context", "to_array", "trace_to_jaxpr",
-    "typecheck_jaxpr", "vma_rules",
+    "typecheck_jaxpr", "vma_rules", "widened",
 ]

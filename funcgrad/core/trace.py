@@ -144,6 +144,10 @@ class Primitive:
     view_axes = None
     rank0_operands = False
     effectful = False
+    # its raw impl gets bfloat16/float8 operands as float32 and int4 & co. as int32 (their
+    # results are rounded to the output dtype once): False for one that must see the narrow
+    # dtype itself (bitcast_convert_type, nextafter, callbacks)
+    widens_narrow = True
     identity = False  # returns its one operand unchanged: the compiler's simplifier drops it
     calls_body = False  # applies its `jaxpr` param to its operands: compiles as a plain call
     _fusible = weakref.WeakValueDictionary()  # name -> the fusible primitive of that name
@@ -244,7 +248,7 @@ def eager_bind(prim, args, params):
         finally:
             _impl_known_for.reset(tokens[2]), _known_for.reset(tokens[1])
             _trace_ctx.reset(tokens[0])
-    vals, key, raw = [], [prim], None
+    vals, key, narrow, raw = [], [prim], False, None
     for a in args:
         if type(a) is not Array:
             if isinstance(a, Tracer):
@@ -254,7 +258,10 @@ def eager_bind(prim, args, params):
             a = _operand(prim, a)
         v = a._value
         vals.append(v)
-        key.append((v.shape, v.dtype, a.weak_type))
+        dt = v.dtype
+        key.append((v.shape, dt, a.weak_type))
+        if dt.num >= 256:  # an ml_dtypes type (bfloat16, float8, int4...)
+            narrow = True
     if params:
         key.extend(params.items())
     key = tuple(key)
@@ -271,7 +278,7 @@ def eager_bind(prim, args, params):
                 _aval_cache.clear()
             _aval_cache[key] = out_aval
     try:
-        out = prim.impl_rule(*vals, **params)
+        out = prim.impl_rule(*(widened(prim, vals) if narrow else vals), **params)
     except Exception as e:
         if errors.is_user_error(e):  # raised by user code the impl called (debug.callback)
             raise
@@ -295,6 +302,21 @@ def eager_bind(prim, args, params):
     if config._values["debug_nans"] or config._values["debug_infs"]:
         _check_nans(prim, res)
     return res
+
+
+def widened(prim, vals):
+    """Operands `vals` (numpy arrays) as `prim`'s raw impl takes them: bfloat16 and the
+    float8s widened to float32, int4 & co. to int32/uint32 (exactly), unless the primitive
+    handles the narrow dtypes itself (`widens_narrow`). The caller casts the results to the
+    output dtypes: one rounding per operation, as XLA computes them on the CPU."""
+    if not prim.widens_narrow:
+        return vals
+    out = []
+    for v in vals:
+        dt = getattr(v, "dtype", None)
+        out.append(v.astype(dtypes.compute_dtype(dt)) if dt is not None and dt.num >= 256
+                   else v)
+    return out
 
 
 def _unaliased(out, raw, multiple):

@@ -12,7 +12,7 @@ import string
 import numpy as np
 
 import funcgrad.numpy as fnp
-from funcgrad import errors
+from funcgrad import dtypes, errors
 from funcgrad.lax.precision import Precision
 
 __all__ = ["ResizeMethod", "resize", "scale_and_translate"]
@@ -159,7 +159,7 @@ def _check_shape(name, image, shape):
 
 def _inexact(x):
     x = fnp.asarray(x)
-    return x if x.dtype.kind in "fc" else x.astype(fnp.result_type(x.dtype, 1.0))
+    return x if dtypes.kind(x.dtype) in "fc" else x.astype(fnp.result_type(x.dtype, 1.0))
 
 
 def scale_and_translate(image, shape, spatial_dims, scale, translation, method,

@@ -24,8 +24,9 @@ A plan is executed twice over, with the same arithmetic: `run_numpy` (the primit
 implementation, so eager use and the numpy backend) packs with numpy and multiplies with
 `np.matmul`, which calls BLAS `gemm` with arguments read from the operands' strides; the native
 backend's C routine (`backends/native/conv.py`) packs in C and calls the same `gemm` of the
-same library with the same arguments (`gemm_args`), so both give the same bits. float16
-computes in float32 and rounds once at the end. Imports numpy only.
+same library with the same arguments (`gemm_args`), so both give the same bits. float16,
+bfloat16 and the float8s compute in float32 (int4 & co. in int32) and round once at the end.
+Imports numpy and funcgrad.dtypes only.
 """
 
 import functools
@@ -36,6 +37,8 @@ from typing import NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+
+from funcgrad import dtypes
 
 # A packed A chunk is at most PACK_BYTES: larger problems run in chunks (each a gemm call,
 # which multi-threaded OpenBLAS pays a synchronization for), a quarter of it when the GEMM
@@ -296,7 +299,8 @@ def _plan_one(lhs_shape, dn, rhs_dilation, feature_group_count, batch_group_coun
     lhs_spec, rhs_spec, out_spec = dn
     nsp = len(lhs_shape) - 2
     groups = feature_group_count * batch_group_count
-    compute = np.dtype("float32") if out_dtype.name == "float16" else out_dtype
+    compute = np.dtype("float32") if out_dtype.name == "float16" else dtypes.compute_dtype(
+        out_dtype)
     m_axes = [(out_spec[0], Axis("n", -1, out_shape[out_spec[0]]))]
     m_axes += [(out_spec[2 + d], Axis("y", d, out_shape[out_spec[2 + d]])) for d in range(nsp)]
     k_axes = [(rhs_spec[1], Axis("c", -1, rhs_shape[rhs_spec[1]]))]

@@ -269,6 +269,8 @@ def _conv_abstract(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilat
 
 
 def _conv_impl(lhs, rhs, **params):
+    # bfloat16 & co. arrive unwidened (`widens_narrow`): the plan packs them into float32 as
+    # it packs float16, so eager and the native routine run the same gemm calls
     out = _conv_abstract(get_aval(lhs), get_aval(rhs), **params)
     p = conv_plan.plan_of(lhs.shape, rhs.shape, rhs.dtype, out.shape, out.dtype, **params)
     return conv_plan.run_numpy(p, lhs, rhs)
@@ -425,6 +427,7 @@ def _conv_batch(args, dims, *, dimension_numbers, feature_group_count, batch_gro
 
 conv_general_dilated_p = Primitive("conv_general_dilated")
 conv_general_dilated_p.def_impl(quiet(_conv_impl))
+conv_general_dilated_p.widens_narrow = False
 conv_general_dilated_p.def_abstract_eval(_conv_abstract)
 ad.defjvp(conv_general_dilated_p,
           lambda t, x, w, *, out, **p: conv_general_dilated_p.bind(t, w, **p),
@@ -437,9 +440,9 @@ batching.batch_rules[conv_general_dilated_p] = _conv_batch
 def _identity(kind, dtype):
     if kind == "sum":
         return np.zeros((), dtype)[()]
-    if dtype.kind == "f":
+    if dtypes.kind(dtype) == "f":
         return dtype.type(-np.inf if kind == "max" else np.inf)
-    if dtype.kind == "b":
+    if dtypes.kind(dtype) == "b":
         return kind == "min"
     info = np.iinfo(dtype)
     return dtype.type(info.min if kind == "max" else info.max)
@@ -531,7 +534,7 @@ def _reduce_window_prim(kind, ufunc, kinds):
     p = Primitive(name)
 
     def abstract(x, **params):
-        if x.dtype.kind not in kinds:
+        if dtypes.kind(x.dtype) not in kinds:
             raise errors.op_error(name, f"does not accept operand {x}")
         return ShapedArray(_window_out_shape(name, x, **params), x.dtype, x.weak_type)
 
@@ -610,7 +613,7 @@ def _chooser_jvp(kind):
     # sum when the windows tile the operand (pooling.py), else select_and_gather_add
     def rule(primals, out, tangents, **params):
         layout = pooling.blocked(get_aval(primals[0]).shape, **params)
-        if layout and get_aval(primals[0]).dtype.kind == "f":
+        if layout and dtypes.kind(get_aval(primals[0]).dtype) == "f":
             return pooling.chooser_jvp(tangents[0], primals[0], layout, kind)
         return select_and_gather_add_p.bind(tangents[0], primals[0], select_prim=kind,
                                             **params)

@@ -56,7 +56,7 @@ def _check_params(prim, check):
 
 
 def _real_dtype(dt):
-    return np.finfo(dt).dtype if dt.kind == "c" else dt
+    return np.finfo(dt).dtype if dtypes.kind(dt) == "c" else dt
 
 
 def unbroadcast(ct, aval):
@@ -128,10 +128,10 @@ def div(x, y):
 
 def _div_impl(x, y):
     x, y = np_operands(x, y)
-    if x.dtype.kind not in "iu":
+    if dtypes.kind(x.dtype) not in "iu":
         return np.true_divide(x, y)
     q = np.floor_divide(x, y)
-    if x.dtype.kind == "i":
+    if dtypes.kind(x.dtype) == "i":
         q = q + ((np.remainder(x, y) != 0) & ((x < 0) != (y < 0))).astype(x.dtype)
     return q
 
@@ -226,7 +226,7 @@ def _integer_pow_impl(x, *, y):
 
 
 def _integer_pow_check(x, *, y):
-    if y < 0 and x.dtype.kind in "iu":
+    if y < 0 and dtypes.kind(x.dtype) in "iu":
         raise errors.op_error("integer_pow", f"a negative exponent y={y} needs a float or "
                               f"complex operand, got {x}", hint="convert x to float first")
 
@@ -297,6 +297,7 @@ def nextafter(x1, x2):
 
 
 nextafter_p = binop("nextafter", np.nextafter, kinds="f")
+nextafter_p.widens_narrow = False  # steps in bfloat16 (ml_dtypes' nextafter), not float32
 
 
 # --- rounding ---------------------------------------------------------------------------------
@@ -456,7 +457,7 @@ def logistic(x, *, accuracy=None):
 
 def _logistic_impl(x):
     x = np.asarray(x)
-    if x.dtype.kind == "c":
+    if dtypes.kind(x.dtype) == "c":
         return 1 / (1 + np.exp(-x))
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
@@ -566,7 +567,7 @@ def acosh(x):
 
 def _acosh_jvp(t, x, out):
     xm, xp = sub(x, _const(x, 1)), add(x, _const(x, 1))  # not x**2 - 1: accurate near 1
-    if get_aval(x).dtype.kind == "c":  # the principal branch: 1 / (sqrt(x - 1) sqrt(x + 1))
+    if dtypes.kind(get_aval(x).dtype) == "c":  # the principal branch: 1 / (sqrt(x - 1) sqrt(x + 1))
         return mul(t, mul(rsqrt(xm), rsqrt(xp)))
     return mul(t, rsqrt(mul(xm, xp)))
 
@@ -623,7 +624,7 @@ def abs(x):
 
 
 def _abs_jvp(t, x, out):
-    if get_aval(x).dtype.kind != "c":
+    if dtypes.kind(get_aval(x).dtype) != "c":
         return select_n(ge(x, _const(x, 0)), neg(t), t)
     # Re(t * conj(x) / |x|), with |x| = 0 replaced by 1 (gradient 0 at the origin)
     mod = _replace_zero(convert_element_type(out, get_aval(x).dtype))
@@ -663,7 +664,7 @@ def conj(x):
 
 
 def _conj_transpose(ct, x):
-    return [conj(ct) if x.aval.dtype.kind == "c" else real(ct)]
+    return [conj(ct) if dtypes.kind(x.aval.dtype) == "c" else real(ct)]
 
 
 conj_p = unop("conj", lambda x: np.conj(np.asarray(x, _complex_dtype(np.asarray(x).dtype))),
@@ -739,9 +740,8 @@ def float_to_int(x, dtype):
 
 def _convert_impl(x, *, new_dtype, weak_type):
     x = np.asarray(x)
-    if x.dtype.kind == "c" and new_dtype.kind != "c":
-        x = x.real
-    if x.dtype.kind == "f" and new_dtype.kind in "iu":
+    x = x.real if dtypes.kind(x.dtype) == "c" and dtypes.kind(new_dtype) != "c" else x
+    if dtypes.kind(x.dtype) == "f" and dtypes.kind(new_dtype) in "iu":
         return float_to_int(x, new_dtype)
     return x.astype(new_dtype)
 

@@ -80,7 +80,7 @@ def _fft_abstract(x, *, fft_type, fft_lengths):
                               f"operand {x}, got fft_lengths={fft_lengths}",
                               cls=errors.FuncgradValueError)
     want = "f" if fft_type == FftType.RFFT else "c"
-    if x.dtype.kind != want:
+    if dtypes.kind(x.dtype) != want:
         raise errors.op_error("fft", f"{name} takes a {'real float' if want == 'f' else 'complex'}"
                               f" operand, got {x}", hint="funcgrad.numpy.fft converts dtypes")
     trailing = _in_trailing(fft_type, fft_lengths)

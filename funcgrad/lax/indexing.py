@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from funcgrad import errors, lax
+from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.utils import quiet, static_ints
@@ -172,11 +172,11 @@ def _batch_window_perm(out_ndim, window_dims):
 
 
 def _default_fill(dtype):
-    if dtype.kind in "fc":
+    if dtypes.kind(dtype) in "fc":
         return np.nan
-    if dtype.kind == "b":
+    if dtypes.kind(dtype) == "b":
         return True
-    if dtype.kind == "u":
+    if dtypes.kind(dtype) == "u":
         return np.iinfo(dtype).max
     return np.iinfo(dtype).min
 
@@ -219,14 +219,14 @@ def _scalar_fill(fill_value):
     """A gather `fill_value` as a Python number (a static parameter)."""
     v = np.asarray(fill_value) if isinstance(fill_value, (int, float, complex, bool,
                                                            np.generic, np.ndarray)) else None
-    if v is None or v.ndim != 0 or v.dtype.kind not in "biufc":
+    if v is None or v.ndim != 0 or dtypes.kind(v.dtype) not in "biufc":
         raise errors.op_error("gather", f"fill_value must be a number (a static scalar), got "
                               f"{type(fill_value).__name__} {errors.short_repr(fill_value)}")
     return v.item()
 
 
 def _check_indices(name, indices, operand, index_map):
-    if indices.dtype.kind not in "iu":
+    if dtypes.kind(indices.dtype) not in "iu":
         raise errors.op_error(name, f"indices must be integers, got {indices}")
     if indices.ndim < 1:
         raise errors.op_error(name, f"indices must have rank >= 1 (the last axis holds index "

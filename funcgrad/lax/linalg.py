@@ -103,8 +103,9 @@ def _dot_general_aval(lhs, rhs, dimension_numbers, preferred_element_type):
 
 def _dot_general_impl(lhs, rhs, *, dimension_numbers, precision, preferred_element_type):
     if preferred_element_type is not None:
-        lhs = lhs.astype(preferred_element_type, copy=False)
-        rhs = rhs.astype(preferred_element_type, copy=False)
+        # computed in float32 for a bfloat16 result (rounded once by the caller)
+        wide = dtypes.compute_dtype(np.dtype(preferred_element_type))
+        lhs, rhs = lhs.astype(wide, copy=False), rhs.astype(wide, copy=False)
     (lc, rc), (lb, rb) = dimension_numbers
     if not lb:
         if lc == (lhs.ndim - 1,) and rc == (0,) and lhs.ndim <= 2 and rhs.ndim <= 2:

@@ -14,7 +14,7 @@ import enum
 
 import numpy as np
 
-from funcgrad import errors, lax
+from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.utils import static_int
@@ -30,7 +30,7 @@ def _T(x):
 
 
 def _H(x):
-    return lax.conj(_T(x)) if get_aval(x).dtype.kind == "c" else _T(x)
+    return lax.conj(_T(x)) if dtypes.kind(get_aval(x).dtype) == "c" else _T(x)
 
 
 def check_implementation(name, what, choice, available):
@@ -92,7 +92,7 @@ def _diag(x):
 
 
 def _real_dtype(dt):
-    return np.dtype(np.finfo(dt).dtype) if dt.kind == "c" else dt
+    return np.dtype(np.finfo(dt).dtype) if dtypes.kind(dt) == "c" else dt
 
 
 def _check_matrix(op, x, square=False):
@@ -103,7 +103,7 @@ def _check_matrix(op, x, square=False):
     if square and x.shape[-1] != x.shape[-2]:
         raise errors.op_error(op, f"expects square matrices in the last two axes, got {x}",
                               cls=errors.FuncgradValueError)
-    if x.dtype.kind not in "fc":
+    if dtypes.kind(x.dtype) not in "fc":
         raise errors.op_error(op, f"expects a floating-point or complex operand, got {x}",
                               hint="convert with .astype(float)")
 
@@ -132,7 +132,7 @@ def _lapack(impl):
     """`impl` on LAPACK's dtypes: half-precision operands are computed in float32 (the bind
     casts the results back to the operand's dtype)."""
     def run(*xs, **params):
-        xs = [x.astype(np.float32) if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x
+        xs = [x.astype(np.float32) if dtypes.kind(x.dtype) == "f" and x.dtype.itemsize < 4 else x
               for x in xs]
         return impl(*xs, **params)
     return run
@@ -290,7 +290,7 @@ def _triangular_solve_jvp_a(g_a, a, b, *, out, left_side, lower, transpose_a, co
     k = 1 if unit_diagonal else 0
     g_a = lax.neg(_tri(g_a, -k, lower=True) if lower else _tri(g_a, k, lower=False))
     g_a = _T(g_a) if transpose_a else g_a
-    g_a = lax.conj(g_a) if conjugate_a and get_aval(g_a).dtype.kind == "c" else g_a
+    g_a = lax.conj(g_a) if conjugate_a and dtypes.kind(get_aval(g_a).dtype) == "c" else g_a
     params = dict(left_side=left_side, lower=lower, transpose_a=transpose_a,
                   conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
     # -A^-1 dA X (left) or -X dA A^-1 (right), in the cheaper order as JAX does
@@ -440,7 +440,7 @@ def lu_pivots_to_permutation(pivots, permutation_size):
     permutation_size = static_int("lu_pivots_to_permutation", permutation_size,
                                   "permutation_size")
     aval = get_aval(pivots)
-    if aval.ndim < 1 or aval.dtype.kind not in "iu" or aval.shape[-1] > permutation_size:
+    if aval.ndim < 1 or dtypes.kind(aval.dtype) not in "iu" or aval.shape[-1] > permutation_size:
         raise errors.op_error("lu_pivots_to_permutation", f"pivots must be integers of shape "
                               f"(..., k) with k <= permutation_size={permutation_size}, got "
                               f"{aval}")
@@ -557,7 +557,7 @@ def _qr_jvp(primals, outs, tangents, *, full_matrices):
     qt_dx_rinv = _mm(_H(q), dx_rinv)
     low = _tri(qt_dx_rinv, -1)
     do = lax.sub(low, _H(low))
-    if get_aval(x).dtype.kind == "c":
+    if dtypes.kind(get_aval(x).dtype) == "c":
         imag = lax.sub(qt_dx_rinv, lax.convert_element_type(lax.real(qt_dx_rinv),
                                                             get_aval(x).dtype))
         do = lax.add(do, lax.mul(_eye(get_aval(do).shape, get_aval(x).dtype), imag))
@@ -633,7 +633,7 @@ def _eigh_jvp(primals, outs, tangents, *, lower):
     vdag_adot_v = _mm(_mm(_H(v), a_dot), v)
     dv = _mm(v, lax.mul(f, vdag_adot_v))
     dw = _diag(vdag_adot_v)
-    dw = lax.real(dw) if dt.kind == "c" else dw
+    dw = lax.real(dw) if dtypes.kind(dt) == "c" else dw
     return [dv, dw]
 
 
@@ -727,7 +727,7 @@ def _svd_tangents(a, da, s, u, vh, compute_uv):
     ut, v = _H(u), _H(vh)
     ds_mat = _mm(_mm(ut, da), v)
     ds = _diag(ds_mat)
-    ds = lax.real(ds) if dt.kind == "c" else ds
+    ds = lax.real(ds) if dtypes.kind(dt) == "c" else ds
     if not compute_uv:
         return [ds]
     shape = get_aval(ds_mat).shape

@@ -9,7 +9,7 @@ only the core, the interpreters and other `funcgrad.lax` wrappers.
 
 import numpy as np
 
-from funcgrad import errors, lax
+from funcgrad import dtypes, errors, lax
 from funcgrad.core import Primitive, ShapedArray, get_aval
 from funcgrad.interpreters import ad
 from funcgrad.lax import linalg_decomp as decomp
@@ -40,7 +40,7 @@ def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
 
 
 def _complex_dtype(dt):
-    return np.dtype(np.complex128) if dt.itemsize >= 8 and dt.kind == "f" or (
+    return np.dtype(np.complex128) if dt.itemsize >= 8 and dtypes.kind(dt) == "f" or (
         dt == np.complex128) else np.dtype(np.complex64)
 
 
@@ -60,7 +60,7 @@ def _unit_columns(v):
 
 def _eig_impl(x, *, compute_left_eigenvectors, compute_right_eigenvectors):
     c = _complex_dtype(x.dtype)
-    x = x.astype(np.float32) if x.dtype.kind == "f" and x.dtype.itemsize < 4 else x
+    x = x.astype(np.float32) if dtypes.kind(x.dtype) == "f" and x.dtype.itemsize < 4 else x
 
     def one(a):
         w, vr = np.linalg.eig(a)

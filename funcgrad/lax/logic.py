@@ -142,7 +142,7 @@ def _shift_left_impl(x, y):
     x, y = np_operands(x, y)
     _, ok, s = _shift_parts(x, y)
     u = np.left_shift(_as_kind(x, "u"), _as_kind(s, "u"))
-    return _as_kind(np.asarray(np.where(ok, u, 0), u.dtype), x.dtype.kind)
+    return _as_kind(np.asarray(np.where(ok, u, 0), u.dtype), dtypes.kind(x.dtype))
 
 
 shift_left_p = binop("shift_left", _shift_left_impl, kinds="iu")
@@ -161,7 +161,7 @@ def _shift_right_logical_impl(x, y):
     x, y = np_operands(x, y)
     _, ok, s = _shift_parts(x, y)
     u = np.right_shift(_as_kind(x, "u"), _as_kind(s, "u"))
-    return _as_kind(np.asarray(np.where(ok, u, 0), u.dtype), x.dtype.kind)
+    return _as_kind(np.asarray(np.where(ok, u, 0), u.dtype), dtypes.kind(x.dtype))
 
 
 shift_right_logical_p = binop("shift_right_logical", _shift_right_logical_impl, kinds="iu")
@@ -179,7 +179,7 @@ def _shift_right_arithmetic_impl(x, y):
     bits, ok, s = _shift_parts(x, y)
     sx = _as_kind(x, "i")
     r = np.where(ok, np.right_shift(sx, _as_kind(s, "i")), np.right_shift(sx, bits - 1))
-    return _as_kind(np.asarray(r, sx.dtype), x.dtype.kind)
+    return _as_kind(np.asarray(r, sx.dtype), dtypes.kind(x.dtype))
 
 
 shift_right_arithmetic_p = binop("shift_right_arithmetic", _shift_right_arithmetic_impl,
@@ -224,6 +224,7 @@ bitcast_convert_type_p.def_abstract_eval(_bitcast_abstract)
 defjvp_zero(bitcast_convert_type_p)
 batching.defvectorized(bitcast_convert_type_p)
 bitcast_convert_type_p.declare("elementwise", dtype_kinds="biufc")  # no kernel expression
+bitcast_convert_type_p.widens_narrow = False  # the bits of a bfloat16 are its own
 
 
 # --- select_n -----------------------------------------------------------------------------------

@@ -50,23 +50,25 @@ def _axes(name, axes):
 
 
 def _lowest(dt):
-    return False if dt.kind == "b" else np.iinfo(dt).min if dt.kind in "iu" else -np.inf
+    return dtypes.lowest(dt)
 
 
 def _highest(dt):
-    return True if dt.kind == "b" else np.iinfo(dt).max if dt.kind in "iu" else np.inf
+    return dtypes.highest(dt)
 
 
 def _widened(dtype):
-    """What a kernel accumulates `dtype` in: float16 in float32 (as numpy's float16 loops),
-    bools and small integers in 32-bit integers, every other dtype in itself."""
+    """What a kernel accumulates `dtype` in: float16, bfloat16 and the float8 types in float32
+    (as numpy's float16 loops, as XLA on the CPU), bools and small integers (int4 too) in
+    32-bit integers, every other dtype in itself."""
     dt = np.dtype(dtype)
-    if dt.kind == "f":
+    kind = dtypes.kind(dt)
+    if kind == "f":
         return "float32" if dt.itemsize < 4 else dt.name
-    if dt.kind == "b":
+    if kind == "b":
         return "int32"
     if dt.itemsize < 4:
-        return "int32" if dt.kind == "i" else "uint32"
+        return "int32" if kind == "i" else "uint32"
     return dt.name
 
 
@@ -239,7 +241,7 @@ def _argminmax(name, np_fn):
 
     def abstract(x, *, axes, index_dtype):
         check_kind(name, x, "biuf")
-        if index_dtype.kind not in "iu":
+        if dtypes.kind(index_dtype) not in "iu":
             raise errors.op_error(name, f"index_dtype must be an integer dtype, got "
                                   f"{index_dtype}")
         aval = _reduced_aval(name, x, axes, index_dtype, weak_type=False)

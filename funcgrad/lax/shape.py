@@ -341,7 +341,7 @@ def broadcasted_iota(dtype, shape, dimension, *, out_sharding=None):
 
 
 def _iota_abstract(*, dtype, shape, dimension):
-    if dtype.kind not in "iuf":
+    if dtypes.kind(dtype) not in "iuf":
         raise errors.op_error("iota", f"dtype must be an integer or float dtype, got {dtype}")
     if not 0 <= dimension < len(shape) or any(s < 0 for s in shape):
         raise errors.op_error("iota", f"dimension {dimension} must be an axis of the "

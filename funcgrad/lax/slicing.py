@@ -260,7 +260,7 @@ def _wrap_negative(name, x, start_indices, allow_negative_indices):
 
 
 def _check_indices(name, x, idx):
-    if len(idx) != x.ndim or any(i.shape != () or i.dtype.kind not in "iu" for i in idx):
+    if len(idx) != x.ndim or any(i.shape != () or dtypes.kind(i.dtype) not in "iu" for i in idx):
         raise errors.op_error(name, f"start indices must be {x.ndim} scalar integers (one "
                               f"per axis of operand {x}), got {', '.join(map(str, idx))}")
 

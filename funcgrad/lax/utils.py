@@ -20,7 +20,7 @@ _KIND_NAMES = {"b": "bool", "i": "signed int", "u": "unsigned int", "f": "float"
 
 
 def check_kind(name, aval, kinds):
-    if aval.dtype.kind not in kinds:
+    if dtypes.kind(aval.dtype) not in kinds:
         allowed = ", ".join(_KIND_NAMES[k] for k in kinds)
         raise errors.op_error(name, f"does not accept dtype {aval.dtype} (operand {aval}); "
                                     f"it takes {allowed} operands")
@@ -35,7 +35,7 @@ def unop(name, impl, kinds="fc", out_dtype=None, fusible=True):
     def abstract(x, **params):
         check_kind(name, x, kinds)
         dt = out_dtype(x.dtype) if out_dtype else x.dtype
-        return ShapedArray(x.shape, dt, x.weak_type and dt.kind != "b")
+        return ShapedArray(x.shape, dt, x.weak_type and dtypes.kind(dt) != "b")
     p.def_abstract_eval(abstract)
     batching.defvectorized(p)
     return p.declare("elementwise", dtype_kinds=kinds, fusible=fusible)
@@ -83,7 +83,7 @@ def binop(name, impl, kinds="iufc", out_dtype=None, nargs=2, fusible=True):
                                        "promotes dtypes")
         shape = binary_shape(name, *avals)
         dt = out_dtype(avals[0].dtype) if out_dtype else avals[0].dtype
-        weak = all(a.weak_type for a in avals) and dt.kind != "b"
+        weak = all(a.weak_type for a in avals) and dtypes.kind(dt) != "b"
         return ShapedArray(shape, dt, weak)
     p.def_abstract_eval(abstract)
     batching.defbroadcasting(p)
@@ -159,8 +159,8 @@ def match_scalars(*args):
         if kind is None:
             out.append(a)
             continue
-        if _KIND_ORDER.index(kind) > _KIND_ORDER.index(dt.kind) and not (
-                kind == "i" and dt.kind == "u"):
+        if _KIND_ORDER.index(kind) > _KIND_ORDER.index(dtypes.kind(dt)) and not (
+                kind == "i" and dtypes.kind(dt) == "u"):
             raise errors.op_error("lax", f"a Python {type(a).__name__} ({errors.short_repr(a)}) "
                                          f"cannot be "
                                   f"combined with a {dt} operand without changing its value",

@@ -26,7 +26,7 @@ __all__ = [
 
 def _float(x):
     x = fnp.asarray(x)
-    return x if x.dtype.kind in "fc" else x.astype(dtypes.default_float())
+    return x if dtypes.kind(x.dtype) in "fc" else x.astype(dtypes.default_float())
 
 
 def relu(x):

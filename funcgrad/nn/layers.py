@@ -10,7 +10,7 @@ under `vmap`). Default weight init is JAX/Flax's: `lecun_normal` (truncated norm
 import numpy as np
 
 import funcgrad.numpy as fnp
-from funcgrad import lax, random
+from funcgrad import dtypes, lax, random
 from funcgrad.errors import FuncgradTypeError
 from funcgrad.nn import initializers
 from funcgrad.nn.module import Module, check_float, check_rank, layer_error
@@ -455,7 +455,7 @@ class Embedding(Module):
 
     def apply(self, params, state, x, train=False, key=None):
         x = fnp.asarray(x)
-        if x.dtype.kind not in "iu":
+        if dtypes.kind(x.dtype) not in "iu":
             raise layer_error(self, f"expected integer ids, got {x.dtype} with shape "
                               f"{tuple(x.shape)}", cls=FuncgradTypeError,
                               hint="convert ids with x.astype(funcgrad.numpy.int32)")

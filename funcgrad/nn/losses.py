@@ -10,7 +10,7 @@ gradient of softmax cross-entropy is `softmax(logits) - labels`. Imports `functi
 import math
 
 import funcgrad.numpy as fnp
-from funcgrad import lax
+from funcgrad import dtypes, lax
 from funcgrad.errors import FuncgradValueError, op_error
 from funcgrad.nn import functions as F
 
@@ -22,7 +22,7 @@ __all__ = [
 
 def _float(op, x):
     x = fnp.asarray(x)
-    if x.dtype.kind not in "f":
+    if dtypes.kind(x.dtype) not in "f":
         raise op_error(op, f"expected floating-point logits/predictions, got {x.dtype} "
                        f"{tuple(x.shape)}", hint="convert with .astype(funcgrad.numpy.float32)")
     return x
@@ -72,7 +72,7 @@ def softmax_cross_entropy_with_integer_labels(logits, labels, axis=-1, where=Non
     op = "softmax_cross_entropy_with_integer_labels"
     logits = _float(op, logits)
     labels = fnp.asarray(labels)
-    if labels.dtype.kind not in "iu":
+    if dtypes.kind(labels.dtype) not in "iu":
         raise op_error(op, f"labels must be integers, got {labels.dtype}",
                        hint="for one-hot or soft labels use softmax_cross_entropy")
     axis = axis % logits.ndim

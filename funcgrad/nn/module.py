@@ -16,7 +16,7 @@ import abc
 import contextlib
 
 import funcgrad.numpy as fnp
-from funcgrad import random
+from funcgrad import dtypes, random
 from funcgrad.errors import FuncgradError, FuncgradTypeError, FuncgradValueError, op_error
 from funcgrad.nn import functions as F
 
@@ -120,7 +120,7 @@ def _field_repr(v):
 def check_float(layer, x):
     """`x` as an array, or a `FuncgradTypeError` naming the layer when it is not floating."""
     x = fnp.asarray(x)
-    if x.dtype.kind not in "fc":
+    if dtypes.kind(x.dtype) not in "fc":
         raise layer_error(layer, f"expected a floating-point input, got {x.dtype} with shape "
                           f"{tuple(x.shape)}", cls=FuncgradTypeError,
                           hint="convert it, e.g. x.astype(funcgrad.numpy.float32)")

@@ -201,6 +201,15 @@ def convert(x, dtype, weak=False):
     return lax.convert_element_type(x, dtype, weak_type=weak)
 
 
+def promote_dtypes(name, *dtypes_weak):
+    """`dtypes.promote_types` for operation `name`: a `TypePromotionError` names it and the
+    user's line."""
+    try:
+        return dtypes.promote_types(*dtypes_weak)
+    except dtypes.TypePromotionError as e:
+        raise errors.op_error(name, str(e), cls=dtypes.TypePromotionError) from None
+
+
 def promote(name, args, inexact=False, broadcast=True):
     """Operands converted to their common dtype (JAX's lattice) and broadcast to one shape.
 
@@ -212,7 +221,7 @@ def promote(name, args, inexact=False, broadcast=True):
         return promote2(name, args[0], args[1], inexact, broadcast)
     args = [a if type(a) in _PY_SCALARS else asarray_operand(name, a) for a in args]
     ps = [parts(a) for a in args]
-    dt, weak = dtypes.promote_types(*[(p[1], p[2]) for p in ps])
+    dt, weak = promote_dtypes(name, *[(p[1], p[2]) for p in ps])
     if inexact:
         dt = dtypes.to_inexact(dt)
     if broadcast and len({len(p[0]) for p in ps if p[0]}) > 1:
@@ -268,7 +277,7 @@ def promote2(name, x, y, inexact=False, broadcast=True):
         if ty not in _PY_SCALARS:
             y = asarray_operand(name, y)
         sy, dy, wy = parts(y)
-    dt, weak = dtypes.promote_types((dx, wx), (dy, wy))
+    dt, weak = promote_dtypes(name, (dx, wx), (dy, wy))
     if inexact:
         dt = dtypes.to_inexact(dt)
     if not broadcast:

@@ -136,7 +136,7 @@ class ArrayNamespaceInfo:
             raise errors.op_error("dtypes", f"unknown kind {errors.short_repr(kind)}; kinds "
                                   f"are {sorted(_KINDS)}", cls=errors.FuncgradValueError)
         letters = "".join(_KINDS[k] for k in kinds)
-        return {n: np.dtype(n) for n in names if np.dtype(n).kind in letters}
+        return {n: np.dtype(n) for n in names if dtypes.kind(np.dtype(n)) in letters}
 
 
 def __array_namespace_info__():

@@ -111,7 +111,7 @@ def _host_array(obj, dt):
     """Python/numpy data as a numpy array of `dt`; floats become integers as
     `lax.convert_element_type` converts them (saturating, NaN -> 0), not as numpy casts."""
     v = np.asarray(obj)
-    if v.dtype.kind in "fc" and dt.kind in "iu":
+    if dtypes.kind(v.dtype) in "fc" and dtypes.kind(dt) in "iu":
         return float_to_int(v.real, dt)
     if v.dtype == object:
         raise TypeError(f"{type(obj).__name__} of mixed or non-numeric values")
@@ -270,16 +270,16 @@ def _arange(start, stop, step, dtype):
     # JAX's: the promoted dtype of the arguments (Python numbers weak, NumPy scalars and arrays
     # keep theirs: arange(np.int16(3)) is int16)
     dt = _range_dtype(given) if dtype is None else dtypes.canonicalize(dtype)
-    if dt.kind == "b":
+    if dtypes.kind(dt) == "b":
         dt = dtypes.default_int()
     n = max(pymath.ceil((stop - start) / step), 0)
-    if dt.kind in "iu" and all(float(v).is_integer() for v in (start, step)):
+    if dtypes.kind(dt) in "iu" and all(float(v).is_integer() for v in (start, step)):
         out = lax.iota(dt, n)
         if step != 1:
             out = lax.mul(out, Array(np.asarray(int(step), dt)))
         return lax.add(out, Array(np.asarray(int(start), dt))) if start else out
-    comp = dt if dt.kind in "fc" else dtypes.default_float()
-    out = lax.iota(comp if comp.kind == "f" else dtypes.default_float(), n)
+    comp = dt if dtypes.kind(dt) in "fc" else dtypes.default_float()
+    out = lax.iota(comp if dtypes.kind(comp) == "f" else dtypes.default_float(), n)
     out = lax.add(lax.mul(out, Array(np.asarray(step, out.dtype))),
                   Array(np.asarray(start, out.dtype)))
     return out if dtype_of(out) == dt else lax.convert_element_type(out, dt)
@@ -337,7 +337,7 @@ def _linspace(start, stop, num, endpoint, retstep, dtype, axis):
         lim = list(shape)
         lim[0] = num - 1
         out = lax.concatenate([lax.slice(out, (0,) * len(shape), tuple(lim)), stop_b], 0)
-    if dt.kind in "iu":
+    if dtypes.kind(dt) in "iu":
         out = lax.floor(out)
     out = out if dtype_of(out) == dt else lax.convert_element_type(out, dt)
     if axis != 0 and bshape:

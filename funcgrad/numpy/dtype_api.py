@@ -5,17 +5,23 @@ scalar types: `fnp.float32(3)` is an Array), `result_type`, `promote_types`, `ca
 The dtype lattice itself lives in `funcgrad.dtypes`; this module only exposes it.
 """
 
+import ml_dtypes
 import numpy as np
 
 from funcgrad import dtypes as _dtypes
 from funcgrad import errors
+
+_NARROW_NAMES = ["bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
+                 "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
+                 "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int2", "int4", "uint2",
+                 "uint4"] + [n for n in ("int1", "uint1") if getattr(_dtypes, n) is not None]
 
 __all__ = [
     "bool_", "can_cast", "complex64", "complex128", "complexfloating",
     "dtype", "finfo", "float16", "float32", "float64", "float_", "floating", "generic",
     "iinfo", "inexact", "int8", "int16", "int32", "int64", "int_", "integer", "isdtype",
     "issubdtype", "number", "promote_types", "result_type", "signedinteger", "uint8",
-    "uint16", "uint32", "uint64", "uint", "unsignedinteger", "complex_",
+    "uint16", "uint32", "uint64", "uint", "unsignedinteger", "complex_", *_NARROW_NAMES,
     # the long tail (issue 28): NumPy's other scalar names
     "ComplexWarning", "bool", "cdouble", "character", "csingle", "double", "flexible",
     "object_", "single",
@@ -56,6 +62,8 @@ float16, float32, float64 = (_scalar_type(n, t) for n, t in (
 complex64, complex128 = _scalar_type("complex64", np.complex64), _scalar_type(
     "complex128", np.complex128)
 int_, uint, float_, complex_ = int64, uint64, float64, complex128
+# bfloat16, the float8/float6/float4 types and int4 & co. (ml_dtypes' types, as in JAX)
+globals().update({n: _scalar_type(n, getattr(_dtypes, n)) for n in _NARROW_NAMES})
 
 generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
 complexfloating, integer = np.complexfloating, np.integer
@@ -96,7 +104,8 @@ class finfo:
     """
 
     def __init__(self, dtype):
-        info = np.finfo(_info_dtype("finfo", dtype, "fc"))
+        dt = _info_dtype("finfo", dtype, "fc")
+        info = (ml_dtypes.finfo if _dtypes.is_custom_float(dt) else np.finfo)(dt)
         self._np = info
         self.bits, self.dtype = int(info.bits), np.dtype(info.dtype)
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
@@ -120,7 +129,8 @@ class iinfo:
     """
 
     def __init__(self, int_type):
-        info = np.iinfo(_info_dtype("iinfo", int_type, "iu"))
+        dt = _info_dtype("iinfo", int_type, "iu")
+        info = (ml_dtypes.iinfo if dt.num >= 256 else np.iinfo)(dt)
         self.bits, self.dtype = int(info.bits), np.dtype(info.dtype)
         self.max, self.min = int(info.max), int(info.min)
         self.kind = info.kind
@@ -133,23 +143,38 @@ def _info_dtype(name, x, kinds):
     """The dtype `finfo`/`iinfo` describe: an array's, or `x` read as a dtype."""
     dt = getattr(x, "dtype", None)
     dt = dt if isinstance(dt, np.dtype) and not isinstance(x, np.dtype) else _dtype(name, x)
-    if dt.kind not in kinds:
+    if _dtypes.kind(dt) not in kinds:
         what, other = ("a floating", "iinfo") if "f" in kinds else ("an integer", "finfo")
         raise errors.op_error(name, f"dtype {dt} is not {what} dtype", hint=f"use {other}")
     return dt
 
 
 def issubdtype(arg1, arg2):
-    """NumPy's issubdtype, accepting funcgrad's scalar types."""
-    return np.issubdtype(_dtype_or_kind("issubdtype", arg1), _dtype_or_kind("issubdtype", arg2))
+    """NumPy's issubdtype, accepting funcgrad's scalar types; as in JAX, bfloat16 and the
+    float8s are `floating`, int4 & co. `signedinteger`/`unsignedinteger`.
+
+    Example:
+        >>> fnp.issubdtype(fnp.bfloat16, fnp.floating), fnp.issubdtype(fnp.bfloat16, fnp.float16)
+        (True, False)
+    """
+    a, b = _dtype_or_kind("issubdtype", arg1), _dtype_or_kind("issubdtype", arg2)
+    return _dtypes.issubdtype(a, b)
 
 
 def isdtype(dtype, kind):
     """Array-API `isdtype`: 'bool', 'signed integer', 'unsigned integer', 'integral',
     'real floating', 'complex floating', 'numeric', a dtype, or a tuple of those."""
     kind = tuple(map(_unwrap, kind)) if isinstance(kind, tuple) else _unwrap(kind)
+    dt = _dtype("isdtype", dtype)
+    if dt.num >= 256:  # an ml_dtypes type: asked as the numpy type standing in for its kind
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if any(isinstance(k, np.dtype) or isinstance(k, type) for k in kinds):
+            return any(dt == np.dtype(k) for k in kinds if not isinstance(k, str)) or (
+                isdtype(_dtypes.STAND_IN[_dtypes.kind(dt)], tuple(k for k in kinds
+                                                            if isinstance(k, str))))
+        dt = np.dtype(_dtypes.STAND_IN[_dtypes.kind(dt)])
     try:
-        return np.isdtype(_dtype("isdtype", dtype), kind)
+        return np.isdtype(dt, kind)
     except (TypeError, ValueError) as e:
         raise errors.op_error("isdtype", f"invalid kind {errors.short_repr(kind)} ({e})"
                               ) from None
@@ -166,9 +191,32 @@ def result_type(*args):
 
 
 def promote_types(a, b):
-    """The promoted dtype of two dtypes (both strongly typed), as `jnp.promote_types`."""
-    return _dtypes.promote_types((_dtype("promote_types", a), False),
-                                 (_dtype("promote_types", b), False))[0]
+    """The dtype a binary operation promotes dtypes `a` and `b` to, as `jnp.promote_types`:
+    by JAX's lattice, the Python types `int`, `float`, `complex` weakly typed, and the result
+    not canonicalized (`promote_types(int, int)` is int64).
+
+    Raises:
+        TypePromotionError: for dtypes with no implicit promotion (a float8 and bfloat16).
+
+    Example:
+        >>> fnp.promote_types(fnp.bfloat16, fnp.float16), fnp.promote_types("uint8", int)
+        (dtype('float32'), dtype('uint8'))
+    """
+    node = _dtypes.join_nodes(*(_promotion_node(x) for x in (a, b)))
+    return np.dtype(_PYTHON_TYPE_OF_NODE.get(node, node))
+
+
+_NODE_OF_PYTHON_TYPE = {int: "i*", float: "f*", complex: "c*"}
+_PYTHON_TYPE_OF_NODE = {v: k for k, v in _NODE_OF_PYTHON_TYPE.items()}
+
+
+def _promotion_node(x):
+    for t, node in _NODE_OF_PYTHON_TYPE.items():
+        if x is t:
+            return node
+    dt = _dtype("promote_types", x)
+    _dtypes.canonicalize(dt)  # a dtype funcgrad has (the error names the others)
+    return dt
 
 
 def can_cast(from_, to, casting="safe"):

@@ -152,16 +152,17 @@ def select(condlist, choicelist, default=0):
         raise errors.op_error("select", f"condlist and choicelist must have the same length, "
                               f"got {len(condlist)} and {len(choicelist)}",
                               cls=errors.FuncgradValueError)
-    if not condlist:
+    if len(condlist) == 0:  # (an array of conditions is a sequence of its rows, as in JAX)
         raise errors.op_error("select", "condlist must be non-empty",
                               cls=errors.FuncgradValueError)
-    choices = promote("select", [default, *choicelist], broadcast=False)
+    choices = promote("select", [default, *[choicelist[i] for i in range(len(choicelist))]],
+                      broadcast=False)
     out = choices[0]
-    for cond, choice in zip(condlist[::-1], choices[1:][::-1]):
+    conds = [condlist[i] for i in range(len(condlist))]
+    for cond, choice in zip(conds[::-1], choices[1:][::-1]):
         c = asarray_operand("select", cond)
-        if dtype_of(c).kind != "b":
-            raise errors.op_error("select", f"condlist entries must be bool, got "
-                                  f"{dtype_of(c)}", cls=errors.FuncgradTypeError)
+        if dtypes.kind(dtype_of(c)) != "b":  # a number's truth, as JAX's select reads it
+            c = lax.ne(c, lax.full((), 0, dtype_of(c)))
         out = where(c, choice, out)
     return out
 

@@ -48,10 +48,10 @@ def _operand(name, a, fft_type):
     """`a` in the dtype the transform takes: complex, or real floating point for RFFT."""
     a = asarray_operand(name, a)
     dt = dtype_of(a)
-    if fft_type == FftType.RFFT and dt.kind == "c":
+    if fft_type == FftType.RFFT and dtypes.kind(dt) == "c":
         raise errors.op_error(name, f"takes a real operand, got {dt}{list(shape_of(a))}",
                               hint="take fnp.real(x) first, or use fft for complex input")
-    cdt = np.result_type(dt, np.complex64) if dt.kind in "fc" else dtypes.default_complex()
+    cdt = np.result_type(dt, np.complex64) if dtypes.kind(dt) in "fc" else dtypes.default_complex()
     want = dtypes.canonicalize(np.finfo(cdt).dtype if fft_type == FftType.RFFT else cdt)
     return a if dt == want else lax.convert_element_type(a, want)
 
@@ -240,7 +240,7 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
 
 def _freqs(name, k, n, d, dtype, device):
     dt = dtypes.default_float() if dtype is None else dtypes.canonicalize(dtype)
-    if dt.kind != "f":
+    if dtypes.kind(dt) != "f":
         raise errors.op_error(name, f"dtype must be a real floating-point dtype, got {dt}",
                               cls=errors.FuncgradValueError)
     if isinstance(d, ArrayBase):  # a traced spacing: computed in funcgrad

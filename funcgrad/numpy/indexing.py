@@ -105,7 +105,7 @@ def _classify(i):
     if isinstance(i, (np.ndarray, np.generic)):
         if i.dtype == np.bool_:
             return ("bool0", bool(i)) if i.ndim == 0 else ("mask", np.asarray(i))
-        if i.dtype.kind in "iu":
+        if dtypes.kind(i.dtype) in "iu":
             return ("int", int(i)) if i.ndim == 0 else ("array", np.asarray(i))
     dt = getattr(i, "dtype", type(i).__name__)
     raise errors.op_error(
@@ -271,7 +271,7 @@ def _out_shape(entries, adv_shape, contiguous):
 
 def _normalize(index, n):
     """`index` as int32 with negative values wrapped by the axis size `n`."""
-    wrap = index.dtype.kind == "i"
+    wrap = dtypes.kind(index.dtype) == "i"
     if isinstance(index, np.ndarray):
         a = np.where(index < 0, index + n, index) if wrap else index
         if a.dtype.itemsize > 4 or a.dtype == np.uint32:  # saturate instead of wrapping
@@ -367,8 +367,8 @@ def _check_fill(fill_value, x):
     fill for a real array (or any non-number) is an error, never a silently dropped part."""
     if not isinstance(fill_value, (bool, int, float, complex, str, np.generic, np.ndarray)):
         return  # None, or an Array/tracer: lax's gather converts it
-    kind = np.asarray(fill_value).dtype.kind
-    if kind not in "biufc" or (kind == "c" and x.dtype.kind != "c"):
+    kind = dtypes.kind(np.asarray(fill_value).dtype)
+    if kind not in "biufc" or (kind == "c" and dtypes.kind(x.dtype) != "c"):
         raise errors.op_error("take", f"fill_value {errors.short_repr(fill_value)} does not "
                                       f"fit the array's dtype {x.dtype}",
                               cls=errors.FuncgradTypeError,

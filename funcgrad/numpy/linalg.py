@@ -65,7 +65,7 @@ class SVDResult(NamedTuple):
 def _matrix(name, a, square=False):
     """`a` as an inexact (..., M, N) array; errors name `name` and the shape."""
     a = asarray_operand(name, a)
-    if dtype_of(a).kind not in "fc":
+    if dtypes.kind(dtype_of(a)) not in "fc":
         a = lax.convert_element_type(a, dtypes.to_inexact(dtype_of(a)))
     s = shape_of(a)
     if len(s) < 2:
@@ -79,7 +79,7 @@ def _matrix(name, a, square=False):
 
 
 def _H(x):
-    return sh.matrix_transpose(m.conjugate(x) if dtype_of(x).kind == "c" else x)
+    return sh.matrix_transpose(m.conjugate(x) if dtypes.kind(dtype_of(x)) == "c" else x)
 
 
 def _eye_like(a):
@@ -330,7 +330,7 @@ def slogdet(a, *, method=None):
     d, sign = _lu_parts("slogdet", a)
     mag = m.abs(d)
     logabsdet = reductions.sum(m.log(mag), axis=-1)
-    if dtype_of(d).kind == "c":
+    if dtypes.kind(dtype_of(d)) == "c":
         zero = logic.equal(mag, m._scalar_like(mag, 0))
         unit = logic.where(zero, m._scalar_like(d, 0), m.true_divide(d, mag))
     else:
@@ -340,7 +340,7 @@ def slogdet(a, *, method=None):
 
 def _slogdet_qr(a):
     a = _matrix("slogdet", a, square=True)
-    if dtype_of(a).kind == "c":
+    if dtypes.kind(dtype_of(a)) == "c":
         raise errors.op_error("slogdet", "method='qr' is not implemented for complex inputs "
                               "(as in JAX)", cls=errors.FuncgradNotImplementedError,
                               hint="use method='lu'")

@@ -22,13 +22,13 @@ __all__ = ["cond", "matrix_norm", "norm", "vector_norm"]
 
 def _inexact(name, x):
     x = asarray_operand(name, x)
-    if dtype_of(x).kind not in "fc":
+    if dtypes.kind(dtype_of(x)) not in "fc":
         x = lax.convert_element_type(x, dtypes.to_inexact(dtype_of(x)))
     return x
 
 
 def _abs2(x):
-    if dtype_of(x).kind == "c":
+    if dtypes.kind(dtype_of(x)) == "c":
         return lax.real(lax.mul(x, lax.conj(x)))
     return lax.mul(x, x)
 

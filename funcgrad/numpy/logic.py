@@ -81,7 +81,7 @@ bitwise_xor = _binary_ufunc("bitwise_xor", lax.xor_p, kinds="biu",
 
 def bitwise_not(x, /):
     """Elementwise ~x of integers or bools (logical not for bools)."""
-    if type(x) is Array and x._value.dtype.kind in "biu":
+    if type(x) is Array and dtypes.kind(x._value.dtype) in "biu":
         return lax.not_p.bind(x)
     return lax.bitwise_not(unary_operand("bitwise_not", x, "biu", False))
 
@@ -100,7 +100,7 @@ def right_shift(x1, x2, /):
     """Elementwise x1 >> x2 (arithmetic for signed, logical for unsigned integers)."""
     x1, x2 = promote("right_shift", (x1, x2))
     _check_int("right_shift", x1)
-    if dtype_of(x1).kind == "u":
+    if dtypes.kind(dtype_of(x1)) == "u":
         return lax.shift_right_logical(x1, x2)
     return lax.shift_right_arithmetic(x1, x2)
 
@@ -111,13 +111,13 @@ bitwise_left_shift, bitwise_right_shift = left_shift, right_shift
 def bitwise_count(x, /):
     """The number of 1 bits in |x| (uint8 result, as NumPy)."""
     x = unary_operand("bitwise_count", x, "biu", False)
-    if dtype_of(x).kind == "i":
+    if dtypes.kind(dtype_of(x)) == "i":
         x = lax.abs(x)
     return lax.convert_element_type(lax.population_count(x), np.uint8)
 
 
 def _check_int(name, x):
-    if dtype_of(x).kind not in "iu":
+    if dtypes.kind(dtype_of(x)) not in "iu":
         raise errors.op_error(name, f"does not support dtype {dtype_of(x)}; it takes integer "
                                     "operands")
 
@@ -128,7 +128,7 @@ def _as_bool(name, x):
     if type(x) is bool:
         return Array(np.asarray(x), False)
     x = asarray_operand(name, x)
-    if dtype_of(x).kind == "b":
+    if dtypes.kind(dtype_of(x)) == "b":
         return x
     return lax.ne(x, _scalar_like(x, 0))
 
@@ -157,7 +157,7 @@ def logical_not(x, /):
 def isnan(x, /):
     """Elementwise test for NaN (False for integers and bools)."""
     x = unary_operand("isnan", x, "biufc", False)
-    if dtype_of(x).kind not in "fc":
+    if dtypes.kind(dtype_of(x)) not in "fc":
         return full_like_of(x, False, dtypes.bool_)
     return lax.ne(x, x)
 
@@ -165,7 +165,7 @@ def isnan(x, /):
 def isinf(x, /):
     """Elementwise test for +-inf (False for integers and bools)."""
     x = unary_operand("isinf", x, "biufc", False)
-    k = dtype_of(x).kind
+    k = dtypes.kind(dtype_of(x))
     if k not in "fc":
         return full_like_of(x, False, dtypes.bool_)
     if k == "c":
@@ -177,7 +177,7 @@ def isposinf(x, /, out=None):
     """Elementwise test for +inf (`out` must be None, as in JAX)."""
     check_no_out("isposinf", out)
     x = unary_operand("isposinf", x, "biuf", False)
-    if dtype_of(x).kind != "f":
+    if dtypes.kind(dtype_of(x)) != "f":
         return full_like_of(x, False, dtypes.bool_)
     return lax.eq(x, _scalar_like(x, np.inf))
 
@@ -186,7 +186,7 @@ def isneginf(x, /, out=None):
     """Elementwise test for -inf (`out` must be None, as in JAX)."""
     check_no_out("isneginf", out)
     x = unary_operand("isneginf", x, "biuf", False)
-    if dtype_of(x).kind != "f":
+    if dtypes.kind(dtype_of(x)) != "f":
         return full_like_of(x, False, dtypes.bool_)
     return lax.eq(x, _scalar_like(x, -np.inf))
 
@@ -194,7 +194,7 @@ def isneginf(x, /, out=None):
 def isfinite(x, /):
     """Elementwise test for finite values (not NaN, not inf)."""
     x = unary_operand("isfinite", x, "biufc", False)
-    k = dtype_of(x).kind
+    k = dtypes.kind(dtype_of(x))
     if k not in "fc":
         return full_like_of(x, True, dtypes.bool_)
     if k == "c":
@@ -205,7 +205,7 @@ def isfinite(x, /):
 def signbit(x, /):
     """Elementwise test for a set sign bit (True for -0.0 and negative values)."""
     x = unary_operand("signbit", x, "biuf", False)
-    k = dtype_of(x).kind
+    k = dtypes.kind(dtype_of(x))
     if k in "bu":
         return full_like_of(x, False, dtypes.bool_)
     if k == "i":
@@ -216,14 +216,14 @@ def signbit(x, /):
 def isreal(x):
     """Elementwise test for a zero imaginary part."""
     x = unary_operand("isreal", x, "biufc", False)
-    if dtype_of(x).kind != "c":
+    if dtypes.kind(dtype_of(x)) != "c":
         return full_like_of(x, True, dtypes.bool_)
     return lax.eq(lax.imag(x), _scalar_like(lax.imag(x), 0))
 
 
 def isrealobj(x):
     """True unless `x` has a complex dtype."""
-    return dtype_of(asarray_operand("isrealobj", x)).kind != "c"
+    return dtypes.kind(dtype_of(asarray_operand("isrealobj", x))) != "c"
 
 
 def iscomplexobj(x):
@@ -259,7 +259,8 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     """
     if type(condition) is Array and type(x) is Array and type(y) is Array:
         vc, vx, vy = condition._value, x._value, y._value
-        if vc.dtype.kind == "b" and vx.dtype == vy.dtype and vc.shape == vx.shape == vy.shape:
+        if (dtypes.kind(vc.dtype) == "b" and vx.dtype == vy.dtype
+                and vc.shape == vx.shape == vy.shape):
             return _select_bind(condition, y, x)
     if x is None and y is None:
         from funcgrad.numpy.searching import nonzero
@@ -284,7 +285,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = promote("isclose", (a, b), inexact=True)
     dt = dtype_of(a)
     rt, at = Array(np.asarray(rtol, dt), True), Array(np.asarray(atol, dt), True)
-    if dt.kind == "c":
+    if dtypes.kind(dt) == "c":
         rt, at = lax.real(rt), lax.real(at)
     out = lax.le(lax.abs(lax.sub(a, b)), lax.add(at, lax.mul(rt, lax.abs(b))))
     a_inf, b_inf = isinf(a), isinf(b)

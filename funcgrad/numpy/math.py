@@ -61,7 +61,7 @@ def _binary_ufunc(name, prim, kinds="iufc", bool_fn=None, inexact=False, doc="")
 
     def slow(x, y):
         x, y = promote2(name, x, y, inexact)
-        k = dtype_of(x).kind
+        k = dtypes.kind(dtype_of(x))
         if k == "b" and bool_fn is not None:
             return bool_fn(x, y)
         if k not in kinds:
@@ -75,7 +75,7 @@ def _binary_ufunc(name, prim, kinds="iufc", bool_fn=None, inexact=False, doc="")
             if ty is Array:
                 vy = y._value
                 d = vx.dtype
-                if d == vy.dtype and d.kind in fast_kinds:
+                if d == vy.dtype and dtypes.kind(d) in fast_kinds:
                     sx, sy = vx.shape, vy.shape
                     if sx == sy or not sx or not sy:
                         return bind(x, y)
@@ -84,7 +84,7 @@ def _binary_ufunc(name, prim, kinds="iufc", bool_fn=None, inexact=False, doc="")
                     shape = broadcast_shapes(name, sx, sy)
                     return bind(broadcast_to_shape(x, shape), broadcast_to_shape(y, shape))
             elif ty is float or ty is int:
-                k = vx.dtype.kind
+                k = dtypes.kind(vx.dtype)
                 if k in scalar_kinds and (k == "f" or ty is int):
                     try:
                         return bind(x, weak_scalar(y, vx.dtype))
@@ -92,7 +92,7 @@ def _binary_ufunc(name, prim, kinds="iufc", bool_fn=None, inexact=False, doc="")
                         pass
         elif ty is Array and (tx is float or tx is int):
             vy = y._value
-            k = vy.dtype.kind
+            k = dtypes.kind(vy.dtype)
             if k in scalar_kinds and (k == "f" or tx is int):
                 try:
                     return bind(weak_scalar(x, vy.dtype), y)
@@ -118,11 +118,11 @@ def unary_operand(name, x, kinds, inexact):
         if inexact:
             dt = dtypes.to_inexact(dt)
         x = scalar_array(x, dt, weak, name)
-        if dt.kind not in kinds:  # as for arrays: floor(1 + 2j) is an error, as in NumPy
+        if dtypes.kind(dt) not in kinds:  # as for arrays: floor(1 + 2j) is an error, as in NumPy
             raise _kind_error(name, x, _KIND_WORDS[kinds])
         return x
     x = asarray_operand(name, x)
-    k = dtype_of(x).kind
+    k = dtypes.kind(dtype_of(x))
     if inexact and k not in "fc":
         return lax.convert_element_type(x, dtypes.to_inexact(dtype_of(x)), weak_type=x.weak_type)
     if k not in kinds:
@@ -135,7 +135,7 @@ def _unary_ufunc(name, prim, kinds="fc", inexact=True, doc=""):
     bind = prim.bind
 
     def ufunc(x, /):
-        if type(x) is Array and x._value.dtype.kind in kinds:
+        if type(x) is Array and dtypes.kind(x._value.dtype) in kinds:
             return bind(x)
         return bind(unary_operand(name, x, kinds, inexact))
 
@@ -171,7 +171,7 @@ def complex_operand(name, x):
             return x, type(x) is complex
         x = asarray_operand(name, x)
         dt = dtype_of(x)
-    return x, np.dtype(dt).kind == "c"
+    return x, dtypes.kind(np.dtype(dt)) == "c"
 
 
 def _extremum(name, prim, order, doc):
@@ -231,10 +231,10 @@ def positive(x, /):
 
 def abs(x, /):
     """Elementwise absolute value (complex: the modulus, a real array; bool: unchanged)."""
-    if type(x) is Array and x._value.dtype.kind in "if":
+    if type(x) is Array and dtypes.kind(x._value.dtype) in "if":
         return lax.abs_p.bind(x)
     x = unary_operand("abs", x, "biufc", False)
-    if dtype_of(x).kind in "bu":
+    if dtypes.kind(dtype_of(x)) in "bu":
         return x
     return lax.abs(x)
 
@@ -279,7 +279,7 @@ def floor_divide(x1, x2, /):
         Array([-4,  3], dtype=int32)
     """
     x1, x2 = promote("floor_divide", (x1, x2))
-    k = dtype_of(x1).kind
+    k = dtypes.kind(dtype_of(x1))
     if k == "b":
         raise _kind_error("floor_divide", x1, "numeric (not bool)")
     if k == "u":
@@ -309,7 +309,7 @@ def remainder(x1, x2, /):
         Array([2, 1], dtype=int32)
     """
     x1, x2 = promote("remainder", (x1, x2))
-    k = dtype_of(x1).kind
+    k = dtypes.kind(dtype_of(x1))
     if k == "b":
         raise _kind_error("remainder", x1, "numeric (not bool)")
     r = lax.rem(x1, x2)
@@ -346,11 +346,11 @@ def power(x1, x2, /):
     """
     if type(x2) is int and not isinstance(x1, (bool, complex)):
         x1 = unary_operand("power", x1, "iufc", False)
-        if x2 >= 0 or dtype_of(x1).kind in "fc":
+        if x2 >= 0 or dtypes.kind(dtype_of(x1)) in "fc":
             return lax.integer_pow(x1, x2)
     exponent_weak = type(x2) in _PY_SCALARS or asarray_operand("power", x2).weak_type
     x1, x2 = promote("power", (x1, x2))
-    k = dtype_of(x1).kind
+    k = dtypes.kind(dtype_of(x1))
     if k in "fc":  # (JAX: a float base to an integer array power is lax.pow(x1, x2), strong)
         out = lax.pow(x1, x2)
         return out if exponent_weak else convert(out, dtype_of(out), False)
@@ -372,7 +372,7 @@ def _int_pow(x, y):
         e = lax.shift_right_logical(e, _scalar_like(e, 1))
     neg = lax.lt(y, _scalar_like(y, 0))
     neg_val = select(lax.eq(x, one), _scalar_like(x, 0), one)
-    if dtype_of(x).kind == "i":
+    if dtypes.kind(dtype_of(x)) == "i":
         odd = lax.ne(lax.bitwise_and(y, _scalar_like(y, 1)), _scalar_like(y, 0))
         minus_one = select(odd, one, _scalar_like(x, -1))
         neg_val = select(lax.eq(x, _scalar_like(x, -1)), neg_val, minus_one)
@@ -383,8 +383,9 @@ pow = power
 
 
 def float_power(x1, x2, /):
-    """Elementwise x1 ** x2 after promoting both to an inexact dtype (as JAX's: float16 stays
-    float16 and int32 becomes float32 even with x64; NumPy computes in float64).
+    """Elementwise x1 ** x2 after promoting both to an inexact dtype (as JAX's: float16 and
+    bfloat16 stay as they are, int32 becomes float32 even with x64; NumPy computes in
+    float64).
 
     Example:
         >>> fnp.float_power(fnp.arange(3), 2)
@@ -398,22 +399,22 @@ def float_power(x1, x2, /):
 
 def floor(x, /):
     """Elementwise floor (integer and bool inputs are returned unchanged, as in JAX)."""
-    if type(x) is Array and x._value.dtype.kind == "f":
+    if type(x) is Array and dtypes.kind(x._value.dtype) == "f":
         return lax.floor_p.bind(x)
     x = unary_operand("floor", x, "biuf", False)
-    return lax.floor(x) if dtype_of(x).kind == "f" else x
+    return lax.floor(x) if dtypes.kind(dtype_of(x)) == "f" else x
 
 
 def ceil(x, /):
     """Elementwise ceiling (integer and bool inputs are returned unchanged)."""
     x = unary_operand("ceil", x, "biuf", False)
-    return lax.ceil(x) if dtype_of(x).kind == "f" else x
+    return lax.ceil(x) if dtypes.kind(dtype_of(x)) == "f" else x
 
 
 def trunc(x):
     """Elementwise rounding toward zero (integer and bool inputs unchanged)."""
     x = unary_operand("trunc", x, "biuf", False)
-    if dtype_of(x).kind != "f":
+    if dtypes.kind(dtype_of(x)) != "f":
         return x
     return select(lax.lt(x, _scalar_like(x, 0)), lax.floor(x), lax.ceil(x))
 
@@ -425,7 +426,7 @@ def rint(x, /):
     """Elementwise rounding to the nearest integer, halves to even; a complex input has both
     parts rounded (as in NumPy)."""
     x = unary_operand("rint", x, "biufc", False)
-    k = dtype_of(x).kind
+    k = dtypes.kind(dtype_of(x))
     if k == "c":
         return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
     if k != "f":  # (JAX: the default float, not `dtypes.to_inexact`)
@@ -442,7 +443,7 @@ def round(a, decimals=0, out=None):
     """
     check_no_out("round", out)
     a = unary_operand("round", a, "biufc", False)
-    k = dtype_of(a).kind
+    k = dtypes.kind(dtype_of(a))
     decimals = int(decimals)
     if k == "b" or (k in "iu" and decimals >= 0):
         return a
@@ -496,7 +497,7 @@ def clip(a, a_min=None, a_max=None):
 def fmax(x1, x2):
     """Elementwise maximum ignoring NaNs (NaN only where both are NaN)."""
     x1, x2 = promote("fmax", (x1, x2))
-    if dtype_of(x1).kind not in "fc":
+    if dtypes.kind(dtype_of(x1)) not in "fc":
         return maximum(x1, x2)
     return select(lax.bitwise_or(lax.gt(x1, x2), lax.ne(x2, x2)), x2, x1)
 
@@ -504,7 +505,7 @@ def fmax(x1, x2):
 def fmin(x1, x2):
     """Elementwise minimum ignoring NaNs (NaN only where both are NaN)."""
     x1, x2 = promote("fmin", (x1, x2))
-    if dtype_of(x1).kind not in "fc":
+    if dtypes.kind(dtype_of(x1)) not in "fc":
         return minimum(x1, x2)
     return select(lax.bitwise_or(lax.lt(x1, x2), lax.ne(x2, x2)), x2, x1)
 
@@ -630,7 +631,7 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
         Array([0.0000000e+00, 3.4028235e+38, 1.0000000e+00], dtype=float32)
     """
     x = unary_operand("nan_to_num", x, "biufc", False)
-    k = dtype_of(x).kind
+    k = dtypes.kind(dtype_of(x))
     if k not in "fc":
         return x
     if k == "c":
@@ -649,13 +650,13 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 def real(val, /):
     """The real part (the array itself for real dtypes)."""
     x = unary_operand("real", val, "biufc", False)
-    return lax.real(x) if dtype_of(x).kind == "c" else x
+    return lax.real(x) if dtypes.kind(dtype_of(x)) == "c" else x
 
 
 def imag(val, /):
     """The imaginary part (zeros for real dtypes)."""
     x = unary_operand("imag", val, "biufc", False)
-    if dtype_of(x).kind == "c":
+    if dtypes.kind(dtype_of(x)) == "c":
         return lax.imag(x)
     return full_like_of(x, 0)
 
@@ -663,7 +664,7 @@ def imag(val, /):
 def conjugate(x, /):
     """The complex conjugate (the array itself for real dtypes)."""
     x = unary_operand("conjugate", x, "biufc", False)
-    return lax.conj(x) if dtype_of(x).kind == "c" else x
+    return lax.conj(x) if dtypes.kind(dtype_of(x)) == "c" else x
 
 
 conj = conjugate
@@ -688,10 +689,10 @@ def angle(z, deg=False):
         Array([1.5707964, 3.1415927], dtype=float32)
     """
     z = unary_operand("angle", z, "biufc", False)
-    if dtype_of(z).kind == "c":
+    if dtypes.kind(dtype_of(z)) == "c":
         re, im = lax.real(z), lax.imag(z)
     else:
-        re = z if dtype_of(z).kind == "f" else lax.convert_element_type(
+        re = z if dtypes.kind(dtype_of(z)) == "f" else lax.convert_element_type(
             z, dtypes.default_float(), weak_type=z.weak_type)  # (JAX: not `to_inexact`)
         im = full_like_of(re, 0)
     out = lax.atan2(im, re)

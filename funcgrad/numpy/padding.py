@@ -4,7 +4,7 @@ lax.pad, slices, reversals and concatenations (axis by axis, as NumPy pads).
 
 import numpy as np
 
-from funcgrad import errors, lax
+from funcgrad import dtypes, errors, lax
 from funcgrad.numpy._util import (
     asarray_operand,
     broadcast_shapes,
@@ -23,7 +23,7 @@ def _pad_widths(pad_width, nd):
     pw = static_array("pad", pad_width, "pad_width")
     if pw.size == 0:
         pw = pw.astype(np.int64)
-    if pw.dtype.kind not in "iu":
+    if dtypes.kind(pw.dtype) not in "iu":
         raise errors.op_error("pad", f"pad_width must be integers, got "
                                      f"{errors.short_repr(pad_width)}")
     if nd == 0:

@@ -10,7 +10,7 @@ from math import prod
 
 import numpy as np
 
-from funcgrad import errors, lax
+from funcgrad import dtypes, errors, lax
 from funcgrad.core import Array, placement
 from funcgrad.numpy._util import (
     asarray_operand,
@@ -34,7 +34,7 @@ def _fast_product(a, b):
     of one inexact dtype with matching inner sizes; None to take the general path."""
     va, vb = a._value, b._value
     dn = _DN.get((va.ndim, vb.ndim))
-    if (dn is None or va.dtype != vb.dtype or va.dtype.kind not in "fc"
+    if (dn is None or va.dtype != vb.dtype or dtypes.kind(va.dtype) not in "fc"
             or va.shape[-1] != vb.shape[0]):
         return None
     return _dot_general_bind(a, b, dimension_numbers=dn, precision=None,

@@ -70,34 +70,43 @@ def _keep(r, shape, axes):
 
 def _sum_dtype(dt):
     """JAX's accumulation dtype: bools and narrow integers widen to the default int/uint."""
-    if dt.kind == "b":
+    if dtypes.kind(dt) == "b":
         return dtypes.default_int()
-    if dt.kind == "i" and dt.itemsize < dtypes.default_int().itemsize:
+    if dtypes.kind(dt) == "i" and dt.itemsize < dtypes.default_int().itemsize:
         return dtypes.default_int()
-    if dt.kind == "u" and dt.itemsize < dtypes.default_uint().itemsize:
+    if dtypes.kind(dt) == "u" and dt.itemsize < dtypes.default_uint().itemsize:
         return dtypes.default_uint()
     return dt
 
 
-def _prepare(name, a, axis, dtype, out, where, identity, acc_dtype=_sum_dtype):
-    """(operand converted to the result dtype with `where` masked out, axes, its shape)."""
+def _upcast_f16(dt):
+    """JAX's computation dtype of a sum, product, mean or variance of `dt` (with no dtype
+    given): float16 and bfloat16 accumulate in float32, and the result is rounded once."""
+    return dtypes.float32 if dt == dtypes.float16 or dt == dtypes.bfloat16 else dt
+
+
+def _prepare(name, a, axis, dtype, out, where, identity, acc_dtype=_sum_dtype, upcast=False):
+    """(operand converted to the computation dtype with `where` masked out, axes, its shape,
+    the result dtype). The computation dtype is the result dtype, or with `upcast` (and no
+    `dtype` given) float32 for float16 and bfloat16 (`_upcast_f16`)."""
     check_no_out(name, out)
     a = asarray_operand(name, a)
     shape = shape_of(a)
     axes = canonical_axes(name, axis, len(shape))
-    dt = acc_dtype(dtype_of(a)) if dtype is None else user_dtype(dtype)
+    result = acc_dtype(dtype_of(a)) if dtype is None else user_dtype(dtype)
+    dt = _upcast_f16(result) if upcast and dtype is None else result
     a = convert(a, dt, a.weak_type)
     if where is not None:
         mask = broadcast_to_shape(_as_bool(name, where), shape)
         a = select(mask, _identity(identity, dt, a), a)
-    return a, axes, shape
+    return a, axes, shape, result
 
 
 def _identity(kind, dt, like):
     if kind == "max":
-        v = -np.inf if dt.kind == "f" else (False if dt.kind == "b" else np.iinfo(dt).min)
+        v = dtypes.lowest(dt)
     elif kind == "min":
-        v = np.inf if dt.kind == "f" else (True if dt.kind == "b" else np.iinfo(dt).max)
+        v = dtypes.highest(dt)
     else:
         v = kind
     return Array(np.asarray(v, dt), like.weak_type)
@@ -137,18 +146,20 @@ def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=
         Array([2., 2., 2.], dtype=float32)
     """
     if (type(a) is Array and dtype is None and initial is None and where is None
-            and out is None and a._value.dtype.kind in "fc"):
+            and out is None and dtypes.kind(a._value.dtype) in "fc"
+            and _upcast_f16(a._value.dtype) is a._value.dtype):
         r = _fast_reduce(_reduce_sum_bind, a, axis, keepdims)
         if r is not None:
             return r
     from funcgrad.numpy.math import add
-    a, axes, shape = _prepare("sum", a, axis, dtype, out, where, 0,
-                              _sum_dtype if promote_integers else _bool_to_int)
-    return _finish(lax.reduce_sum(a, axes), shape, axes, keepdims, initial, add)
+    a, axes, shape, dt = _prepare("sum", a, axis, dtype, out, where, 0,
+                                  _sum_dtype if promote_integers else _bool_to_int, upcast=True)
+    r = _finish(lax.reduce_sum(a, axes), shape, axes, keepdims, initial, add)
+    return convert(r, dt, r.weak_type)
 
 
 def _bool_to_int(dt):
-    return dtypes.default_int() if dt.kind == "b" else dt
+    return dtypes.default_int() if dtypes.kind(dt) == "b" else dt
 
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
@@ -156,9 +167,10 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
     """Product of elements over `axis` (bools, and with `promote_integers` narrow integers,
     in the default int)."""
     from funcgrad.numpy.math import multiply
-    a, axes, shape = _prepare("prod", a, axis, dtype, out, where, 1,
-                              _sum_dtype if promote_integers else _bool_to_int)
-    return _finish(lax.reduce_prod(a, axes), shape, axes, keepdims, initial, multiply)
+    a, axes, shape, dt = _prepare("prod", a, axis, dtype, out, where, 1,
+                                  _sum_dtype if promote_integers else _bool_to_int, upcast=True)
+    r = _finish(lax.reduce_prod(a, axes), shape, axes, keepdims, initial, multiply)
+    return convert(r, dt, r.weak_type)
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
@@ -174,7 +186,7 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, wh
 
 def _nan_to(a, value):
     a = asarray_operand("nan reduction", a)
-    if dtype_of(a).kind not in "fc":
+    if dtypes.kind(dtype_of(a)) not in "fc":
         return a
     return select(isnan(a), a, _scalar_like(a, value))
 
@@ -183,11 +195,11 @@ def _nan_to(a, value):
 
 def _extremum(name, reduce, bool_reduce, combine, a, axis, out, keepdims, initial, where):
     if (type(a) is Array and initial is None and where is None and out is None
-            and a._value.size and a._value.dtype.kind in "iuf"):
+            and a._value.size and dtypes.kind(a._value.dtype) in "iuf"):
         r = _fast_reduce(reduce, a, axis, keepdims)
         if r is not None:
             return r
-    a, axes, shape = _prepare(name, a, axis, None, out, where, name[-3:],
+    a, axes, shape, _ = _prepare(name, a, axis, None, out, where, name[-3:],
                               acc_dtype=lambda d: d)
     if initial is None:
         if where is not None:
@@ -199,7 +211,7 @@ def _extremum(name, reduce, bool_reduce, combine, a, axis, out, keepdims, initia
                                         f"operation {name} over axis {axis}, which has no "
                                         "identity", cls=errors.FuncgradValueError,
                                   hint="pass initial=...")
-    r = (bool_reduce if dtype_of(a).kind == "b" else reduce)(a, axes=axes)
+    r = (bool_reduce if dtypes.kind(dtype_of(a)) == "b" else reduce)(a, axes=axes)
     return _finish(r, shape, axes, keepdims, initial, combine)
 
 
@@ -243,7 +255,7 @@ def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     numbers are ordered by (real, imag), as in NumPy and JAX."""
     from funcgrad.numpy.math import maximum
     a = asarray_operand("max", a)
-    if dtype_of(a).kind == "c":
+    if dtypes.kind(dtype_of(a)) == "c":
         return _complex_extremum("max", a, axis, out, keepdims, initial, where, True)
     return _extremum("max", lax.reduce_max_p.bind, lax.reduce_or_p.bind, maximum, a, axis, out,
                      keepdims, initial, where)
@@ -254,7 +266,7 @@ def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     numbers are ordered by (real, imag), as in NumPy and JAX."""
     from funcgrad.numpy.math import minimum
     a = asarray_operand("min", a)
-    if dtype_of(a).kind == "c":
+    if dtypes.kind(dtype_of(a)) == "c":
         return _complex_extremum("min", a, axis, out, keepdims, initial, where, False)
     return _extremum("min", lax.reduce_min_p.bind, lax.reduce_and_p.bind, minimum, a, axis, out,
                      keepdims, initial, where)
@@ -281,7 +293,7 @@ def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
 
 def _nan_extremum(fn, fill, a, axis, out, keepdims, initial, where):
     a = asarray_operand(fn.__name__, a)
-    if dtype_of(a).kind not in "fc":
+    if dtypes.kind(dtype_of(a)) not in "fc":
         return fn(a, axis, out, keepdims, initial, where)
     nan = isnan(a)
     r = fn(select(nan, a, _scalar_like(a, fill)), axis, out, keepdims, initial, where)
@@ -293,14 +305,14 @@ def _nan_extremum(fn, fill, a, axis, out, keepdims, initial, where):
 def all(a, axis=None, out=None, keepdims=False, *, where=None):
     """True where every element over `axis` is nonzero."""
     a = _as_bool("all", a)
-    a, axes, shape = _prepare("all", a, axis, None, out, where, True, acc_dtype=lambda d: d)
+    a, axes, shape, _ = _prepare("all", a, axis, None, out, where, True, acc_dtype=lambda d: d)
     return _finish(lax.reduce_and(a, axes), shape, axes, keepdims, None, None)
 
 
 def any(a, axis=None, out=None, keepdims=False, *, where=None):
     """True where some element over `axis` is nonzero."""
     a = _as_bool("any", a)
-    a, axes, shape = _prepare("any", a, axis, None, out, where, False, acc_dtype=lambda d: d)
+    a, axes, shape, _ = _prepare("any", a, axis, None, out, where, False, acc_dtype=lambda d: d)
     return _finish(lax.reduce_or(a, axes), shape, axes, keepdims, None, None)
 
 
@@ -332,7 +344,8 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """
     if type(a) is Array and dtype is None and where is None and out is None:
         v = a._value
-        axes = _fast_axes(v, axis) if v.dtype.kind in "fc" else None
+        fast = dtypes.kind(v.dtype) in "fc" and _upcast_f16(v.dtype) is v.dtype
+        axes = _fast_axes(v, axis) if fast else None
         if axes is not None:
             n = v.size if len(axes) == v.ndim else v.shape[axes[0]]
             r = _div_bind(_reduce_sum_bind(a, axes=axes), weak_scalar(n, v.dtype))
@@ -340,7 +353,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     check_no_out("mean", out)
     a = asarray_operand("mean", a)
     dt = _inexact_dtype(dtype_of(a)) if dtype is None else user_dtype(dtype)
-    a = convert(a, _inexact_dtype(dt), a.weak_type)
+    a = convert(a, _inexact_dtype(_upcast_f16(dt) if dtype is None else dt), a.weak_type)
     shape = shape_of(a)
     axes = canonical_axes("mean", axis, len(shape))
     s = sum(a, axes, None, None, keepdims, None, where)
@@ -352,7 +365,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, where=None):
     """Mean ignoring NaNs."""
     a = asarray_operand("nanmean", a)
-    if dtype_of(a).kind not in "fc":
+    if dtypes.kind(dtype_of(a)) not in "fc":
         return mean(a, axis, dtype, out, keepdims, where=where)
     valid = lax.bitwise_not(isnan(a))
     if where is not None:
@@ -385,7 +398,9 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
     if correction is not None:
         ddof = correction
     a = asarray_operand("var", a)
-    comp = _inexact_dtype(dtype_of(a))
+    comp = _upcast_f16(_inexact_dtype(dtype_of(a)))
+    result = user_dtype(dtype) if dtype is not None else (
+        np.finfo(comp).dtype if dtypes.kind(comp) == "c" else _inexact_dtype(dtype_of(a)))
     a = convert(a, comp, a.weak_type)
     shape = shape_of(a)
     axes = canonical_axes("var", axis, len(shape))
@@ -397,7 +412,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         # one element: a - mean(a) is 0 whatever a is, so no derivative reaches `a` (not
         # 0 * inf = NaN through std's sqrt at 0: JAX's grad of std over a length-1 axis)
         centered = lax.stop_gradient(centered)
-    if comp.kind == "c":
+    if dtypes.kind(comp) == "c":
         sq = lax.real(lax.mul(centered, lax.conj(centered)))
     else:
         sq = lax.mul(centered, centered)
@@ -409,7 +424,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Non
         from funcgrad.numpy.math import maximum
         denom = maximum(lax.sub(n, _scalar_like(n, ddof)), _scalar_like(n, 0))
     r = lax.div(s, denom)
-    return r if dtype is None else convert(r, user_dtype(dtype), r.weak_type)
+    return convert(r, result, r.weak_type)
 
 
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, mean=None,
@@ -524,7 +539,7 @@ def _arg_extremum(name, fn, a, axis, out, keepdims):
     if shape_of(a)[ax] == 0:
         raise errors.op_error(name, f"attempt to get {name} of an empty sequence (shape "
                                     f"{shape}, axis {axis})", cls=errors.FuncgradValueError)
-    if dtype_of(a).kind == "c":  # (real, imag) order, as NumPy and JAX
+    if dtypes.kind(dtype_of(a)) == "c":  # (real, imag) order, as NumPy and JAX
         r = _complex_first_extremum(a, ax, fn is lax.argmax)
     else:
         r = fn(a, ax, dtypes.default_int())
@@ -556,7 +571,7 @@ def nanargmin(a, axis=None, out=None, keepdims=None):
 
 def _nan_fill(a, v):
     a = asarray_operand("nanarg", a)
-    return select(isnan(a), a, _scalar_like(a, v)) if dtype_of(a).kind == "f" else a
+    return select(isnan(a), a, _scalar_like(a, v)) if dtypes.kind(dtype_of(a)) == "f" else a
 
 
 # --- cumulative -------------------------------------------------------------------------------
@@ -571,7 +586,7 @@ def _cumulative(name, fn, a, axis, dtype, out):
     if dtype is not None:
         dt = user_dtype(dtype)
     else:  # as JAX: only bool widens (to the default int); narrow integers keep their dtype
-        dt = dtypes.default_int() if dtype_of(a).kind == "b" else dtype_of(a)
+        dt = dtypes.default_int() if dtypes.kind(dtype_of(a)) == "b" else dtype_of(a)
     return fn(convert(a, dt, a.weak_type), axis=ax)
 
 

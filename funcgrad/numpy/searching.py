@@ -49,7 +49,7 @@ def _index_dtype(name, dtype):
     if dtype is None:
         return dtypes.default_int()
     dt = _util.user_dtype(dtype)
-    if dt.kind not in "iu":
+    if dtypes.kind(dt) not in "iu":
         raise errors.op_error(name, f"dtype must be an integer dtype, got {dt}",
                               cls=errors.FuncgradValueError)
     return dt
@@ -116,7 +116,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
 
 def _lt_total(x, y):
     """x < y in NumPy's sort order (NaN after every number)."""
-    if x.dtype.kind not in "fc":
+    if dtypes.kind(x.dtype) not in "fc":
         return lax.lt(x, y)
     return lax.select_n(lax.ne(y, y), lax.lt(x, y), lax.eq(x, x))
 

@@ -48,7 +48,7 @@ def _run_starts(name, x, size, equal_nan):
     idt, n = dtypes.default_int(), x.size
     srt, perm = lax.sort((flat, lax.iota(idt, n)), dimension=0, is_stable=True, num_keys=1)
     new = lax.ne(lax.slice(srt, (1,), (n,)), lax.slice(srt, (0,), (n - 1,)))
-    if equal_nan and x.dtype.kind in "fc":
+    if equal_nan and dtypes.kind(x.dtype) in "fc":
         both_nan = lax.bitwise_and(lax.ne(lax.slice(srt, (1,), (n,)), lax.slice(srt, (1,), (n,))),
                                    lax.ne(lax.slice(srt, (0,), (n - 1,)),
                                           lax.slice(srt, (0,), (n - 1,))))

@@ -147,7 +147,7 @@ def sample_shape(op, shape, *params):
 def float_dtype(op, dtype, kinds="f"):
     """The canonical float dtype a sampler returns (default float32, float64 with x64)."""
     dtype = np.dtype(dtype) if dtype is not None else dtypes.default_float()
-    if dtype.kind not in kinds:
+    if dtypes.kind(dtype) not in kinds:
         kind = {"f": "floating", "fc": "floating or complex"}.get(kinds, "numeric")
         raise op_error(f"random.{op}", f"dtype must be a {kind} type, got {dtype}")
     return dtypes.canonicalize(dtype)
@@ -156,7 +156,7 @@ def float_dtype(op, dtype, kinds="f"):
 def int_dtype(op, dtype):
     """The canonical integer dtype a sampler returns (default int32, int64 with x64)."""
     dtype = np.dtype(dtype) if dtype is not None else dtypes.default_int()
-    if dtype.kind not in "iu":
+    if dtypes.kind(dtype) not in "iu":
         raise op_error(f"random.{op}", f"dtype must be an integer type, got {dtype}")
     return dtypes.canonicalize(dtype)
 
@@ -169,7 +169,7 @@ def param(op, name, x, kinds="biuf"):
     except (TypeError, ValueError) as e:
         raise op_error(f"random.{op}", f"{name} must be an array or a number, got "
                        f"{short_repr(x)} ({e})") from None
-    if x.dtype.kind not in kinds:
+    if dtypes.kind(x.dtype) not in kinds:
         raise op_error(f"random.{op}", f"{name} must be real, got {x.dtype}")
     return x
 
@@ -181,7 +181,7 @@ def concrete_int(op, name, x):
     except TypeError:
         pass
     v = concrete_value(x) if hasattr(x, "aval") else np.asarray(x)
-    if v is None or np.ndim(v) or np.asarray(v).dtype.kind not in "iu":
+    if v is None or np.ndim(v) or dtypes.kind(np.asarray(v).dtype) not in "iu":
         raise op_error(f"random.{op}", f"{name} must be a concrete integer (not traced), got "
                        f"{short_repr(x)}", hint="pass a Python int")
     return int(v)

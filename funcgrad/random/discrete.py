@@ -23,7 +23,7 @@ from funcgrad.random.samplers import unit_uniform
 
 
 def _inexact(x):
-    return x if x.dtype.kind in "fc" else x.astype(dtypes.default_float())
+    return x if dtypes.kind(x.dtype) in "fc" else x.astype(dtypes.default_float())
 
 
 @compiled
@@ -266,7 +266,7 @@ def multinomial(key, n, p, *, shape=None, dtype=None, unroll=1):
     data, _ = unwrap("multinomial", key)
     n, p = param("multinomial", "n", n), param("multinomial", "p", p)
     common = np.dtype(fnp.result_type(n, p))
-    common = common if common.kind in "fc" else dtypes.default_float()
+    common = common if dtypes.kind(common) in "fc" else dtypes.default_float()
     n, p = n.astype(common), p.astype(common)
     shape = tuple(p.shape) if shape is None else sample_shape("multinomial", shape)
     dtype = float_dtype("multinomial", dtype, kinds="biuf")

@@ -319,7 +319,7 @@ def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky
 def _promote_inexact(*xs):
     """JAX's `promote_dtypes_inexact`: the common dtype, made a float if it is not one."""
     dt = np.dtype(fnp.result_type(*xs))
-    dt = dt if dt.kind in "fc" else dtypes.default_float()
+    dt = dt if dtypes.kind(dt) in "fc" else dtypes.default_float()
     return [x.astype(dt) for x in xs]
 
 

@@ -208,7 +208,7 @@ def _seed_words(op, seed):
         s = int(seed) % 2**64 if wide else int(seed) % 2**32
         return np.uint32(s >> 32), np.uint32(s & 0xFFFFFFFF)
     seed = fnp.asarray(seed)
-    if seed.ndim != 0 or seed.dtype.kind not in "iu":
+    if seed.ndim != 0 or dtypes.kind(seed.dtype) not in "iu":
         raise op_error(f"random.{op}", f"the seed must be an integer scalar, got "
                        f"{seed.dtype}{list(seed.shape)}", hint="vmap over a batch of seeds")
     if seed.dtype.itemsize == 8:  # integer conversions wrap: this reads the two's complement
@@ -373,7 +373,7 @@ def fold_in(key, data):
         d = np.uint32(int(data) % 2**32)
     else:
         d = fnp.asarray(data)
-        if d.ndim != 0 or d.dtype.kind not in "iub":
+        if d.ndim != 0 or dtypes.kind(d.dtype) not in "iub":
             raise op_error("random.fold_in", f"data must be an integer scalar, got "
                            f"{d.dtype}{list(d.shape)}", hint="vmap over a batch of data")
     out = _fold_in(raw, d, typed=typed)

@@ -42,7 +42,7 @@ def bits(key, shape=(), dtype=None, *, out_sharding=None):
     """
     data, _ = unwrap("bits", key)
     dtype = np.dtype(dtype or dtypes.default_uint())
-    if dtype.kind != "u":
+    if dtypes.kind(dtype) != "u":
         raise op_error("random.bits", f"dtype must be an unsigned integer type, got {dtype}")
     dtype = dtypes.canonicalize(dtype)
     return _bits(data, bit_width=dtype.itemsize * 8, shape=check_shape("bits", shape))
@@ -135,7 +135,7 @@ def normal_real(key, shape, dtype):
 def normal_floats(key, shape, dtype):
     """Standard normal samples of a real or complex dtype (complex: independent real and
     imaginary parts, each of variance 1/2, as JAX)."""
-    if dtype.kind != "c":
+    if dtypes.kind(dtype) != "c":
         return normal_real(key, shape, dtype)
     key_re, key_im = prng.split2(key)
     real = np.dtype(np.array(0, dtype).real.dtype)
@@ -340,7 +340,7 @@ def _clip_int(v, dtype):
 
 
 def _int_bound(v):
-    return v if v.dtype.kind in "iu" else v.astype(dtypes.default_int())
+    return v if dtypes.kind(v.dtype) in "iu" else v.astype(dtypes.default_int())
 
 
 def randint_ints(key, shape, minval, maxval, dtype):

@@ -65,7 +65,7 @@ def permutation(key, x, axis=0, independent=False, *, out_sharding=None):
     data, _ = unwrap("permutation", key)
     aval = get_aval(x) if hasattr(x, "aval") else get_aval(fnp.asarray(x))
     if aval.ndim == 0:
-        if aval.dtype.kind not in "iu":
+        if dtypes.kind(aval.dtype) not in "iu":
             raise op_error("random.permutation", "x must be an integer or an array of rank >= 1")
         return _permutation_range(data, n=concrete_int("permutation", "x", x))
     x = fnp.asarray(x)
@@ -144,7 +144,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0, mode=None):
                        "replace=False", cls=FuncgradValueError)
     if p is not None:
         p = param("choice", "p", p)
-        if p.dtype.kind != "f":
+        if dtypes.kind(p.dtype) != "f":
             p = p.astype(dtypes.default_float())
         if tuple(p.shape) != (n,):
             raise op_error("random.choice", f"p must be None or a 1-D vector with the same "
@@ -196,7 +196,7 @@ def categorical(key, logits, axis=-1, shape=None, replace=True, mode=None, *,
     """
     data, _ = unwrap("categorical", key)
     logits = param("categorical", "logits", logits)
-    if logits.dtype.kind != "f":
+    if dtypes.kind(logits.dtype) != "f":
         logits = logits.astype(dtypes.default_float())
     if logits.ndim == 0:
         raise op_error("random.categorical", "logits must have at least one axis (the "

@@ -67,6 +67,36 @@ DIFFERENCES = [
         "JAX implements it on TPUs only and raises NotImplementedError on CPUs and GPUs.",
         checked=False),
     Difference(
+        "jax.lax.convert_element_type", ("new_dtype",),
+        "An int32/int64 converts to bfloat16 in one rounding (ml_dtypes' and NumPy's rule).",
+        "XLA's CPU converts through float32 and rounds twice (2^24 + 2^16 + 1 becomes 2^24, "
+        "not 2^24 + 2^17); floats convert in one rounding in both.", checked=False),
+    Difference(
+        "jax.lax.reduce_sum", ("operand",),
+        "A bfloat16 (float8) sum accumulates in float32 and rounds once, on every backend.",
+        "XLA's CPU accumulates a bfloat16 `lax.reduce_sum` in bfloat16, in its own tree "
+        "order, which no other backend can reproduce; `jnp.sum` upcasts in both, so its "
+        "numbers agree.", checked=False),
+    Difference(
+        "jax.random.maxwell", ("dtype",),
+        "In bfloat16, every operation of a sampler rounds its float32 result (maxwell, "
+        "double_sided_maxwell and dirichlet differ from JAX in the last bit of some samples; "
+        "every other sampler gives JAX's bits).",
+        "JAX's samplers are jitted, and XLA's default `xla_allow_excess_precision` lets a "
+        "fusion skip roundings to bfloat16 (a norm's squares, a normalizing sum); with it off "
+        "JAX gives funcgrad's bits (recorded so).", checked=False),
+    Difference(
+        "jax.numpy.result_type", ("*args",),
+        "Two weakly typed 4-bit (2-bit, 1-bit) integer arrays give the default int.",
+        "JAX 0.10.2 raises a KeyError there (its default-type table has no entry for "
+        "ml_dtypes' kind 'V').", checked=False),
+    Difference(
+        "jax.jit", ("backend",),
+        "`backend='cuda'` renders and compiles bfloat16 kernels, but running them on a GPU is "
+        "an error (float8 and int4 too).",
+        "funcgrad's GPU arrays are CuPy's, and CuPy has no bfloat16 (or float8, int4) arrays; "
+        "the CPU backends (numpy, native C) run them.", checked=False),
+    Difference(
         "jax.numpy.linalg.matrix_rank", ("rtol",),
         "`rtol` is relative to the largest singular value.",
         "As JAX's documentation and NumPy say; JAX 0.10.2's code compares the singular values "

@@ -24,6 +24,7 @@ import tempfile
 
 import numpy as np
 
+from funcgrad import dtypes
 from funcgrad.backends.cuda import ops, renderer
 from funcgrad.backends.cuda.plan import DeviceInfo
 
@@ -290,7 +291,7 @@ class EmulatedRuntime:
     @staticmethod
     def empty(shape, dtype):
         dt = np.dtype(dtype)
-        if dt.kind == "f":
+        if dtypes.kind(dt) == "f":
             return np.full(shape, np.nan, dt)
         out = np.empty(shape, dt)
         out.reshape(-1).view(np.uint8)[...] = 0x5A  # (a 0-d array has no byte view)

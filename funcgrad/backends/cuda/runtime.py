@@ -18,12 +18,12 @@ import math
 
 import numpy as np
 
-from funcgrad import errors
+from funcgrad import dtypes, errors
 from funcgrad.backends.cuda import compile as cuda_compile
 from funcgrad.backends.cuda import linalg as cuda_linalg
 from funcgrad.backends.cuda import renderer
 from funcgrad.backends.cuda.plan import DeviceInfo
-from funcgrad.core import Array, set_trace
+from funcgrad.core import Array, set_trace, widened
 
 
 class CudaOutOfMemoryError(errors.FuncgradError, MemoryError):
@@ -74,6 +74,7 @@ class CupyRuntime:
         return fns
 
     def empty(self, shape, dtype):
+        _check_cupy_dtype(dtype)
         try:
             return self.cupy.empty(shape, dtype)
         except self.cupy.cuda.memory.OutOfMemoryError as e:
@@ -88,6 +89,7 @@ class CupyRuntime:
                 f"free_all_blocks() returns cached blocks to the driver. ({e})") from None
 
     def to_device(self, value):
+        _check_cupy_dtype(np.asarray(value).dtype)
         return self.cupy.asarray(value)
 
     @staticmethod
@@ -120,6 +122,17 @@ class CupyRuntime:
             fns[plan.name]((plan.grid(info),), (plan.block,), args, stream=stream)
 
 
+def _check_cupy_dtype(dtype):
+    """CuPy has no arrays of the ml_dtypes types (bfloat16, float8, int4): a clear error
+    instead of CuPy's (the kernels themselves render and compile for bfloat16)."""
+    dtype = np.dtype(dtype)
+    if dtype.num >= 256:
+        raise errors.FuncgradTypeError(
+            f"the CUDA backend keeps device arrays as CuPy arrays, and CuPy has no {dtype.name} "
+            f"arrays\n  hint: run {dtype.name} programs on the CPU backends (jit(backend="
+            "'cpu')), or convert to float16/float32 for the GPU")
+
+
 # --- library calls ---------------------------------------------------------------------------
 
 def _matmul_operand(xp, x, batch, first, second):
@@ -137,8 +150,9 @@ def dot_general(xp, lhs, rhs, *, dimension_numbers, precision=None,
                 preferred_element_type=None):
     """lax.dot_general as one batched `xp.matmul` (cuBLAS under CuPy)."""
     if preferred_element_type is not None:
-        lhs = lhs.astype(preferred_element_type, copy=False)
-        rhs = rhs.astype(preferred_element_type, copy=False)
+        # computed in float32 for a bfloat16 result (rounded once by the caller)
+        wide = dtypes.compute_dtype(np.dtype(preferred_element_type))
+        lhs, rhs = lhs.astype(wide, copy=False), rhs.astype(wide, copy=False)
     (lc, rc), (lb, rb) = dimension_numbers
     lf = [i for i in range(lhs.ndim) if i not in lc and i not in lb]
     rf = [i for i in range(rhs.ndim) if i not in rc and i not in rb]
@@ -158,14 +172,14 @@ def call_primitive(xp, eqn, vals, fallback):
     prim, params = eqn.prim, eqn.params
     lib = LIBRARY.get(prim.name)
     if lib is not None:
-        out = lib(xp, *vals, **params)
+        out = lib(xp, *widened(prim, vals), **params)
     elif not prim.raw_impl:  # higher-order: its own eager evaluation, on device arrays
         with set_trace(None):
             res = prim.impl_rule(*[Array(v) for v in vals], **params)
         out = [r._value for r in res] if prim.multiple_results else res._value
     else:
         try:
-            out = prim.impl_rule(*vals, **params)
+            out = prim.impl_rule(*widened(prim, vals), **params)
         except Exception as e:
             out = fallback(prim, vals, params, e)
     outs = out if prim.multiple_results else [out]

@@ -30,6 +30,9 @@ from funcgrad.backends.native import blas, cnode, ops
 from funcgrad.lax import conv_plan
 from funcgrad.lax.convolution import conv_general_dilated_p
 
+# the narrow floats by the C type they are stored as ("fg_half", "fg_bf16")
+_NARROW_BY_STORAGE = {ops.storage(name): f for name, f in ops.NARROW.items()}
+
 
 def _cstrides(shape):
     return [math.prod(shape[k + 1:]) for k in range(len(shape))]
@@ -60,13 +63,17 @@ class Conv(ops.EqnRoutine):
     # --- value conversions -------------------------------------------------------------
     def _load(self, t, expr):
         """`expr` (stored as C type `t`) as the compute type."""
-        return f"fg_h2f({expr})" if t == "fg_half" else (
-            expr if t == self.t else f"({self.t}){expr}")
+        narrow = _NARROW_BY_STORAGE.get(t)
+        if narrow is not None:  # float16, bfloat16: widened exactly
+            return f"{narrow.load}({expr})"
+        return expr if t == self.t else f"({self.t}){expr}"
 
     def _store(self, expr):
         """A compute-type value `expr` as the output's stored type."""
-        return f"fg_f2h({expr})" if self.t_out == "fg_half" else (
-            expr if self.t_out == self.t else f"({self.t_out}){expr}")
+        narrow = _NARROW_BY_STORAGE.get(self.t_out)
+        if narrow is not None:  # float16, bfloat16: rounded once, to nearest even
+            return f"{narrow.store}({expr})"
+        return expr if self.t_out == self.t else f"({self.t_out}){expr}"
 
     def _chunked(self, group, j):
         return self.p.chunk == group and j == 0

@@ -225,8 +225,8 @@ class CKernel(ops.NativeC):
             inner.append(cnode.Stmt(f["update"]))
             fix += self.row_zero_sign(j, r, counters)
             result = f["result"]
-            if r.dtype == "float16" and _acc_dtype(r) == "float64":  # one rounding
-                result = f"fg_round_half_d({result})"
+            if r.dtype in ops.NARROW and _acc_dtype(r) == "float64":  # one rounding
+                result = f"{ops.NARROW[r.dtype].round}_d({result})"
             write.append(cnode.Stmt(
                 self.store(r.out, r.dtype, row, f"({ops.ctype(r.dtype)}){result}")))
         clauses = [c for f in folds for c in f["clauses"]]

@@ -186,8 +186,9 @@ class _Body:
             else:
                 raise NotNative(f"the body calls {node.eqn.prim.name}")
         for v in program.jaxpr.outvars:
-            if type(v) is Literal and (v.aval.shape != () or v.aval.dtype == np.float16):
-                raise NotNative("a body output is an array or float16 literal")
+            if type(v) is Literal and (v.aval.shape != ()
+                                       or np.dtype(v.aval.dtype).name in ops.NARROW):
+                raise NotNative("a body output is an array or narrow-float literal")
         self.consts = list(zip(program.jaxpr.constvars, program.consts)) + extra
 
     def statements(self, where):
@@ -228,8 +229,8 @@ class _Body:
     def _literal(self, lit):
         dt = np.dtype(lit.aval.dtype).name
         value = ops.literal(np.asarray(lit.val).item(), dt)
-        if dt == "float16":
-            raise NotNative("a float16 literal operand")
+        if dt in ops.NARROW:
+            raise NotNative(f"a {dt} literal operand")
         return f"(const {ops.storage(dt)}[]){{{value}}}"
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from funcgrad import lax
 from funcgrad.backends import cstyle
-from funcgrad.backends.cstyle import Unsupported, ctype, literal, storage  # noqa: F401
+from funcgrad.backends.cstyle import NARROW, Unsupported, ctype, literal, storage  # noqa: F401
 
 
 def _popcount(a, d, p):

@@ -262,8 +262,8 @@ class Gather(Copy):
             raise ops.Unsupported("gather of a scalar or an empty array")
         self.t, self.it = ops.storage(np.dtype(x.dtype).name), _index_type(eqn, ix)
         self.clip = eqn.params["mode"] is not GatherScatterMode.FILL_OR_DROP
-        if not self.clip and np.dtype(x.dtype).name == "float16":
-            raise ops.Unsupported("a float16 gather with a fill value")
+        if not self.clip and np.dtype(x.dtype).name in ops.NARROW:
+            raise ops.Unsupported(f"a {np.dtype(x.dtype).name} gather with a fill value")
 
     def _fill(self):
         from funcgrad.lax.indexing import _default_fill
@@ -314,7 +314,7 @@ class Scatter(Copy):
             raise ops.Unsupported("a scatter into a scalar or of no updates")
         self.it = _index_type(eqn, ix)
         dt = np.dtype(op.dtype)
-        if eqn.prim is scatter_add_p and (dt.kind == "b" or dt.name == "float16"):
+        if eqn.prim is scatter_add_p and (dt.kind == "b" or dt.name in ops.NARROW):
             raise ops.Unsupported(f"a {dt.name} scatter-add in C")
         # signed integers add as unsigned, so overflow wraps as numpy's does (not C's UB)
         self.wrap = f"unsigned {self.t.replace('signed ', '')}" if dt.kind == "i" else None

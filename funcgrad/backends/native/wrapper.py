@@ -22,6 +22,7 @@ import numpy as np
 
 from funcgrad.backends.native import cprogram, ops
 from funcgrad.backends.numpy import emit
+from funcgrad.backends.numpy import ops as numpy_ops
 from funcgrad.backends.numpy import render as numpy_render
 from funcgrad.compiler import memory
 from funcgrad.core import Literal
@@ -175,7 +176,8 @@ class Layout:
                 if st.kind != "array" or st.check:
                     continue
                 if d.kind == memory.SCALAR:
-                    lines.append(f"{st.expr} = np.empty((), np.{d.dtype.name})")
+                    lines.append(f"{st.expr} = np.empty((), "
+                                 f"{numpy_ops.dtype_text(np.dtype(d.dtype))})")
                 elif r.plan.slots[d.key].action == "new":
                     shape, dt = r.plan.buffers[r.plan.slots[d.key].buffer]
                     lines.append(emit.allocate(st.expr, shape, dt))

@@ -37,9 +37,12 @@ MIN_CHUNKS = 2  # arrays that fit in the last-level cache gain little from chunk
 
 
 def chunk_rows(spec):
-    """Rows per chunk for a kernel worth chunking, else None."""
+    """Rows per chunk for a kernel worth chunking, else None (also for a kernel holding a
+    bfloat16 or other ml_dtypes value: its instructions are library calls, and its
+    reductions round once over the whole axis)."""
     S = tuple(spec.iter_shape)
-    if not S:
+    dts = [i.dtype for i in spec.inputs + spec.body + spec.outputs]
+    if not S or emit.narrow(dts):
         return None
     inner = math.prod(S[1:])
     if inner == 0 or inner > 4 * CHUNK_ELEMENTS:
@@ -141,7 +144,7 @@ class _Chunked:
         views, after = [], []  # after: lines finishing the totals once the loop is done
         across = 0 in self.spec.reduce_axes  # reductions accumulate chunk by chunk
         for o, var in list(self.outs.values()) + [(o, v) for o, v, _ in self.reds]:
-            slot, dt = r.plan.slots[var], f"np.{np.dtype(o.dtype).name}"
+            slot, dt = r.plan.slots[var], ops.dtype_text(o.dtype)
             if o.reduce is not None and across:
                 rec, total = ReduceOp.named(o.reduce), r.name_of(var)
                 start = ops.literal(rec.identity(np.dtype(o.dtype)), o.dtype, False)

@@ -18,8 +18,8 @@ Example (a scan with one carry and one stacked output):
         v1, = t0,
 """
 
-import numpy as np
 
+from funcgrad.backends.numpy import ops
 from funcgrad.backends.numpy.render import higher_order_rules
 from funcgrad.core import ClosedJaxpr, Jaxpr, Literal
 from funcgrad.lax.control_flow import cond_p, scan_p, while_p
@@ -91,7 +91,7 @@ def _scan_rule(r, eqn):
     lines = _assign(carry, args[nc:nc + nk])
     for name, v in ys:
         lines.append(f"{name} = np.empty({tuple(v.aval.shape)}, "
-                     f"np.{np.dtype(v.aval.dtype).name})")
+                     f"{ops.dtype_text(v.aval.dtype)})")
     order = f"range({length - 1}, -1, -1)" if p["reverse"] else f"range({length})"
     lines.append(f"for {i} in {order}:")
     if temps:

@@ -30,7 +30,7 @@ def instruction_rule(instr, dtypes):
     must be given a buffer) for kernel instruction `instr` with operand `dtypes`, from
     `ops.elementwise_rule`; None when it has no expression (a library call)."""
     rule = ops.elementwise_rule(instr.op)
-    if rule is None:
+    if rule is None or narrow(list(dtypes) + [np.dtype(instr.dtype)]):
         return None
     consts = [None if isinstance(a, str) else a.value for a in instr.args]
     found = rule([f"{{{k}}}" for k in range(len(instr.args))], dtypes, instr.param_dict, consts)
@@ -42,11 +42,21 @@ def instruction_rule(instr, dtypes):
 
 def call_rule(r, eqn):
     """(expression with an `{out}` slot, memory kind) of an equation outside kernels from
-    `ops.CALLS`, or None (a library call)."""
+    `ops.CALLS`, or None (a library call; also one computing on a narrow dtype: views,
+    which only move data, are exact on them)."""
     table = ops.CALLS.get(eqn.prim)
+    computes = eqn.prim.kind != "view" and narrow(
+        [v.aval.dtype for v in list(eqn.invars) + list(eqn.outvars)])
     found = (table(r, eqn, [f"{{{k}}}" for k in range(len(eqn.invars))])
-             if table is not None else None)
+             if table is not None and not computes else None)
     return None if found is None else (found[0], MEMORY_KIND[found[1]])
+
+
+def narrow(dts):
+    """Whether any of `dts` is an ml_dtypes type (bfloat16, a float8, int4...): numpy
+    computes those only through the eager implementation, which widens them
+    (`core.widened`), so an instruction or call on them is a library call."""
+    return any(np.dtype(d).num >= 256 for d in dts)
 
 
 def operand_dtypes(instr, dtype_of):
@@ -90,7 +100,7 @@ def shape_text(shape):
 
 def allocate(name, shape, dtype):
     """`b0 = np.empty((4, 8), np.float32)`."""
-    return f"{name} = np.empty({shape_text(shape)}, np.{np.dtype(dtype).name})"
+    return f"{name} = np.empty({shape_text(shape)}, {ops.dtype_text(dtype)})"
 
 
 def allocated_name(line):

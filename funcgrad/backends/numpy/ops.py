@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from funcgrad import lax
+from funcgrad import dtypes, lax
 from funcgrad.compiler import escape
 from funcgrad.core import Primitive, ReduceOp
 
@@ -56,14 +56,16 @@ def _impl_ufunc(prim):
 def _float_ufunc(fn):
     """`ufunc(fn)` for float and complex operands only (numpy's integer semantics differ)."""
     rule = ufunc(fn)
-    return lambda args, dts, p, consts=None: rule(args, dts, p) if dts[0].kind in "fc" else None
+    return lambda args, dts, p, consts=None: (
+        rule(args, dts, p) if dtypes.kind(dts[0]) in "fc" else None)
 
 
 def _real_ufunc(fn):
     """`ufunc(fn)` for real operands; complex ones run the eager impl (it adds the Array API's
     special cases that numpy's complex loop misses)."""
     rule = ufunc(fn)
-    return lambda args, dts, p, consts=None: rule(args, dts, p) if dts[0].kind == "f" else None
+    return lambda args, dts, p, consts=None: (
+        rule(args, dts, p) if dtypes.kind(dts[0]) == "f" else None)
 
 
 INTEGER_POW_MAX = 64  # larger exponents call np.power
@@ -74,8 +76,9 @@ def _integer_pow(args, dts, p, consts=None):
     # x**3 is x * x**2, bit for bit what the C backends compute; y < 0 is 1 / x**-y.
     y, x = p["y"], args[0]
     if abs(y) > INTEGER_POW_MAX:
-        return (f"np.power({x}, {y}{{out}})", "ufunc") if y >= 1 or dts[0].kind in "fc" else None
-    if y < 0 and dts[0].kind not in "fc":
+        ok = y >= 1 or dtypes.kind(dts[0]) in "fc"
+        return (f"np.power({x}, {y}{{out}})", "ufunc") if ok else None
+    if y < 0 and dtypes.kind(dts[0]) not in "fc":
         return None
     if y == 0:
         return f"np.ones_like({x})", "fresh"
@@ -94,7 +97,7 @@ def _integer_pow(args, dts, p, consts=None):
 
 
 def _rsqrt(args, dts, p, consts=None):
-    if dts[0].kind != "f":
+    if dtypes.kind(dts[0]) != "f":
         return None
     return f"np.divide(1.0, np.sqrt({args[0]}{{out}}){{out}})", "ufunc"
 
@@ -104,11 +107,12 @@ def _is_plus_zero(c):
 
 
 def _select_n(args, dts, p, consts=None):
-    if len(args) != 3 or dts[0].kind != "b":
+    if len(args) != 3 or dtypes.kind(dts[0]) != "b":
         return None
     consts = consts or [None] * 3
     dt = dts[1] if consts[1] is None else dts[2]
-    if dt.kind == "f" and dt.itemsize in (2, 4, 8) and (consts[1] is None) != (consts[2] is None):
+    if (dtypes.kind(dt) == "f" and dt.itemsize in (2, 4, 8)
+            and (consts[1] is None) != (consts[2] is None)):
         # which ? x : +0.0 as a bit mask: exact (it selects bits), and unlike np.where
         # branch-free, so about 15x faster on random masks (ReLU)
         i = f"np.int{dt.itemsize * 8}"
@@ -130,13 +134,13 @@ def _clamp(args, dts, p, consts=None):
 
 def _convert(args, dts, p, consts=None):
     src, dst = dts[0], np.dtype(p["new_dtype"])
-    if src.kind == "c":
+    if dtypes.kind(src) == "c":
         return None
-    if src.kind == "f" and dst.kind == "b":
+    if dtypes.kind(src) == "f" and dtypes.kind(dst) == "b":
         return f"np.not_equal({args[0]}, 0{{out}})", "ufunc"
-    if src.kind == "f" and dst.kind in "iu":
+    if dtypes.kind(src) == "f" and dtypes.kind(dst) in "iu":
         return _float_to_int(args[0], dst)
-    return f"{args[0]}.astype(np.{dst.name})", "fresh"
+    return f"{args[0]}.astype({dtype_text(dst)})", "fresh"
 
 
 def _float_to_int(x, dst):
@@ -160,7 +164,7 @@ def _float_to_int(x, dst):
 
 def _conj(args, dts, p, consts=None):
     # a real operand is left to the eager implementation: its complex result has imag -0.0
-    return (f"np.conjugate({args[0]}{{out}})", "ufunc") if dts[0].kind == "c" else None
+    return (f"np.conjugate({args[0]}{{out}})", "ufunc") if dtypes.kind(dts[0]) == "c" else None
 
 
 def _part(fn):
@@ -189,7 +193,7 @@ def _shift(fn):
 
     def shift(args, dts, p, consts=None):
         amount = consts[1] if consts else None
-        if dts[0].kind != "u" or amount is None or np.ndim(amount) != 0:
+        if dtypes.kind(dts[0]) != "u" or amount is None or np.ndim(amount) != 0:
             return None
         if not 0 <= int(amount) < dts[0].itemsize * 8:
             return None
@@ -245,12 +249,20 @@ _KEEPS_DTYPE = (np.dtype("float32"), np.dtype("float64"))  # else add/multiply w
 
 def reduce_expr(op, arg, axes, dtype):
     """`np.add.reduce(x, axis=(1,), ...{out})` for a kernel's reduction output: the ufunc of
-    its `ReduceOp` (`op`, a name), in the output's dtype."""
+    its `ReduceOp` (`op`, a name), in the output's dtype. A bfloat16 (float8, int4...) one
+    reduces the operand widened (`dtypes.compute_dtype`) and rounds the result once: a new
+    array (`np.add.reduce(x.astype(np.float32), axis=1).astype(...)`), as numpy would round a
+    reduction into an `out=` of another dtype more than once (per buffered chunk)."""
     rec = ReduceOp.named(op)
     ax = str(axes[0]) if len(axes) == 1 else str(tuple(axes))
+    fold = f"np.{rec.ufunc.__name__}.reduce"
+    wide = dtypes.compute_dtype(dtype)
+    if wide != dtype:
+        return (f"np.asarray({fold}({arg}.astype({dtype_text(wide)}), axis={ax}))"
+                f".astype({dtype_text(dtype)})")
     keep = rec.selects or dtype in _KEEPS_DTYPE
-    dt = "" if keep else f", dtype=np.{dtype.name}"
-    return f"np.{rec.ufunc.__name__}.reduce({arg}, axis={ax}{dt}{{out}})"
+    dt = "" if keep else f", dtype={dtype_text(dtype)}"
+    return f"{fold}({arg}, axis={ax}{dt}{{out}})"
 
 
 # --- calls ----------------------------------------------------------------------------------
@@ -288,7 +300,7 @@ def _dot_general(r, eqn, args):
     x, y = eqn.invars
     out = eqn.outvars[0].aval
     pref = eqn.params.get("preferred_element_type")
-    if (x.aval.dtype != out.dtype or y.aval.dtype != out.dtype or out.dtype.kind == "b"
+    if (x.aval.dtype != out.dtype or y.aval.dtype != out.dtype or dtypes.kind(out.dtype) == "b"
             or (pref is not None and np.dtype(pref) != out.dtype)):
         return None
     lf = [i for i in range(x.aval.ndim) if i not in lc and i not in lb]
@@ -432,4 +444,12 @@ def literal(value, dtype, typed):
         text = repr(v)
     else:
         raise TypeError(f"no source form for a constant of dtype {dtype}: {type(v).__name__}")
-    return f"np.{dtype.name}({text})" if typed else text
+    return f"{dtype_text(dtype)}({text})" if typed and dtype.num < 256 else (
+        f"{dtype_text(dtype)}.type({text})" if typed else text)
+
+
+def dtype_text(dtype):
+    """Source of a numpy dtype: `np.float32`, and `np.dtype('bfloat16')` for the ml_dtypes
+    types, which numpy knows by name but not as attributes."""
+    dtype = np.dtype(dtype)
+    return f"np.{dtype.name}" if dtype.num < 256 else f"np.dtype({dtype.name!r})"

@@ -319,7 +319,8 @@ class Renderer:
 
     def _reduction(self, o, var, eqn, vals, S, axes):
         key, shape, _, _ = vals[o.value]
-        d = self.value(var, o.shape, o.dtype, memory.FREE_BUFFER)
+        narrow = emit.narrow([o.dtype])  # reduced widened, then rounded once: a new array
+        d = self.value(var, o.shape, o.dtype, memory.NEW_ARRAY if narrow else memory.FREE_BUFFER)
 
         def lines():
             arg = self.operand_text(o.value, vals, S)

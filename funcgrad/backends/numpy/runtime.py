@@ -11,7 +11,7 @@ import weakref
 import numpy as np
 
 from funcgrad import errors
-from funcgrad.core import Array, Jaxpr, Literal, pp_jaxpr, set_trace
+from funcgrad.core import Array, Jaxpr, Literal, pp_jaxpr, set_trace, widened
 
 
 def compensated_add(total, comp, part):
@@ -28,8 +28,9 @@ def compensated_add(total, comp, part):
 class LibCall:
     """A primitive's eager implementation with its params bound, called by generated code.
 
-    Results are cast to the IR's dtypes, as eager `bind` does. Higher-order primitives (whose
-    implementation takes and returns Arrays) run with no current trace.
+    Results are cast to the IR's dtypes, as eager `bind` does, and bfloat16 & co. are
+    computed wide (`core.widened`) as there. Higher-order primitives (whose implementation
+    takes and returns Arrays) run with no current trace.
     """
 
     def __init__(self, prim, params, out_avals):
@@ -39,7 +40,7 @@ class LibCall:
 
     def __call__(self, *args):
         if self.prim.raw_impl:
-            out = self.prim.impl_rule(*args, **self.params)
+            out = self.prim.impl_rule(*widened(self.prim, args), **self.params)
         else:
             with set_trace(None):
                 out = self.prim.impl_rule(*[Array(np.asarray(a)) for a in args], **self.params)

@@ -78,11 +78,11 @@ def cond(pred, true_fun, false_fun, *operands, operand=_NO_OPERAND):
     operands = _operands("cond", operands, operand)
     p = as_operand(pred)
     aval = get_aval(p)
-    if aval.shape != () or aval.dtype.kind not in "biu":
+    if aval.shape != () or dtypes.kind(aval.dtype) not in "biu":
         raise errors.op_error("cond", f"pred must be a scalar boolean, got {aval}",
                               hint="reduce it to a scalar (e.g. .any() / .all()), or use "
                                    "fnp.where for an elementwise choice")
-    if aval.dtype.kind != "b":
+    if dtypes.kind(aval.dtype) != "b":
         p = ne(p, 0)
     index = convert_element_type(p, np.int32)
     return _cond(index, (false_fun, true_fun), operands, "cond", ("false_fun", "true_fun"))
@@ -112,7 +112,7 @@ def switch(index, branches, *operands, operand=_NO_OPERAND):
     operands = _operands("switch", operands, operand)
     idx = as_operand(index)
     aval = get_aval(idx)
-    if aval.shape != () or aval.dtype.kind not in "iu":
+    if aval.shape != () or dtypes.kind(aval.dtype) not in "iu":
         raise errors.op_error("switch", f"index must be a scalar integer, got {aval}")
     if len(branches) == 1:
         return branches[0](*operands)

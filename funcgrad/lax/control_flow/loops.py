@@ -157,7 +157,7 @@ def fori_loop(lower, upper, body_fun, init_val, *, unroll=None):
                               f"{type(body_fun).__name__}")
     for name, b in (("lower", lower), ("upper", upper)):
         aval = get_aval(as_operand(b))
-        if aval.shape != () or aval.dtype.kind not in "iu":
+        if aval.shape != () or dtypes.kind(aval.dtype) not in "iu":
             raise errors.op_error("fori_loop", f"{name} must be a scalar integer, got {aval}")
     body_fun = _checked_body(body_fun)
     if not isinstance(lower, Tracer) and not isinstance(upper, Tracer):

@@ -36,6 +36,37 @@ __device__ __forceinline__ float fg_nextafter_half(float x, float y) {
     else --h.x;
     return fg_h2f(h);
 }
+typedef struct { unsigned short x; } fg_bf16;
+typedef union { float f; unsigned u; } fg_f32_bits;
+__device__ __forceinline__ float fg_bf2f(fg_bf16 h) { fg_f32_bits c; c.u = (unsigned)h.x << 16; return c.f; }
+__device__ __forceinline__ fg_bf16 fg_f2bf(float f) {
+    fg_f32_bits c; c.f = f;
+    fg_bf16 h;
+    h.x = (unsigned short)(f != f ? ((c.u >> 16) & 0x8000u) | 0x7fc0u
+                                  : (c.u + 0x7fffu + ((c.u >> 16) & 1u)) >> 16);
+    return h;
+}
+__device__ __forceinline__ fg_bf16 fg_d2bf(double x) {
+    fg_f32_bits c; c.f = (float)x;
+    if (c.f == c.f && (double)c.f != x) {
+        if (fabs((double)c.f) > fabs(x)) c.f = nextafterf(c.f, 0.0f);
+        c.u |= 1u;
+    }
+    return fg_f2bf(c.f);
+}
+__device__ __forceinline__ float fg_round_bf16(float x) { return fg_bf2f(fg_f2bf(x)); }
+__device__ __forceinline__ float fg_round_bf16_d(double x) { return fg_bf2f(fg_d2bf(x)); }
+__device__ __forceinline__ float fg_nextafter_bf16(float x, float y) {
+    if (x != x || y != y) return fg_nanf();
+    if (x == y) return y;
+    fg_f32_bits c; c.f = x;
+    unsigned b = c.u >> 16;
+    if (x == 0.0f) b = y > 0.0f ? 0x0001u : 0x8001u;
+    else if ((x < y) == (x > 0.0f)) ++b;
+    else --b;
+    c.u = b << 16;
+    return c.f;
+}
 
 extern "C" __global__ void __launch_bounds__(256)
 fg_k0_mul_f788cfb0(const float* __restrict__ p_in0, float* __restrict__ p_out0)
