@@ -5,7 +5,8 @@
 
 The compiler is `$CC` when set (a missing `$CC` means no compiler: it is never silently
 replaced), else the first of `cc`, `gcc`, `clang` on PATH. Flags: `OPT_LEVEL` (`-O2`), the
-host's vector ISA (`-march=native` when the compiler takes it), `-std=c11 -fPIC -shared`, and
+host's vector ISA (`-march=native` when the compiler takes it), `-std=c11 -fPIC -shared`,
+`-fvect-cost-model=dynamic` and
 `-ffp-contract=off -fno-math-errno -fno-trapping-math` (never `-ffast-math`: values stay IEEE,
 as numpy's; only FP exception flags, which nothing reads, may differ);
 `-fopenmp-simd` (the `omp simd` pragmas; threads are `threads.py`'s pool, not OpenMP's) and
@@ -62,8 +63,12 @@ os.register_at_fork(after_in_child=_forked)
 # ran as fast on the benchmark programs (issue 27 item 7; benchmarks/RESULTS.md "Issue 27:
 # time to native"); the values are the same (no flag that reorders floating point)
 OPT_LEVEL = "-O2"
+# -fvect-cost-model=dynamic: -O3's vectorizer cost model at -O2 (loops whose vectorization
+# needs a runtime check or peeling vectorize: a max-pool gradient 4.5 -> 1.4 ms), without the
+# rest of -O3 (gcc 12.2 at -O3 -march=native miscompiled a window sum with conditional loads:
+# tests/test_conv_pooling.py; -O3 also doubles a large module's compile time).
 BASE_FLAGS = ("-std=c11", "-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno",
-              "-fno-trapping-math")
+              "-fno-trapping-math", "-fvect-cost-model=dynamic")
 SANITIZERS = {"address", "undefined", "bounds"}
 
 
