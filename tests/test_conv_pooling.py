@@ -11,7 +11,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import funcgrad as fg
@@ -106,6 +106,9 @@ def _bits(a):
 @settings(max_examples=8)  # each compiles a C module
 @given(window_problems(), st.sampled_from(["sum", "max", "min"]),
        st.sampled_from([np.float32, np.float64, np.float16, np.int32, np.int8]))
+# gcc 12.2 at -O3 -march=native gave 0.4288 for a window holding -inf here (build.py's flags)
+@example(((3, 6, 2), (2, 2, 1), (1, 3, 1), ((0, 0), (1, 2), (0, 0)), (2, 1, 1), (1, 2, 1), 0),
+         "sum", np.float32)
 def test_native_window_reductions_have_the_numpy_bits(problem, kind, dtype):
     shape, window, strides, padding, base, wdil, seed = problem
     fg.config.update("enable_x64", True)
