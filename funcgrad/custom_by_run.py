@@ -91,15 +91,12 @@ def rule_builder(b, name):
     return t
 
 
-_TRANSFORM_NAMES = {"linearize": "grad/vjp/linearize", "jvp": "jvp", "jacfwd": "jacfwd"}
-
-
 def abstract_body_error(kind, fun, e):
     """A concretization error inside a traced custom function, naming the transform."""
     trace = current_trace()
     where_, _, _ = str(e).partition("\n  hint:")
     if isinstance(trace, Builder) and trace.compute_known:
-        name = _TRANSFORM_NAMES.get(trace.name, trace.name)
+        name = errors.transform_name(trace.name)
         why = (f"under {name} its body is traced abstractly (without values) because it "
                "closes over a value being differentiated, or a nondiff_argnums argument is one")
         hint = ("pass that value as a (differentiable) argument, so the rule runs on concrete "

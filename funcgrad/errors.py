@@ -168,11 +168,22 @@ def memory_error(op, avals, frame=None):
         "or free arrays that are no longer needed")
 
 
+# What a user calls the transform behind a trace's name (eager grad and vjp run `linearize`).
+_TRANSFORM_NAMES = {"linearize": "grad/vjp/linearize", "jvp": "jvp", "jacfwd": "jacfwd"}
+
+
+def transform_name(trace_name):
+    """The transform a user called, from the name of its trace: "linearize" -> "grad/vjp/
+    linearize"; other names are their own."""
+    return _TRANSFORM_NAMES.get(trace_name, trace_name)
+
+
 def array_conversion_error(function, value, transform, frame):
     """A `TracerArrayConversionError`: NumPy's `function` ("numpy.sin") was given `value` (a
     description, "f32[3]") traced by `transform`; `frame` is the user's line."""
     return TracerArrayConversionError(
-        f"{function}: NumPy was given a value traced by `{transform}` ({value}); NumPy "
+        f"{function}: NumPy was given a value traced by `{transform_name(transform)}` "
+        f"({value}); NumPy "
         "computes on constant numpy.ndarrays only, and a result computed from a constant would "
         "not depend on the traced input (under grad its derivative would be silently zero)"
         f"\n{where(frame)}\n"

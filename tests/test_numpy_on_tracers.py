@@ -68,15 +68,15 @@ def _loss(f):
 
 
 TRANSFORMS = {  # name -> (run f under it, the trace the message names)
-    "grad": (lambda f: fg.grad(_loss(f))(X3), "linearize"),
-    "value_and_grad": (lambda f: fg.value_and_grad(_loss(f))(X3), "linearize"),
-    "vjp": (lambda f: fg.vjp(f, X3), "linearize"),
+    "grad": (lambda f: fg.grad(_loss(f))(X3), "grad/vjp/linearize"),
+    "value_and_grad": (lambda f: fg.value_and_grad(_loss(f))(X3), "grad/vjp/linearize"),
+    "vjp": (lambda f: fg.vjp(f, X3), "grad/vjp/linearize"),
     "jvp": (lambda f: fg.jvp(f, (X3,), (X3,)), "jvp"),
     "vmap": (lambda f: fg.vmap(f)(np.stack([X3, X3])), "vmap"),
     "jit": (lambda f: fg.jit(f)(X3), "jit(numpy_"),
-    "jit(grad)": (lambda f: fg.jit(fg.grad(_loss(f)))(X3), "linearize"),
+    "jit(grad)": (lambda f: fg.jit(fg.grad(_loss(f)))(X3), "grad/vjp/linearize"),
     "grad(jit)": (lambda f: fg.grad(_loss(fg.jit(f)))(X3), "jit(numpy_"),
-    "hessian": (lambda f: fg.hessian(_loss(f))(X3), "linearize"),
+    "hessian": (lambda f: fg.hessian(_loss(f))(X3), "grad/vjp/linearize"),
     "make_jaxpr": (lambda f: fg.make_jaxpr(f)(X3), "make_jaxpr"),
 }
 
