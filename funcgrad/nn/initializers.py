@@ -226,7 +226,8 @@ class Initializer(typing.Protocol):
     an array (JAX's protocol, for type annotations)."""
 
     def __call__(self, key, shape, dtype=None, out_sharding=None):
-        raise NotImplementedError
+        raise NotImplementedError("Initializer is a protocol for annotations, not an "
+                                  "initializer")
 
 
 def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):

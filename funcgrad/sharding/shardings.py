@@ -52,7 +52,8 @@ class Sharding:
 
     def devices_indices_map(self, global_shape):
         """{device: the index (a tuple of slices) of the block it holds}."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define devices_indices_map "
+                                  "(Sharding is an abstract base, as JAX's)")
 
     def addressable_devices_indices_map(self, global_shape):
         rank = process_index()
@@ -61,7 +62,8 @@ class Sharding:
 
     def shard_shape(self, global_shape):
         """The shape of each device's block of an array of `global_shape`."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define shard_shape "
+                                  "(Sharding is an abstract base, as JAX's)")
 
     def with_memory_kind(self, kind):
         if kind not in (None, "device"):

@@ -44,7 +44,7 @@ class Node:
     """A C statement (or several): `emit(out, indent)` appends its lines."""
 
     def emit(self, out, indent):
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must define emit (Node is abstract)")
 
     def lines(self, indent=""):
         out = []
