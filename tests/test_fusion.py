@@ -109,6 +109,23 @@ def test_mlp_training_step_kernels():
                    if isinstance(n, CallNode))  # folded into strided reads or products
 
 
+def test_a_parameters_update_runs_once_it_is_its_operands_last_reader():
+    # the gradient of w2 is made before w1's; its update (results only) runs before w1's
+    # gradient product, so that gradient dies at once and w2's donated buffer takes the update
+    def step(w1, w2, x):
+        def loss(w):
+            return fnp.sum(fnp.tanh(x @ w[0]) @ w[1])
+        g = fg.grad(loss)((w1, w2))
+        return w1 - 0.1 * g[0], w2 - 0.1 * g[1]
+    w1 = rng.normal(size=(8, 16)).astype(np.float32)
+    w2 = rng.normal(size=(16, 4)).astype(np.float32)
+    prog = program(step, w1, w2, rng.normal(size=(5, 8)).astype(np.float32))
+    assert_valid_schedule(prog)
+    tail = layout(prog)[-4:]
+    assert tail == [("call", "dot_general"), ("kernel", ("mul", "sub"), ()),
+                    ("call", "dot_general"), ("kernel", ("mul", "sub"), ())], layout(prog)
+
+
 def test_reductions_over_leading_and_several_axes():
     y = rng.normal(size=(3, 4, 5)).astype(np.float32)
     prog = program(lambda y: (fnp.sum(fnp.exp(y), axis=(0, 2)), fnp.max(y, axis=0)), y)

@@ -451,7 +451,10 @@ def _users(jaxpr, eqns, g, classes):
 
 
 def _schedule(g, eqns, classes, users):
-    """Node reps in a topological order (Kahn), preferring the original program order.
+    """Node reps in a topological order (Kahn), preferring the original program order,
+    except that a node whose results only the program returns (a parameter's update) runs
+    as soon as it is the last reader of its operands: their memory is free (a donated
+    parameter's buffer takes the update in place) before the next large value is made.
 
     View equations whose results only kernels read (through strides) are dropped; equations
     with side effects run in their original order."""
@@ -472,19 +475,68 @@ def _schedule(g, eqns, classes, users):
     for r, d in deps.items():
         for p in d:
             succ[p].append(r)
-    ready = [(g.hi[r], r) for r in reps if waiting[r] == 0]
+    readers = _readers(users, eqns, classes, live)
+    reads_of = {}
+    for v, rs in readers.items():
+        for r in rs:
+            reads_of.setdefault(r, []).append(v)
+    left = {v: len(rs) for v, rs in readers.items()}
+    sinks = {r for r in reps if classes[r] != "call" and _only_results(g, r, eqns, users)}
+
+    def key(r):
+        last = r in sinks and all(left[v] == 1 for v in reads_of.get(r, ()))
+        return (not last, g.hi[r], r)
+    ready = [key(r) for r in reps if waiting[r] == 0]
     heapq.heapify(ready)
-    order = []
+    order, done = [], set()
     while ready:
-        _, r = heapq.heappop(ready)
+        r = heapq.heappop(ready)[-1]
+        if r in done:
+            continue
+        done.add(r)
         order.append(r)
+        for v in reads_of.get(r, ()):
+            left[v] -= 1
+            if left[v] == 1:  # a waiting sink may have become its operand's last reader
+                s = next(iter(readers[v] - done), None)
+                if s in sinks and waiting[s] == 0 and not key(s)[0]:
+                    heapq.heappush(ready, key(s))
         for s in succ[r]:
             waiting[s] -= 1
             if waiting[s] == 0:
-                heapq.heappush(ready, (g.hi[s], s))
+                heapq.heappush(ready, key(s))
     if len(order) != len(reps):
         raise AssertionError("fusion produced a cyclic schedule; this is a funcgrad bug")
     return order
+
+
+def _readers(users, eqns, classes, live):
+    """var -> the reps (not views) that read it, directly or through kept views."""
+    out = {}
+
+    def reached(v, seen):
+        found = set()
+        for u in users.get(v, ()):
+            if u == "out" or u not in live or u in seen:
+                continue
+            if classes[u] == "view":
+                seen.add(u)
+                found |= reached(eqns[u].outvars[0], seen)
+            else:
+                found.add(u)
+        return found
+    for v in users:
+        rs = reached(v, set())
+        if rs:
+            out[v] = rs
+    return out
+
+
+def _only_results(g, r, eqns, users):
+    """Whether node `r`'s values are read by nothing but the program's results."""
+    outs = [v for m in g.members[r] for v in eqns[m].outvars]
+    return (all(users.get(v, set()) <= {"out", r} for v in outs)
+            and any("out" in users.get(v, ()) for v in outs))
 
 
 def _kernel(g, rep, eqns, classes, users, index):

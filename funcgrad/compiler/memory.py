@@ -207,7 +207,8 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=(), workspace_min_by
     for i, step in enumerate(steps):
         taken = set()
         for d in step.defs:
-            slot = _place(d, step, i, last, buf_of, buffers, holders, pool, taken, out_set)
+            slot = _place(d, step, i, last, buf_of, buffers, holders, born, pool, taken, out_set,
+                          pack_workspace)
             if slot.action == "new":
                 buffers.append((tuple(d.shape), np.dtype(d.dtype)))
                 holders.append([])
@@ -226,6 +227,8 @@ def plan_memory(steps, args, consts=(), outputs=(), donated=(), workspace_min_by
                  _workspace(values, holders, born, outputs, buffers, workspace_min_bytes))
     for b in workspace:
         slots[holders[b][0]].action = "reuse"
+    if pack_workspace:
+        workspace += _split_reuse(steps, last, workspace, buffers, holders, born, slots, buf_of)
     end = len(steps)
     lifetimes = [(born[b], end if hs and hs[-1] in out_set else last.get(hs[-1], born[b])
                   if hs else born[b]) for b, hs in enumerate(holders)]
@@ -301,12 +304,51 @@ def _workspace(values, holders, born, outputs, buffers, min_bytes):
             and _nbytes(buffers[b]) >= min_bytes and not any(h in escaping for h in hs)]
 
 
-def _place(d, step, i, last, buf_of, buffers, holders, pool, taken, out_set):
+def _split_reuse(steps, last, workspace, buffers, holders, born, slots, buf_of):
+    """Where the workspace packs smaller so, splits each workspace buffer where a value took
+    it from the free pool (not in place) into a buffer of its own; returns the new buffers'
+    indices. The pool chains values of one shape and dtype into one buffer, alive from the
+    first value's definition to the last one's death; `pack` given the values' own lifetimes
+    can lay another value into a gap of the chain (first fit: not always smaller)."""
+    def_step = {d.key: i for i, s in enumerate(steps) for d in s.defs}
+    span = lambda hs: (def_step[hs[0]], last.get(hs[-1], def_step[hs[0]]))
+    runs = {}
+    for b in workspace:
+        hs, start, runs[b] = holders[b], 0, []
+        for j in range(1, len(hs)):
+            if slots[hs[j]].action == "reuse":
+                runs[b].append(hs[start:j])
+                start = j
+        runs[b].append(hs[start:])
+    pieces = [(b, run) for b in workspace for run in runs[b]]
+    if len(pieces) == len(workspace) or (
+            pack([_nbytes(buffers[b]) for b, _ in pieces], [span(r) for _, r in pieces])[1]
+            >= pack([_nbytes(buffers[b]) for b in workspace],
+                    [span(holders[b]) for b in workspace])[1]):
+        return []
+    new = []
+    for b in workspace:
+        holders[b] = runs[b][0]
+        for run in runs[b][1:]:
+            buffers.append(buffers[b])
+            holders.append(run)
+            born.append(def_step[run[0]])
+            new.append(len(buffers) - 1)
+            for k in run:
+                slots[k].buffer = buf_of[k] = new[-1]
+    return new
+
+
+def _place(d, step, i, last, buf_of, buffers, holders, born, pool, taken, out_set,
+           packed):
     if d.kind not in OWNING or tuple(d.shape) == ():
         return Slot("none")
     shape, dt = tuple(d.shape), np.dtype(d.dtype)
     if d.kind == ANY_BUFFER:
         cands = step.inplace.get(d.key, ()) if isinstance(step.inplace, dict) else step.inplace
+        if packed:  # a donated argument's buffer first: the result aliases it, as donation
+            # asks, and the other operand's bytes go back to the packed workspace
+            cands = sorted(cands, key=lambda u: born[buf_of[u]] >= 0 if u in buf_of else True)
         for u in cands:
             b = buf_of.get(u)
             if (b is not None and b not in taken and last.get(u) == i and u not in out_set
