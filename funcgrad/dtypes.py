@@ -8,6 +8,8 @@ else; it imports only numpy, funcgrad.config and funcgrad.errors, and ml_dtypes 
 need (`load_narrow`).
 """
 
+import threading
+
 import numpy as np
 
 from funcgrad import errors
@@ -37,12 +39,13 @@ _NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64
 _SMALL_FLOAT_NAMES = ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
                       "float8_e4m3", "float8_e8m0fnu", "float8_e4m3b11fnuz", "float8_e4m3fn",
                       "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")  # JAX's order
-_INTN_NAMES = ("int1", "int2", "int4", "uint1", "uint2", "uint4")  # int1/uint1: ml_dtypes 0.5.1+
+_INTN_NAMES = ("int1", "int2", "int4", "uint1", "uint2", "uint4")  # int1/uint1: newer ml_dtypes
 NARROW_NAMES = ("bfloat16", *_SMALL_FLOAT_NAMES, *_INTN_NAMES)
 # filled by `load_narrow` (empty until then: no dtype of theirs can exist before it)
 _SMALL_FLOATS = _CUSTOM_FLOATS = _SIGNED_INTN = _UNSIGNED_INTN = _INTN = ()
 _KIND, _COMPUTE = {}, {}
 _narrow_loaded = False
+_loading = threading.Lock()
 
 
 def load_narrow():
@@ -53,13 +56,21 @@ def load_narrow():
         >>> load_narrow(); short_name(narrow_type("bfloat16"))
         'bf16'
     """
-    global _narrow_loaded, _SMALL_FLOATS, _CUSTOM_FLOATS
-    global _SIGNED_INTN, _UNSIGNED_INTN, _INTN
-    if _narrow_loaded:
-        return
-    import ml_dtypes
+    global _narrow_loaded
+    with _loading:
+        if _narrow_loaded:
+            return
+        import ml_dtypes
 
-    types = {n: np.dtype(getattr(ml_dtypes, n)) for n in NARROW_NAMES if hasattr(ml_dtypes, n)}
+        _add_narrow({n: np.dtype(getattr(ml_dtypes, n)) for n in NARROW_NAMES
+                     if hasattr(ml_dtypes, n)})
+        _narrow_loaded = True  # last: another thread finds every table complete
+    config.refresh()  # the dtype caches (jit's plain-ndarray dtypes) see the new types
+
+
+def _add_narrow(types):
+    """Add the narrow types `types` (by name) to this module's names and tables."""
+    global _SMALL_FLOATS, _CUSTOM_FLOATS, _SIGNED_INTN, _UNSIGNED_INTN, _INTN
     globals().update(types, int1=types.get("int1"), uint1=types.get("uint1"))
     _SMALL_FLOATS = tuple(types[n] for n in _SMALL_FLOAT_NAMES)
     _CUSTOM_FLOATS = _SMALL_FLOATS + (types["bfloat16"],)
@@ -77,14 +88,12 @@ def load_narrow():
                            (_UNSIGNED_INTN, "u", uint32)):
         _KIND.update(dict.fromkeys(group, k))
         _COMPUTE.update(dict.fromkeys(group, wide))
-    _narrow_loaded = True
     _UP.update(_upper_sets_all())
-    config.refresh()  # the dtype caches (jit's plain-ndarray dtypes) see the new types
 
 
 def narrow_type(name):
     """The ml_dtypes type called `name` ("bfloat16", "int4"; ml_dtypes loaded), or None for any
-    other name (a name ml_dtypes lacks, int1 before 0.5.1, included).
+    other name (int1 included, where ml_dtypes has none).
 
     Example:
         >>> narrow_type("bfloat16"), narrow_type("float32")
@@ -297,8 +306,8 @@ def _lattice(x64):
 def _strict_lattice():
     # `numpy_dtype_promotion="strict"`: a weak kind joins the dtypes of its kind (or higher);
     # dtypes join nothing but themselves
-    ints = [t for t in _SHORT if kind(t) in "iu"]
-    floats = [t for t in _SHORT if kind(t) == "f"]
+    ints = [t for t in _SHORT if _KIND.get(t, t.kind) in "iu"]
+    floats = [t for t in _SHORT if _KIND.get(t, t.kind) == "f"]
     return {**{t: [] for t in _SHORT}, "i*": ["f*", *ints], "f*": ["c*", *floats],
             "c*": [complex64, complex128]}
 
