@@ -67,8 +67,9 @@ class _DtypeType(type):
     """`fnp.dtype`'s metaclass: the class stands for `np.dtype` (isinstance, issubclass,
     attributes), and calling it also reads the narrow types' names."""
 
-    def __call__(cls, obj, *args, **kwargs):
-        return np.dtype(_dtypes.as_dtype(obj) if isinstance(obj, str) else obj, *args, **kwargs)
+    def __call__(cls, dtype, align=False, copy=False, **kwargs):  # np.dtype's signature
+        dtype = _dtypes.as_dtype(dtype) if isinstance(dtype, str) else dtype
+        return np.dtype(dtype, align, copy, **kwargs)
 
     def __instancecheck__(cls, x):
         return isinstance(x, np.dtype)
