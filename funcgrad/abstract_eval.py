@@ -108,7 +108,7 @@ def _dtype(name, dtype):
     if dtypes.is_extended(dtype):  # a typed PRNG key's dtype is no NumPy dtype
         return dtype
     try:
-        return np.dtype(dtype)
+        return dtypes.as_dtype(dtype)
     except TypeError as e:
         raise errors.FuncgradTypeError(f"{name}: {e}\n{errors.where(errors.user_frame(3))}"
                                        ) from None

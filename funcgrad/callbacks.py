@@ -103,7 +103,7 @@ def _result_aval(x):
             f"pure_callback: each leaf of result_shape_dtypes must have a shape and a dtype "
             f"(a ShapeDtypeStruct), got {type(x).__name__} {errors.short_repr(x)}"
             f"\n{errors.where(errors.user_frame(3))}")
-    dt = np.dtype(dtype)
+    dt = dtypes.as_dtype(dtype)
     if dtypes.canonicalize_dtype(dt) != dt:
         raise errors.FuncgradValueError(
             "pure_callback: result_shape_dtypes cannot specify 64-bit types when "

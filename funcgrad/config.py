@@ -116,6 +116,12 @@ class Config:
         """Register `fn(name, value)`, called after every update (used by dtype caches)."""
         self._listeners.append(fn)
 
+    def refresh(self):
+        """Call every `on_change` function with `(None, None)`: what they cache changed
+        without an update (`dtypes.load_narrow` added the narrow types)."""
+        for fn in self._listeners:
+            fn(None, None)
+
 
 class UnknownOptionError(AttributeError, ValueError):
     """`config.update` of a name that is no option (JAX raises AttributeError for it)."""

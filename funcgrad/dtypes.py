@@ -4,10 +4,12 @@ With `enable_x64` off (the default) 64-bit dtypes canonicalize to 32-bit ones, a
 JAX. Python scalars are *weakly typed*: `x_f32 * 2.0` stays float32. The narrow types
 (bfloat16, the float8s, int4...) are ml_dtypes', as JAX's; they compute in `compute_dtype`
 (float32, int32) and round once per operation. This module owns those rules and nothing
-else; it imports only numpy, ml_dtypes, funcgrad.config and funcgrad.errors.
+else; it imports only numpy, funcgrad.config and funcgrad.errors, and ml_dtypes on first
+need (`load_narrow`).
 """
 
-import ml_dtypes
+import threading
+
 import numpy as np
 
 from funcgrad import errors
@@ -19,50 +21,113 @@ uint8, uint16, uint32, uint64 = (np.dtype(t) for t in (np.uint8, np.uint16, np.u
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
-# The narrow types JAX takes from ml_dtypes. numpy knows them as user dtypes of kind "V"
-# (float8_e5m2's is "f"), so their kind is asked of `kind(dtype)`, never of `dtype.kind`.
-bfloat16 = np.dtype(ml_dtypes.bfloat16)
-(float4_e2m1fn, float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3, float8_e8m0fnu,
- float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz) = (
-    np.dtype(getattr(ml_dtypes, n)) for n in (
-        "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4", "float8_e4m3",
-        "float8_e8m0fnu", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-        "float8_e5m2", "float8_e5m2fnuz"))
-int2, int4, uint2, uint4 = (np.dtype(getattr(ml_dtypes, n)) for n in ("int2", "int4", "uint2",
-                                                                       "uint4"))
-int1 = np.dtype(ml_dtypes.int1) if hasattr(ml_dtypes, "int1") else None
-uint1 = np.dtype(ml_dtypes.uint1) if hasattr(ml_dtypes, "uint1") else None
-
-_FLOAT8 = (float8_e3m4, float8_e4m3, float8_e8m0fnu, float8_e4m3b11fnuz, float8_e4m3fn,
-           float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz)
-_SMALL_FLOATS = (float4_e2m1fn, float6_e2m3fn, float6_e3m2fn) + _FLOAT8  # JAX's order
-_CUSTOM_FLOATS = _SMALL_FLOATS + (bfloat16,)
-_SIGNED_INTN = tuple(t for t in (int1, int2, int4) if t is not None)
-_UNSIGNED_INTN = tuple(t for t in (uint1, uint2, uint4) if t is not None)
-_INTN = _SIGNED_INTN + _UNSIGNED_INTN
-NARROW_TYPES = _CUSTOM_FLOATS + _INTN  # every ml_dtypes type funcgrad has
-
 _SHORT = {
     bool_: "bool", int8: "i8", int16: "i16", int32: "i32", int64: "i64",
     uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
     float16: "f16", float32: "f32", float64: "f64", complex64: "c64", complex128: "c128",
 }
-for _t in _CUSTOM_FLOATS + _INTN:  # JAX's short names: bf16, f8_e4m3fn, i4, u2
-    _SHORT[_t] = (_t.name.replace("bfloat", "bf").replace("float", "f")
-                  .replace("uint", "u").replace("int", "i"))
 _NARROW = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
-_KIND = {**{t: "f" for t in _CUSTOM_FLOATS}, **{t: "i" for t in _SIGNED_INTN},
-         **{t: "u" for t in _UNSIGNED_INTN}}
-# numpy computes these types itself neither fast nor as XLA does (ml_dtypes' reductions
-# accumulate in the narrow type): funcgrad computes them in this wider type and rounds the
-# result once per operation.
-_COMPUTE = {**{t: float32 for t in _CUSTOM_FLOATS}, **{t: int32 for t in _SIGNED_INTN},
-            **{t: uint32 for t in _UNSIGNED_INTN}}
+
+# --- the narrow types: ml_dtypes', loaded on first need ----------------------------------------
+# Importing ml_dtypes takes ~0.66 s and ~8 MB, more than all of funcgrad, so a program that
+# never names a narrow type never imports it. `load_narrow` imports it and adds the types to
+# this module (`dtypes.bfloat16` through `__getattr__` until then) and to its tables. It runs
+# when a narrow type is named (`__getattr__`, `narrow_type`, `as_dtype`) and when a dtype
+# with `num >= 256` (numpy's user dtypes) reaches a table: such a dtype exists only once
+# ml_dtypes is imported. numpy calls the types kind "V" (float8_e5m2 "f"), so their kind is
+# asked of `kind(dtype)`, never of `dtype.kind`.
+_SMALL_FLOAT_NAMES = ("float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
+                      "float8_e4m3", "float8_e8m0fnu", "float8_e4m3b11fnuz", "float8_e4m3fn",
+                      "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")  # JAX's order
+_INTN_NAMES = ("int1", "int2", "int4", "uint1", "uint2", "uint4")  # int1/uint1: newer ml_dtypes
+NARROW_NAMES = ("bfloat16", *_SMALL_FLOAT_NAMES, *_INTN_NAMES)
+# filled by `load_narrow` (empty until then: no dtype of theirs can exist before it)
+_SMALL_FLOATS = _CUSTOM_FLOATS = _SIGNED_INTN = _UNSIGNED_INTN = _INTN = ()
+_KIND, _COMPUTE = {}, {}
+_narrow_loaded = False
+_loading = threading.Lock()
+
+
+def load_narrow():
+    """Import ml_dtypes and add its types to this module's names and tables (once; cheap
+    after that). Called on first need, never at import.
+
+    Example:
+        >>> load_narrow(); short_name(narrow_type("bfloat16"))
+        'bf16'
+    """
+    global _narrow_loaded
+    with _loading:
+        if _narrow_loaded:
+            return
+        import ml_dtypes
+
+        _add_narrow({n: np.dtype(getattr(ml_dtypes, n)) for n in NARROW_NAMES
+                     if hasattr(ml_dtypes, n)})
+        _narrow_loaded = True  # last: another thread finds every table complete
+    config.refresh()  # the dtype caches (jit's plain-ndarray dtypes) see the new types
+
+
+def _add_narrow(types):
+    """Add the narrow types `types` (by name) to this module's names and tables."""
+    global _SMALL_FLOATS, _CUSTOM_FLOATS, _SIGNED_INTN, _UNSIGNED_INTN, _INTN
+    globals().update(types, int1=types.get("int1"), uint1=types.get("uint1"))
+    _SMALL_FLOATS = tuple(types[n] for n in _SMALL_FLOAT_NAMES)
+    _CUSTOM_FLOATS = _SMALL_FLOATS + (types["bfloat16"],)
+    _SIGNED_INTN = tuple(types[n] for n in _INTN_NAMES[:3] if n in types)
+    _UNSIGNED_INTN = tuple(types[n] for n in _INTN_NAMES[3:] if n in types)
+    _INTN = _SIGNED_INTN + _UNSIGNED_INTN
+    globals()["NARROW_TYPES"] = _CUSTOM_FLOATS + _INTN  # every ml_dtypes type funcgrad has
+    for t in _CUSTOM_FLOATS + _INTN:  # JAX's short names: bf16, f8_e4m3fn, i4, u2
+        _SHORT[t] = (t.name.replace("bfloat", "bf").replace("float", "f")
+                     .replace("uint", "u").replace("int", "i"))
+    # numpy computes these types itself neither fast nor as XLA does (ml_dtypes' reductions
+    # accumulate in the narrow type): funcgrad computes them in this wider type and rounds the
+    # result once per operation.
+    for group, k, wide in ((_CUSTOM_FLOATS, "f", float32), (_SIGNED_INTN, "i", int32),
+                           (_UNSIGNED_INTN, "u", uint32)):
+        _KIND.update(dict.fromkeys(group, k))
+        _COMPUTE.update(dict.fromkeys(group, wide))
+    _UP.update(_upper_sets_all())
+
+
+def narrow_type(name):
+    """The ml_dtypes type called `name` ("bfloat16", "int4"; ml_dtypes loaded), or None for any
+    other name (int1 included, where ml_dtypes has none).
+
+    Example:
+        >>> narrow_type("bfloat16"), narrow_type("float32")
+        (dtype(bfloat16), None)
+    """
+    if name not in NARROW_NAMES:
+        return None
+    load_narrow()
+    return globals()[name]
+
+
+def as_dtype(x):
+    """`np.dtype(x)`, a narrow type's name ("bfloat16") loading ml_dtypes first (numpy knows
+    the names only once it is imported).
+
+    Example:
+        >>> as_dtype("bfloat16"), as_dtype(np.float32)
+        (dtype(bfloat16), dtype('float32'))
+    """
+    if type(x) is str and x in NARROW_NAMES:
+        load_narrow()
+    return np.dtype(x)
+
+
+def _known(dtype):
+    """`dtype`, the narrow types loaded first where it is one of numpy's user dtypes."""
+    if dtype.num >= 256 and not _narrow_loaded:
+        load_narrow()
+    return dtype
 
 
 def short_name(dtype):
     """'f32' for float32, 'bf16' for bfloat16, as printed in the IR."""
-    return _SHORT.get(dtype, str(dtype))
+    return _SHORT.get(_known(dtype), str(dtype))
 
 
 def kind(dtype):
@@ -73,19 +138,19 @@ def kind(dtype):
         >>> kind(bfloat16), kind(float32)
         ('f', 'f')
     """
-    return dtype.kind if dtype.num < 256 else _KIND.get(dtype, dtype.kind)
+    return dtype.kind if dtype.num < 256 else _KIND.get(_known(dtype), dtype.kind)
 
 
 def compute_dtype(dtype):
     """The dtype an operation on `dtype` computes in: float32 for bfloat16 and the float8s,
     int32/uint32 for int4 & co.; `dtype` itself otherwise (float16 included: numpy computes
     it in float32 and rounds per operation itself)."""
-    return dtype if dtype.num < 256 else _COMPUTE.get(dtype, dtype)
+    return dtype if dtype.num < 256 else _COMPUTE.get(_known(dtype), dtype)
 
 
 def is_custom_float(dtype):
     """bfloat16, the float8s and the other ml_dtypes floats (not float16)."""
-    return dtype.num >= 256 and dtype in _CUSTOM_FLOATS
+    return dtype.num >= 256 and _KIND.get(_known(dtype)) == "f"
 
 
 def is_float(dtype):
@@ -95,12 +160,20 @@ def is_float(dtype):
 def _iinfo(dtype):
     """numpy's `iinfo` of an integer dtype, int4 & co. included (ml_dtypes'); the public
     `iinfo` is funcgrad.numpy's (`__getattr__`)."""
-    return (ml_dtypes.iinfo if dtype.num >= 256 else np.iinfo)(dtype)
+    if dtype.num < 256:
+        return np.iinfo(dtype)
+    load_narrow()
+    import ml_dtypes
+    return ml_dtypes.iinfo(dtype)
 
 
 def _finfo(dtype):
     """numpy's `finfo` of a float dtype, bfloat16 and the float8s included (ml_dtypes')."""
-    return (ml_dtypes.finfo if dtype.num >= 256 else np.finfo)(dtype)
+    if dtype.num < 256:
+        return np.finfo(dtype)
+    load_narrow()
+    import ml_dtypes
+    return ml_dtypes.finfo(dtype)
 
 
 def lowest(dtype):
@@ -175,16 +248,22 @@ def to_inexact(dtype):
 def canonicalize(dtype):
     """The dtype an array of `dtype` gets in funcgrad (64-bit narrowed unless x64)."""
     try:
-        dtype = np.dtype(dtype)
+        dtype = as_dtype(dtype)
     except Exception:  # numpy's message may call a failing __repr__ of the object
         raise TypeError(f"{errors.short_repr(dtype)} ({type(dtype).__name__}) is not a dtype; "
-                        f"use one of {', '.join(str(d) for d in _SHORT)}") from None
-    if dtype not in _SHORT:
-        raise TypeError(f"funcgrad does not support dtype {dtype}; use one of "
-                        f"{', '.join(str(d) for d in _SHORT)}")
+                        f"use one of {_names()}") from None
+    if _known(dtype) not in _SHORT:
+        raise TypeError(f"funcgrad does not support dtype {dtype}; use one of {_names()}")
     if not config.enable_x64:
         return _NARROW.get(dtype, dtype)
     return dtype
+
+
+def _names():
+    """The dtypes funcgrad has, by name (the narrow ones without loading ml_dtypes)."""
+    narrow = [n for n in (*_SMALL_FLOAT_NAMES, "bfloat16", *_INTN_NAMES)
+              if not _narrow_loaded or globals()[n] is not None]
+    return ", ".join([str(d) for d in _SHORT if d.num < 256] + narrow)
 
 
 def scalar_dtype(x):
@@ -208,26 +287,27 @@ def scalar_dtype(x):
 # integer joins nothing but itself and the weak kinds below it.
 
 def _lattice(x64):
-    ints = [t for t in (int1, uint1, int2, uint2, int4, uint4) if t is not None]
+    bf16 = _CUSTOM_FLOATS[-1:]  # (bfloat16,) once the narrow types are loaded, () before
     lattice = {
         bool_: ["i*"],
-        "i*": [uint8, int8, *ints],
+        "i*": [uint8, int8, *_INTN],
         uint8: [int16, uint16], uint16: [int32, uint32],
         uint32: [int64, uint64] if x64 else [int32, uint64], uint64: ["f*"],
         int8: [int16], int16: [int32], int32: [int64], int64: ["f*"],
-        "f*": [*_SMALL_FLOATS, bfloat16, float16, "c*"],
-        bfloat16: [float32], float16: [float32], float32: [float64, complex64],
+        "f*": [*_SMALL_FLOATS, *bf16, float16, "c*"],
+        float16: [float32], float32: [float64, complex64],
         float64: [complex128], "c*": [complex64], complex64: [complex128], complex128: [],
     }
-    lattice.update({t: [] for t in (*ints, *_SMALL_FLOATS)})
+    lattice.update({t: [] for t in (*_INTN, *_SMALL_FLOATS)})
+    lattice.update({t: [float32] for t in bf16})
     return lattice
 
 
 def _strict_lattice():
     # `numpy_dtype_promotion="strict"`: a weak kind joins the dtypes of its kind (or higher);
     # dtypes join nothing but themselves
-    ints = [t for t in _SHORT if kind(t) in "iu"]
-    floats = [t for t in _SHORT if kind(t) == "f"]
+    ints = [t for t in _SHORT if _KIND.get(t, t.kind) in "iu"]
+    floats = [t for t in _SHORT if _KIND.get(t, t.kind) == "f"]
     return {**{t: [] for t in _SHORT}, "i*": ["f*", *ints], "f*": ["c*", *floats],
             "c*": [complex64, complex128]}
 
@@ -245,8 +325,12 @@ def _upper_sets(lattice):
     return ups
 
 
-_UP = {"x32": _upper_sets(_lattice(False)), "x64": _upper_sets(_lattice(True)),
-       "strict": _upper_sets(_strict_lattice())}
+def _upper_sets_all():
+    return {"x32": _upper_sets(_lattice(False)), "x64": _upper_sets(_lattice(True)),
+            "strict": _upper_sets(_strict_lattice())}
+
+
+_UP = _upper_sets_all()  # the narrow types' nodes join when they are loaded (`load_narrow`)
 
 
 class TypePromotionError(errors.FuncgradValueError):
@@ -264,6 +348,9 @@ def _lattice_name():
 def _least_upper_bound(nodes, which=None):
     """JAX's least upper bound of lattice nodes (`_least_upper_bound`)."""
     which = which or _lattice_name()
+    for n in nodes:
+        if isinstance(n, np.dtype):
+            _known(n)
     ups = _UP[which]
     common = frozenset.intersection(*(ups[n] for n in nodes))
     least = (common & set(nodes)) or {c for c in common if common <= ups[c]}
@@ -278,11 +365,12 @@ def _no_promotion(nodes, which):
     if which == "strict":
         return (f"{head} when jax_numpy_dtype_promotion=strict. Try explicitly casting inputs "
                 "to the desired output type, or set jax_numpy_dtype_promotion=standard.")
-    for group, what, cast in ((_FLOAT8, "8-bit floats", "float32"),
-                              ((float6_e2m3fn, float6_e3m2fn), "6-bit floats", "float32"),
-                              ((float4_e2m1fn,), "4-bit floats", "float32"),
-                              (_INTN, "1-bit, 2-bit and 4-bit integers", "int32")):
-        if any(n in group for n in nodes):
+    float8 = tuple(n for n in _SMALL_FLOAT_NAMES if n.startswith("float8"))
+    for group, what, cast in ((float8, "8-bit floats", "float32"),
+                              (("float6_e2m3fn", "float6_e3m2fn"), "6-bit floats", "float32"),
+                              (("float4_e2m1fn",), "4-bit floats", "float32"),
+                              (_INTN_NAMES, "1-bit, 2-bit and 4-bit integers", "int32")):
+        if any(isinstance(n, np.dtype) and n.name in group for n in nodes):
             return (f"{head}. To avoid unintended promotion, {what} do not support implicit "
                     "promotion. If you'd like your inputs to be promoted to another type, you "
                     f"can do so explicitly using e.g. x.astype('{cast}')")
@@ -413,7 +501,7 @@ def _dtype_or_kind(x):
     if isinstance(x, type) and issubclass(x, np.generic):
         return x
     dt = getattr(x, "dtype", None)
-    return dt if isinstance(dt, np.dtype) else np.dtype(x)
+    return dt if isinstance(dt, np.dtype) else as_dtype(x)
 
 
 def issubdtype(a, b):
@@ -463,7 +551,7 @@ def canonicalize_dtype(dtype, allow_extended_dtype=False):
         return dtype
     if dtype is bool or dtype is int or dtype is float or dtype is complex:
         return scalar_dtype(dtype())[0]
-    dt = np.dtype(dtype)
+    dt = as_dtype(dtype)
     return _NARROW.get(dt, dt) if not config.enable_x64 else dt
 
 
@@ -503,4 +591,11 @@ def __getattr__(name):
     if name in ("finfo", "iinfo"):  # one home: funcgrad.numpy's (loaded on first use)
         from funcgrad.numpy import dtype_api
         return getattr(dtype_api, name)
+    if name in NARROW_NAMES or name == "NARROW_TYPES":  # `dtypes.bfloat16`: ml_dtypes loaded
+        load_narrow()
+        return globals()[name]
     raise AttributeError(f"module 'funcgrad.dtypes' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *NARROW_NAMES, "NARROW_TYPES", "finfo", "iinfo"})

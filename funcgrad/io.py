@@ -235,10 +235,6 @@ def _describe_leaf(x, link, arrays) -> dict:
             "dtype": dtype, "shape": list(value.shape)}
 
 
-# the ml_dtypes types a checkpoint may name (never a name read from a file passed to np.dtype)
-_NARROW = {t.name: t for t in dtypes.NARROW_TYPES}
-
-
 def _bits_dtype(dtype):
     return np.dtype(f"<u{dtype.itemsize}")
 
@@ -458,7 +454,7 @@ class _Rebuild:
         if name == _STRUCTURE:
             raise _Bad(f"a leaf refers to the {_STRUCTURE} entry")
         value = self.archive.read(name)
-        narrow = _NARROW.get(dtype)
+        narrow = dtypes.narrow_type(dtype)  # a name read from the file never reaches np.dtype
         stored = _bits_dtype(narrow).str if narrow is not None else dtype
         if value.dtype.str != stored or list(value.shape) != shape:
             raise _Bad(f"the entry {name!r} holds {value.dtype.str}{list(value.shape)} but the "

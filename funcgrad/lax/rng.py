@@ -11,7 +11,7 @@ import enum
 
 import numpy as np
 
-from funcgrad import errors
+from funcgrad import dtypes, errors
 from funcgrad.core import ArrayBase, Primitive, ShapedArray, get_aval, to_array
 from funcgrad.interpreters import ad, batching
 from funcgrad.lax.bit_ops import mulhi
@@ -86,7 +86,7 @@ def rng_bit_generator(key, shape, dtype=np.uint32, algorithm=RandomAlgorithm.RNG
         raise errors.op_error("rng_bit_generator", f"key must be uint32[4], got {kav}",
                               cls=errors.FuncgradTypeError)
     shape = static_ints("rng_bit_generator", shape, "shape")
-    dt = np.dtype(dtype)
+    dt = dtypes.as_dtype(dtype)
     if dt.kind != "u" or dt.itemsize not in (1, 2, 4, 8):
         raise errors.op_error("rng_bit_generator", f"dtype must be an unsigned integer type, "
                               f"got {dt}", cls=errors.FuncgradTypeError)

@@ -306,7 +306,7 @@ def one_hot(x, num_classes, dtype=None, axis=-1):
         [[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
     """
     x = fnp.asarray(x)
-    dtype = np.dtype(dtype) if dtype is not None else dtypes.default_float()
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.default_float()
     out_ndim = x.ndim + 1
     axis = axis + out_ndim if axis < 0 else axis
     lhs = fnp.expand_dims(x, axis)

@@ -33,7 +33,7 @@ _TRUNCATED_STDDEV = .87962566103423978
 
 
 def _dtype(dtype):
-    return dtypes.canonicalize(np.dtype(dtype)) if dtype is not None else dtypes.default_float()
+    return dtypes.canonicalize(dtype) if dtype is not None else dtypes.default_float()
 
 
 def zeros(key, shape, dtype=None, out_sharding=None):

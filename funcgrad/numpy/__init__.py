@@ -10,7 +10,9 @@ methods on arrays and tracers.
 import numpy as _np
 
 from funcgrad.core import ArrayBase as ndarray
+from funcgrad.dtypes import NARROW_NAMES as _narrow_names
 from funcgrad.numpy import array_api as _array_api
+from funcgrad.numpy import dtype_api as _dtype_api
 from funcgrad.numpy import fft, linalg, methods  # noqa: F401  (methods installs the operators)
 from funcgrad.numpy import ufuncs as _ufuncs
 from funcgrad.numpy._util import broadcast_shapes as _broadcast_shapes
@@ -61,4 +63,17 @@ def _install_boundaries():
 
 
 _install_boundaries()
+
+
+def __getattr__(name):
+    """`fnp.bfloat16` & co.: made (and ml_dtypes imported) on first use (`dtype_api`)."""
+    t = _dtype_api.narrow_scalar_type(name) if name in _narrow_names else None
+    if t is None:
+        raise AttributeError(f"module 'funcgrad.numpy' has no attribute {name!r}")
+    globals()[name] = t
+    return t
+
+
+def __dir__():
+    return sorted({*globals(), *_narrow_names})
 _ufuncs.install(globals())  # add.reduce, maximum.at, ... (JAX's ufunc methods)

@@ -5,23 +5,18 @@ scalar types: `fnp.float32(3)` is an Array), `result_type`, `promote_types`, `ca
 The dtype lattice itself lives in `funcgrad.dtypes`; this module only exposes it.
 """
 
-import ml_dtypes
 import numpy as np
 
 from funcgrad import dtypes as _dtypes
 from funcgrad import errors
-
-_NARROW_NAMES = ["bfloat16", "float4_e2m1fn", "float6_e2m3fn", "float6_e3m2fn", "float8_e3m4",
-                 "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz",
-                 "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "int2", "int4", "uint2",
-                 "uint4"] + [n for n in ("int1", "uint1") if getattr(_dtypes, n) is not None]
 
 __all__ = [
     "bool_", "can_cast", "complex64", "complex128", "complexfloating",
     "dtype", "finfo", "float16", "float32", "float64", "float_", "floating", "generic",
     "iinfo", "inexact", "int8", "int16", "int32", "int64", "int_", "integer", "isdtype",
     "issubdtype", "number", "promote_types", "result_type", "signedinteger", "uint8",
-    "uint16", "uint32", "uint64", "uint", "unsignedinteger", "complex_", *_NARROW_NAMES,
+    "uint16", "uint32", "uint64", "uint", "unsignedinteger", "complex_",
+    # (bfloat16, the float8s, int4... are `__getattr__`'s: ml_dtypes is loaded on first use)
     # the long tail (issue 28): NumPy's other scalar names
     "ComplexWarning", "bool", "cdouble", "character", "csingle", "double", "flexible",
     "object_", "single",
@@ -62,13 +57,58 @@ float16, float32, float64 = (_scalar_type(n, t) for n, t in (
 complex64, complex128 = _scalar_type("complex64", np.complex64), _scalar_type(
     "complex128", np.complex128)
 int_, uint, float_, complex_ = int64, uint64, float64, complex128
-# bfloat16, the float8/float6/float4 types and int4 & co. (ml_dtypes' types, as in JAX)
-globals().update({n: _scalar_type(n, getattr(_dtypes, n)) for n in _NARROW_NAMES})
 
 generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
 complexfloating, integer = np.complexfloating, np.integer
 signedinteger, unsignedinteger = np.signedinteger, np.unsignedinteger
-dtype = np.dtype
+
+
+class _DtypeType(type):
+    """`fnp.dtype`'s metaclass: the class stands for `np.dtype` (isinstance, issubclass,
+    attributes), and calling it also reads the narrow types' names."""
+
+    def __call__(cls, dtype, align=False, copy=False, **kwargs):  # np.dtype's signature
+        dtype = _dtypes.as_dtype(dtype) if isinstance(dtype, str) else dtype
+        return np.dtype(dtype, align, copy, **kwargs)
+
+    def __instancecheck__(cls, x):
+        return isinstance(x, np.dtype)
+
+    def __subclasscheck__(cls, c):
+        return issubclass(c, np.dtype)
+
+    def __getattr__(cls, name):
+        return getattr(np.dtype, name)
+
+    def __repr__(cls):
+        return repr(np.dtype)
+
+
+class dtype(metaclass=_DtypeType):  # noqa: N801  (NumPy's name)
+    """NumPy's `np.dtype`, as `jnp.dtype`; a narrow type's name ("bfloat16", "int4") loads
+    ml_dtypes first (numpy knows those names only once it is imported).
+
+    Example:
+        >>> fnp.dtype("bfloat16"), isinstance(fnp.dtype("float32"), fnp.dtype)
+        (dtype(bfloat16), True)
+    """
+
+
+def narrow_scalar_type(name):
+    """`fnp.bfloat16` & co. (ml_dtypes' types, as in JAX), made on first use: ml_dtypes is
+    loaded then (`dtypes.load_narrow`), never at import. None for a name that is none."""
+    t = _dtypes.narrow_type(name)
+    if t is None:
+        return None
+    globals()[name] = _scalar_type(name, t)
+    return globals()[name]
+
+
+def __getattr__(name):
+    t = narrow_scalar_type(name) if name in _dtypes.NARROW_NAMES else None
+    if t is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return t
 
 
 def _unwrap(t):
@@ -79,7 +119,7 @@ def _dtype(name, x):
     """`np.dtype(x)`; an error naming `name` for what is not a dtype (numpy's own message may
     call a failing __repr__)."""
     try:
-        return np.dtype(_unwrap(x))
+        return _dtypes.as_dtype(_unwrap(x))
     except Exception:
         raise errors.op_error(name, f"{type(x).__name__} {errors.short_repr(x)} is not a "
                               "dtype") from None
@@ -105,7 +145,7 @@ class finfo:
 
     def __init__(self, dtype):
         dt = _info_dtype("finfo", dtype, "fc")
-        info = (ml_dtypes.finfo if _dtypes.is_custom_float(dt) else np.finfo)(dt)
+        info = _dtypes._finfo(dt)
         self._np = info
         self.bits, self.dtype = int(info.bits), np.dtype(info.dtype)
         self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
@@ -130,7 +170,7 @@ class iinfo:
 
     def __init__(self, int_type):
         dt = _info_dtype("iinfo", int_type, "iu")
-        info = (ml_dtypes.iinfo if dt.num >= 256 else np.iinfo)(dt)
+        info = _dtypes._iinfo(dt)
         self.bits, self.dtype = int(info.bits), np.dtype(info.dtype)
         self.max, self.min = int(info.max), int(info.min)
         self.kind = info.kind

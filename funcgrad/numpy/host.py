@@ -9,7 +9,7 @@ return funcgrad arrays where NumPy returns arrays. Imports numpy and the sibling
 
 import numpy as np
 
-from funcgrad import errors
+from funcgrad import dtypes, errors
 from funcgrad.core import ArrayBase, concrete_value
 from funcgrad.core.array import host_value
 from funcgrad.numpy._util import asarray_operand, user_dtype
@@ -120,7 +120,7 @@ def frombuffer(buffer, dtype=float, count=-1, offset=0):
         >>> fnp.frombuffer(b"\\x01\\x02", dtype=fnp.uint8)
         Array([1, 2], dtype=uint8)
     """
-    return _wrap(_call("frombuffer", lambda: np.frombuffer(buffer, dtype=np.dtype(dtype),
+    return _wrap(_call("frombuffer", lambda: np.frombuffer(buffer, dtype=dtypes.as_dtype(dtype),
                                                          count=count, offset=offset))
                  .astype(user_dtype(dtype)))
 
@@ -151,7 +151,7 @@ def fromstring(string, dtype=float, count=-1, *, sep):
         >>> fnp.fromstring("1 2 3", sep=" ")
         Array([1., 2., 3.], dtype=float32)
     """
-    return _wrap(_call("fromstring", lambda: np.fromstring(string, dtype=np.dtype(dtype),
+    return _wrap(_call("fromstring", lambda: np.fromstring(string, dtype=dtypes.as_dtype(dtype),
                                                              count=count, sep=sep))
                  .astype(user_dtype(dtype)))
 

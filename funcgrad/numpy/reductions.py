@@ -82,7 +82,7 @@ def _sum_dtype(dt):
 def _upcast_f16(dt):
     """JAX's computation dtype of a sum, product, mean or variance of `dt` (with no dtype
     given): float16 and bfloat16 accumulate in float32, and the result is rounded once."""
-    return dtypes.float32 if dt == dtypes.float16 or dt == dtypes.bfloat16 else dt
+    return dtypes.float32 if dt == dtypes.float16 or dt.name == "bfloat16" else dt
 
 
 def _prepare(name, a, axis, dtype, out, where, identity, acc_dtype=_sum_dtype, upcast=False):

@@ -146,7 +146,7 @@ def sample_shape(op, shape, *params):
 
 def float_dtype(op, dtype, kinds="f"):
     """The canonical float dtype a sampler returns (default float32, float64 with x64)."""
-    dtype = np.dtype(dtype) if dtype is not None else dtypes.default_float()
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.default_float()
     if dtypes.kind(dtype) not in kinds:
         kind = {"f": "floating", "fc": "floating or complex"}.get(kinds, "numeric")
         raise op_error(f"random.{op}", f"dtype must be a {kind} type, got {dtype}")
@@ -155,7 +155,7 @@ def float_dtype(op, dtype, kinds="f"):
 
 def int_dtype(op, dtype):
     """The canonical integer dtype a sampler returns (default int32, int64 with x64)."""
-    dtype = np.dtype(dtype) if dtype is not None else dtypes.default_int()
+    dtype = dtypes.as_dtype(dtype) if dtype is not None else dtypes.default_int()
     if dtypes.kind(dtype) not in "iu":
         raise op_error(f"random.{op}", f"dtype must be an integer type, got {dtype}")
     return dtypes.canonicalize(dtype)

@@ -41,7 +41,7 @@ def bits(key, shape=(), dtype=None, *, out_sharding=None):
         dtype('uint32')
     """
     data, _ = unwrap("bits", key)
-    dtype = np.dtype(dtype or dtypes.default_uint())
+    dtype = dtypes.as_dtype(dtype or dtypes.default_uint())
     if dtypes.kind(dtype) != "u":
         raise op_error("random.bits", f"dtype must be an unsigned integer type, got {dtype}")
     dtype = dtypes.canonicalize(dtype)
