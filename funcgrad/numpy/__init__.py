@@ -63,6 +63,7 @@ def _install_boundaries():
 
 
 _install_boundaries()
+_ufuncs.install(globals())  # add.reduce, maximum.at, ... (JAX's ufunc methods)
 
 
 def __getattr__(name):
@@ -76,4 +77,3 @@ def __getattr__(name):
 
 def __dir__():
     return sorted({*globals(), *_narrow_names})
-_ufuncs.install(globals())  # add.reduce, maximum.at, ... (JAX's ufunc methods)

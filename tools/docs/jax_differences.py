@@ -28,6 +28,15 @@ class Difference(NamedTuple):
 
 DIFFERENCES = [
     Difference(
+        "jax.numpy.dtype", (),
+        "`fnp.dtype` stands for `np.dtype` (calls, `isinstance`, `issubclass`, attributes "
+        "all go to it) but is not the same object: `fnp.dtype is np.dtype` is False; "
+        "`fnp.__all__` leaves out bfloat16, the float8s and int4 & co. (`dir(fnp)` and "
+        "attribute access have them).",
+        "ml_dtypes, which defines those types, takes 0.66 s and 8 MB to import, so funcgrad "
+        "imports it on first need; `fnp.dtype(\"bfloat16\")` and `fnp.bfloat16` load it, "
+        "which `np.dtype` itself cannot.", checked=False, jax="`jnp.dtype is np.dtype`."),
+    Difference(
         "jax.Array", ("value", "weak_type"),
         "`funcgrad.Array(value, weak_type=False)` wraps a NumPy (or CuPy) value.",
         "`jax.Array` is an abstract type that is never constructed (JAX makes arrays with "
