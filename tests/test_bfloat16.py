@@ -380,6 +380,31 @@ def test_native_runs_float8_and_int4_through_numpy():
                                       np.asarray(fn(fnp.asarray(a))).view(np.uint8))
 
 
+NARROW_INTS = json.load(open(os.path.join(os.path.dirname(__file__), "golden", "jax",
+                                          "narrow_ints.json")))  # tools/record_jax_narrow_ints.py
+
+
+@pytest.mark.parametrize("name", ["int4", "uint4", "int2", "uint2"])
+def test_float_to_int4_and_co_saturates_as_jax(name):
+    # toward zero, saturating at the type's range, NaN -> 0: eager, the numpy backend's fused
+    # cast and the native tier (numpy computes these types) give JAX's numbers
+    x = np.array([float(v) for v in NARROW_INTS["values"]], np.float32)
+    dt = getattr(fnp, name)
+    want = NARROW_INTS["casts"][name]
+    assert np.asarray(fnp.asarray(x).astype(dt)).astype(int).tolist() == want
+    for backend in ("numpy", "cpu"):
+        got = fg.jit(lambda u: (u * 1).astype(dt), backend=backend)(x)
+        assert np.asarray(got).dtype == dt and np.asarray(got).astype(int).tolist() == want
+
+
+@pytest.mark.parametrize("case", sorted(NARROW_INTS["randint"]))
+def test_randint_draws_int4_and_uint4_as_jax(case):
+    name, lo, hi = case.split()
+    r = fg.random.randint(fg.random.key(0), (12,), int(lo), int(hi), dtype=getattr(fnp, name))
+    assert np.asarray(r).dtype == getattr(fnp, name)
+    assert np.asarray(r).astype(int).tolist() == NARROW_INTS["randint"][case]
+
+
 @needs_cc
 def test_native_reductions_accumulate_in_float_and_round_once():
     x = _draw(np.random.default_rng(7), -4, 4, (33, 129))

@@ -723,7 +723,9 @@ def float_to_int(x, dtype):
     """numpy float array `x` as integer `dtype` the way XLA converts: toward zero, saturating
     at the integer range, NaN -> 0 (numpy's own cast is platform-defined there). The numpy
     backend's fused expression (`backends/numpy/ops.py`) computes the same numbers."""
-    info = np.iinfo(dtype)
+    info = dtypes.iinfo(dtype)
+    if dtype.num >= 256:  # int4 & co. (ml_dtypes): numpy's ufuncs do not write them
+        return np.clip(np.where(x == x, np.trunc(x), 0), info.min, info.max).astype(dtype)
     if dtype.itemsize < 8:  # the bounds are exact in float32 (8, 16 bits) or float64 (32 bits)
         f = np.float32 if dtype.itemsize < 4 else np.float64
         out = np.empty(np.shape(x), dtype)

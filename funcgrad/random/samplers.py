@@ -367,7 +367,7 @@ def randint_ints(key, shape, minval, maxval, dtype):
 
 @compiled
 def _randint(key, minval, maxval, *, shape, dtype):
-    info = np.iinfo(dtype)
+    info = dtypes.iinfo(dtype)
     if info.bits < 32:  # as JAX: sample 8/16-bit values in int32 (less modulo bias), then cast
         i32 = np.dtype(np.int32)
         lo = fnp.clip(_int_bound(minval).astype(i32), int(info.min), int(info.max))

@@ -146,7 +146,10 @@ def _convert(args, dts, p, consts=None):
 def _float_to_int(x, dst):
     # As lax.elementwise.float_to_int (XLA's rule): toward zero, saturating, NaN -> 0. Up to
     # 32 bits the clip runs in a float type holding the bounds exactly and casts into `out`.
-    info = np.iinfo(dst)
+    info = dtypes.iinfo(dst)
+    if dst.num >= 256:  # int4 & co. (ml_dtypes): numpy's ufuncs do not write them
+        return (f"np.clip(np.where({x} == {x}, np.trunc({x}), 0), {info.min}, {info.max})"
+                f".astype({dtype_text(dst)})"), "fresh"
     wide = dst.itemsize == 8
     f = "np.float32" if dst.itemsize < 4 else "np.float64"
     hi = repr(float(np.nextafter(2.0 ** (64 - (info.min < 0)), 0))) if wide else info.max
