@@ -29,7 +29,7 @@ def _identity(op, dtype):
     if dtype == np.bool_:
         return op == "min"
     if dtypes.kind(dtype) in "iu":
-        return np.iinfo(dtype).max if op == "min" else np.iinfo(dtype).min
+        return dtypes.iinfo(dtype).max if op == "min" else dtypes.iinfo(dtype).min
     return np.inf if op == "min" else -np.inf
 
 

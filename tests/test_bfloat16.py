@@ -16,7 +16,7 @@ from hypothesis.extra.numpy import array_shapes
 
 import funcgrad as fg
 import funcgrad.numpy as fnp
-from funcgrad import lax
+from funcgrad import lax, optim
 from funcgrad.core import Array
 
 BF16, F32 = np.dtype(ml_dtypes.bfloat16), np.dtype(np.float32)
@@ -403,6 +403,23 @@ def test_randint_draws_int4_and_uint4_as_jax(case):
     r = fg.random.randint(fg.random.key(0), (12,), int(lo), int(hi), dtype=getattr(fnp, name))
     assert np.asarray(r).dtype == getattr(fnp, name)
     assert np.asarray(r).astype(int).tolist() == NARROW_INTS["randint"][case]
+
+
+def test_int4_operations_whose_identity_is_the_types_bound():
+    # segment reductions, safe_increment and index arithmetic read the type's range (ml_dtypes'
+    # iinfo: numpy's says "Invalid integer data type 'V'"); the numbers are int8's, cast back
+    x8 = np.array([3, -2, 5, 1, -8, 7], np.int8)
+    x, ids = fnp.asarray(x8.astype(fnp.int4)), fnp.asarray([0, 0, 1, 1, 2, 3])
+    for op in ("segment_max", "segment_min", "segment_sum"):
+        got, want = (getattr(fg.ops, op)(a, ids, 4) for a in (x, fnp.asarray(x8)))
+        assert np.asarray(got).dtype == fnp.int4, op
+        assert np.asarray(got).astype(int).tolist() == np.asarray(want).astype(
+            fnp.int4).astype(int).tolist(), op
+    empty = fg.ops.segment_max(x, ids, 5)[4]  # an empty segment holds the identity, int4's min
+    assert int(empty) == -8
+    assert int(optim.safe_increment(fnp.asarray(7, fnp.int4))) == 7
+    assert fnp.ravel_multi_index((fnp.asarray([1, 0], fnp.int4), fnp.asarray([2, 1], fnp.int4)),
+                                 (3, 4)).tolist() == [6, 1]
 
 
 @needs_cc

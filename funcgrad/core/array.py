@@ -181,6 +181,6 @@ def _device_array(x):
 
 
 def _check_int_range(x, dt):
-    info = np.iinfo(dt)
+    info = dtypes.iinfo(dt)
     if not info.min <= x <= info.max:
         raise OverflowError(f"Python int {x} is too large for {dt} (enable_x64 allows int64)")

@@ -444,7 +444,7 @@ def _identity(kind, dtype):
         return dtype.type(-np.inf if kind == "max" else np.inf)
     if dtypes.kind(dtype) == "b":
         return kind == "min"
-    info = np.iinfo(dtype)
+    info = dtypes.iinfo(dtype)
     return dtype.type(info.min if kind == "max" else info.max)
 
 

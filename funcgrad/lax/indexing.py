@@ -177,8 +177,8 @@ def _default_fill(dtype):
     if dtypes.kind(dtype) == "b":
         return True
     if dtypes.kind(dtype) == "u":
-        return np.iinfo(dtype).max
-    return np.iinfo(dtype).min
+        return dtypes.iinfo(dtype).max
+    return dtypes.iinfo(dtype).min
 
 
 # --- gather ---------------------------------------------------------------------------------

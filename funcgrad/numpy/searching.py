@@ -213,7 +213,7 @@ def unravel_index(indices, shape):
     if total == 0 and shape:
         raise errors.op_error("unravel_index", f"cannot unravel into the empty shape {shape}",
                               cls=errors.FuncgradValueError)
-    info, dt = np.iinfo(idx.dtype), idx.dtype
+    info, dt = dtypes.iinfo(idx.dtype), idx.dtype
     c = lax.clamp(_const(max(-total, info.min), dt), idx, _const(min(total - 1, info.max), dt))
     if info.min < 0:
         c = lax.select_n(lax.lt(c, _const(0, dt)), c, lax.add(c, _const(total, dt)))
@@ -246,7 +246,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
                               cls=errors.FuncgradValueError)
     arrs = [_int_operand("ravel_multi_index", i) for i in multi_index]
     dt = _index_dtype("ravel_multi_index", dtype)
-    if int(np.prod(dims, dtype=np.int64)) - 1 > np.iinfo(dt).max:
+    if int(np.prod(dims, dtype=np.int64)) - 1 > dtypes.iinfo(dt).max:
         raise errors.op_error("ravel_multi_index", f"dtype {dt} cannot hold the flat indices "
                               f"of shape {dims}", cls=errors.FuncgradValueError,
                               hint="pass a wider integer dtype")

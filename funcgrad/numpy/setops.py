@@ -315,7 +315,7 @@ def _position_in(values, n, x):
     if values.dtype.kind in "fc":
         big = lax.full_like(values, np.inf)
     elif values.dtype.kind in "iu":
-        big = lax.full_like(values, np.iinfo(values.dtype).max)
+        big = lax.full_like(values, dtypes.iinfo(values.dtype).max)
     padded = _util.select(_valid_mask(n, values.size), big, values)
     return lax.convert_element_type(searchsorted(padded, x), idt)
 

@@ -4,7 +4,6 @@ that saturates instead of wrapping.
 Imports only `funcgrad.numpy` and `funcgrad.errors`.
 """
 
-import numpy as np
 
 import funcgrad.numpy as fnp
 from funcgrad.errors import FuncgradTypeError, FuncgradValueError
@@ -66,9 +65,9 @@ def safe_increment(count):
     count = fnp.asarray(count)
     dtype = count.dtype
     if fnp.issubdtype(dtype, fnp.integer):
-        max_value = np.iinfo(dtype).max
+        max_value = fnp.iinfo(dtype).max
     elif fnp.issubdtype(dtype, fnp.floating):
-        max_value = np.finfo(dtype).max
+        max_value = fnp.finfo(dtype).max
     else:
         raise FuncgradValueError(
             f"safe_increment: cannot increment a count of dtype {dtype}; use an integer or "
