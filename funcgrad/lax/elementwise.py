@@ -709,9 +709,8 @@ def convert_element_type(operand, new_dtype, *, weak_type=False):
     try:
         dt = dtypes.canonicalize(new_dtype)
     except TypeError as e:
-        raise errors.op_error("convert_element_type", f"new_dtype "
-                                                      f"{errors.short_repr(new_dtype)} is not a "
-                              f"dtype funcgrad supports ({e})") from None
+        raise errors.op_error("convert_element_type", f"new_dtype {errors.short_repr(new_dtype)}"
+                              f" is not a dtype funcgrad supports ({e})") from None
     return convert_element_type_p.bind(operand, new_dtype=dt, weak_type=bool(weak_type))
 
 
@@ -720,9 +719,8 @@ def _convert_abstract(x, *, new_dtype, weak_type):
 
 
 def float_to_int(x, dtype):
-    """numpy float array `x` as integer `dtype` the way XLA converts: toward zero, saturating
-    at the integer range, NaN -> 0 (numpy's own cast is platform-defined there). The numpy
-    backend's fused expression (`backends/numpy/ops.py`) computes the same numbers."""
+    """numpy float array `x` as integer `dtype` as XLA converts (toward zero, saturating, NaN
+    -> 0; numpy's cast is platform-defined there), as the numpy backend's fused cast does."""
     info = dtypes.iinfo(dtype)
     if dtype.num >= 256:  # int4 & co. (ml_dtypes): numpy's ufuncs do not write them
         return np.clip(np.where(x == x, np.trunc(x), 0), info.min, info.max).astype(dtype)
