@@ -513,22 +513,19 @@ def _schedule(g, eqns, classes, users):
 def _readers(users, eqns, classes, live):
     """var -> the reps (not views) that read it, directly or through kept views."""
     out = {}
-
-    def reached(v, seen):
-        found = set()
-        for u in users.get(v, ()):
-            if u == "out" or u not in live or u in seen:
-                continue
-            if classes[u] == "view":
-                seen.add(u)
-                found |= reached(eqns[u].outvars[0], seen)
-            else:
-                found.add(u)
-        return found
     for v in users:
-        rs = reached(v, set())
-        if rs:
-            out[v] = rs
+        found, seen, stack = set(), set(), [v]
+        while stack:  # (a loop, not recursion: a chain of views may be thousands long)
+            for u in users.get(stack.pop(), ()):
+                if u == "out" or u not in live or u in seen:
+                    continue
+                seen.add(u)
+                if classes[u] == "view":
+                    stack.append(eqns[u].outvars[0])
+                else:
+                    found.add(u)
+        if found:
+            out[v] = found
     return out
 
 
