@@ -481,6 +481,8 @@ def _schedule(g, eqns, classes, users):
         for r in rs:
             reads_of.setdefault(r, []).append(v)
     left = {v: len(rs) for v, rs in readers.items()}
+    # kernels only: a library call's result may alias its operands (nothing is freed by
+    # running it early) and effectful calls keep their order
     sinks = {r for r in reps if classes[r] != "call" and _only_results(g, r, eqns, users)}
 
     def key(r):

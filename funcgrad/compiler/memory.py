@@ -305,11 +305,12 @@ def _workspace(values, holders, born, outputs, buffers, min_bytes):
 
 
 def _split_reuse(steps, last, workspace, buffers, holders, born, slots, buf_of):
-    """Where the workspace packs smaller so, splits each workspace buffer where a value took
-    it from the free pool (not in place) into a buffer of its own; returns the new buffers'
-    indices. The pool chains values of one shape and dtype into one buffer, alive from the
-    first value's definition to the last one's death; `pack` given the values' own lifetimes
-    can lay another value into a gap of the chain (first fit: not always smaller)."""
+    """Splits each workspace buffer where a value took it from the free pool (not in place)
+    into a buffer of its own, if the workspace then packs into fewer bytes; returns the new
+    buffers' indices. The pool chains values of one shape and dtype into one buffer, alive
+    from the first value's definition to the last one's death; `pack`, given the values' own
+    lifetimes, can lay another value into a gap of the chain (first fit: not always smaller,
+    so both layouts are tried)."""
     def_step = {d.key: i for i, s in enumerate(steps) for d in s.defs}
     span = lambda hs: (def_step[hs[0]], last.get(hs[-1], def_step[hs[0]]))
     runs = {}
